@@ -1,0 +1,39 @@
+# The README's two commands: `make demo` and `make check`.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+PYTEST     ?= python3 -m pytest
+CMAKE_FLAGS ?= -DFMX_WERROR=ON
+
+.PHONY: all deps build build-asan demo check check-unit check-system check-asan clean
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+build-asan: deps
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DFMX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+demo: build
+	./$(BUILD)/fmx_info
+	./$(BUILD)/fmx_perf pingpong --sizes 0,8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M
+
+check: build build-asan
+	$(MAKE) --no-print-directory check-unit check-system BUILD=$(BUILD)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(MAKE) --no-print-directory check-unit check-system BUILD=$(ASAN_BUILD)
+
+check-unit:
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+check-system:
+	FMX_BUILD_DIR=$(abspath $(BUILD)) $(PYTEST) -q tests/system
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fmx.h - the native fmx API: tagged message passing with MX semantics.
+ *
+ * Model (see docs/ and DESIGN.md section 3):
+ *  - An endpoint is opened on a board with an endpoint id and a 32-bit filter
+ *    key. Peers present that key to connect.
+ *  - Messages carry a 64-bit match info. A receive posted with (info, mask)
+ *    takes the first incoming message with (msg & mask) == info. Receives
+ *    match in posting order; messages from one peer match in send order,
+ *    whatever their size or the path that moves them.
+ *  - Every call returns an fmx_return_t; fmx_strerror() names it. Completion
+ *    status codes use the same enum.
+ *
+ * Thread safety: every function may be called from any thread at any time,
+ * except fmx_init/fmx_finalize which must not race with other calls.
+ *
+ * Buffers: a send buffer must stay untouched and a receive buffer must stay
+ * allocated until the request completes (or is cancelled). The library never
+ * keeps a pointer to a buffer after completion.
+ *
+ * Lengths: segment and message lengths are 64-bit. A segment list has at most
+ * FMX_MAX_SEGMENTS entries; a list with zero entries is a zero-length message.
+ */
+#ifndef FMX_H
+#define FMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FMX_API_VERSION 0x0100       /* major.minor of this header */
+#define FMX_MAX_SEGMENTS 256
+#define FMX_ANY_NIC UINT64_MAX       /* "this host" in fmx_connect */
+#define FMX_ANY_ENDPOINT UINT32_MAX  /* "pick a free one" in fmx_open_endpoint */
+#define FMX_ANY_BOARD UINT32_MAX
+#define FMX_TIMEOUT_INFINITE UINT32_MAX
+#define FMX_MATCH_MASK_NONE UINT64_MAX /* exact match */
+
+/* Return and completion codes (one enum, as in Open-MX). Values are stable. */
+typedef enum fmx_return {
+  FMX_SUCCESS = 0,
+  FMX_BAD_ERROR = 1,
+  FMX_ALREADY_INITIALIZED = 3,
+  FMX_NOT_INITIALIZED = 4,
+  FMX_ACCESS_DENIED = 7,
+  FMX_BOARD_NOT_FOUND = 8,
+  FMX_BAD_ENDPOINT = 9,
+  FMX_SEGMENTS_BAD_COUNT = 12,
+  FMX_BAD_REQUEST = 13,
+  FMX_BAD_MATCH_MASK = 14,
+  FMX_NO_RESOURCES = 15,
+  FMX_BUSY = 20,
+  FMX_BAD_INFO_KEY = 21,
+  FMX_BAD_ADDRESS = 22,
+  FMX_ENDPOINT_PARAM_BAD_KEY = 24,
+  FMX_ENDPOINT_PARAM_BAD_VALUE = 25,
+  FMX_PEER_NOT_FOUND = 28,
+  FMX_TIMEOUT = 30,
+  FMX_REMOTE_ENDPOINT_BAD_ID = 32,
+  FMX_REMOTE_ENDPOINT_CLOSED = 33,
+  FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY = 34,
+  FMX_BAD_INFO_LENGTH = 35,
+  FMX_NIC_ID_NOT_FOUND = 36,
+  FMX_BAD_LIB_ABI = 38,
+  FMX_BAD_MATCHING_FOR_CONTEXT_ID_MASK = 42,
+  FMX_CANCELLED = 90,
+  FMX_REMOTE_ENDPOINT_UNREACHABLE = 92,
+  FMX_REMOTE_ENDPOINT_BAD_SESSION = 93,
+  FMX_MESSAGE_ABORTED = 94,
+  FMX_MESSAGE_TRUNCATED = 95,
+  FMX_NO_SYSTEM_RESOURCES = 97,
+  FMX_NOT_IMPLEMENTED = 99,
+} fmx_return_t;
+
+typedef struct fmx_endpoint *fmx_endpoint_t;
+typedef struct fmx_request *fmx_request_t;
+
+/* An address: process-local and opaque; it means nothing in another process.
+ * Obtained from fmx_connect, fmx_get_endpoint_addr or a completion status. */
+typedef struct fmx_endpoint_addr {
+  uint64_t opaque[2];
+} fmx_endpoint_addr_t;
+
+typedef struct fmx_seg {
+  void *ptr;
+  size_t len;
+} fmx_seg_t;
+
+typedef struct fmx_status {
+  fmx_return_t code;          /* FMX_SUCCESS, FMX_MESSAGE_TRUNCATED, ... */
+  fmx_endpoint_addr_t source; /* sender (receives), destination (sends) */
+  uint64_t match_info;        /* the message's match info */
+  uint64_t msg_length;        /* length sent */
+  uint64_t xfer_length;       /* bytes delivered (< msg_length if truncated) */
+  void *context;              /* the request's context pointer */
+} fmx_status_t;
+
+/* Endpoint parameters (fmx_open_endpoint). */
+enum fmx_param_key {
+  FMX_PARAM_CONTEXT_ID = 1, /* .context_id: split matching on match bits */
+  FMX_PARAM_TIMEOUT_MS = 2, /* .timeout_ms: default request timeout */
+};
+typedef struct fmx_endpoint_param {
+  uint32_t key; /* enum fmx_param_key */
+  union {
+    struct {
+      uint8_t bits;  /* 1..16 */
+      uint8_t shift; /* bits + shift <= 64 */
+    } context_id;
+    uint32_t timeout_ms;
+  } val;
+} fmx_endpoint_param_t;
+
+/* fmx_get_info keys. `in`/`out` are described per key. */
+enum fmx_info_key {
+  FMX_INFO_RNDV_THRESHOLD = 1,   /* out: uint64_t, eager -> rendezvous switch */
+  FMX_INFO_TINY_MAX = 2,         /* out: uint64_t, inline-in-one-cell limit */
+  FMX_INFO_COUNTER_COUNT = 3,    /* out: uint32_t */
+  FMX_INFO_COUNTER_LABEL = 4,    /* in: uint32_t index; out: char[] */
+  FMX_INFO_COUNTER_VALUES = 5,   /* out: uint64_t[count] */
+  FMX_INFO_LAST_BULK_ENGINE = 6, /* out: char[], engine of the last large recv */
+  FMX_INFO_NIC_ID = 7,           /* out: uint64_t, this host's NIC id */
+  FMX_INFO_ENDPOINT_ID = 8,      /* out: uint32_t */
+  FMX_INFO_ENGINE_STATUS = 9,    /* in: char[] peer-independent engine name;
+                                    out: char[] "available" or the reason */
+};
+
+/* --- library ------------------------------------------------------------ */
+
+/* Initialise the library. Reads the FMX_* tunables. Returns
+ * FMX_ALREADY_INITIALIZED if called twice without fmx_finalize. */
+fmx_return_t fmx_init(void);
+/* Close every endpoint still open and release the library. */
+fmx_return_t fmx_finalize(void);
+/* A constant string naming a code; never NULL. */
+const char *fmx_strerror(fmx_return_t code);
+
+/* --- endpoints ------------------------------------------------------------ */
+
+/* Open an endpoint on `board` (0 or FMX_ANY_BOARD: this host's shared-memory
+ * board) with id `endpoint_id` (0..FMX_ENDPOINT_MAX-1, or FMX_ANY_ENDPOINT),
+ * protected by `key`. Returns FMX_BUSY if the id is taken, FMX_BAD_ENDPOINT
+ * if it is out of range, FMX_BOARD_NOT_FOUND for an unknown board,
+ * FMX_ENDPOINT_PARAM_* for bad parameters. */
+fmx_return_t fmx_open_endpoint(uint32_t board, uint32_t endpoint_id, uint32_t key,
+                               const fmx_endpoint_param_t *params, uint32_t nparams,
+                               fmx_endpoint_t *endpoint);
+/* Close: every pending request is dropped, peers see this endpoint as closed.
+ * Other threads must have left their calls on this endpoint. */
+fmx_return_t fmx_close_endpoint(fmx_endpoint_t endpoint);
+/* Wake every thread blocked in wait/peek/probe on this endpoint; they
+ * return FMX_SUCCESS with result 0. */
+fmx_return_t fmx_wakeup(fmx_endpoint_t endpoint);
+/* Run one progress pass (the library also progresses inside every call). */
+fmx_return_t fmx_progress(fmx_endpoint_t endpoint);
+/* The endpoint's own address (usable to send to itself). */
+fmx_return_t fmx_get_endpoint_addr(fmx_endpoint_t endpoint, fmx_endpoint_addr_t *addr);
+/* Split an address into its NIC id and endpoint id. */
+fmx_return_t fmx_decompose_endpoint_addr(fmx_endpoint_addr_t addr, uint64_t *nic_id,
+                                         uint32_t *endpoint_id);
+/* Blocking connect to (nic_id, endpoint_id) presenting `key`. nic_id may be
+ * FMX_ANY_NIC for this host. Errors: FMX_REMOTE_ENDPOINT_BAD_ID (no such
+ * endpoint), FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY (wrong key),
+ * FMX_ACCESS_DENIED (peer of another user), FMX_NIC_ID_NOT_FOUND (host not
+ * reachable), FMX_TIMEOUT. Connecting twice returns the same address. */
+fmx_return_t fmx_connect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
+                         uint32_t key, uint32_t timeout_ms, fmx_endpoint_addr_t *addr);
+/* Asynchronous connect: completes the request with status.code the result of
+ * the handshake, status.source the address and status.match_info `match`. */
+fmx_return_t fmx_iconnect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
+                          uint32_t key, uint64_t match, void *context,
+                          fmx_request_t *request);
+/* Drop the connection: pending requests with that peer complete with
+ * FMX_REMOTE_ENDPOINT_UNREACHABLE. */
+fmx_return_t fmx_disconnect(fmx_endpoint_t endpoint, fmx_endpoint_addr_t addr);
+
+/* --- communication ------------------------------------------------------ */
+
+/* Send a segment list (eager or rendezvous as size dictates). The request
+ * completes when the send buffer may be reused. */
+fmx_return_t fmx_isend(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
+                       fmx_endpoint_addr_t dest, uint64_t match_info, void *context,
+                       fmx_request_t *request);
+/* Synchronous send: completes only once a receive has matched it. */
+fmx_return_t fmx_issend(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
+                        fmx_endpoint_addr_t dest, uint64_t match_info, void *context,
+                        fmx_request_t *request);
+/* Post a receive. FMX_BAD_MATCH_MASK if (match_info & ~match_mask) != 0;
+ * FMX_BAD_MATCHING_FOR_CONTEXT_ID_MASK if the mask does not cover the
+ * endpoint's context-id bits. A longer message is truncated: the status says
+ * FMX_MESSAGE_TRUNCATED with msg_length > xfer_length; nothing overflows. */
+fmx_return_t fmx_irecv(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
+                       uint64_t match_info, uint64_t match_mask, void *context,
+                       fmx_request_t *request);
+
+/* --- completion --------------------------------------------------------- */
+
+/* If *request is complete: fill *status, free it, set *request to NULL and
+ * *result to 1. Otherwise *result = 0. */
+fmx_return_t fmx_test(fmx_endpoint_t endpoint, fmx_request_t *request, fmx_status_t *status,
+                      uint32_t *result);
+/* As fmx_test, blocking up to timeout_ms (FMX_TIMEOUT_INFINITE: forever).
+ * On timeout or fmx_wakeup returns FMX_SUCCESS with *result = 0. */
+fmx_return_t fmx_wait(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t timeout_ms,
+                      fmx_status_t *status, uint32_t *result);
+/* Complete (and free) any finished request whose match info fits. */
+fmx_return_t fmx_test_any(fmx_endpoint_t endpoint, uint64_t match_info, uint64_t match_mask,
+                          fmx_status_t *status, uint32_t *result);
+fmx_return_t fmx_wait_any(fmx_endpoint_t endpoint, uint32_t timeout_ms, uint64_t match_info,
+                          uint64_t match_mask, fmx_status_t *status, uint32_t *result);
+/* Return some completed request without freeing it (test it afterwards). */
+fmx_return_t fmx_ipeek(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t *result);
+fmx_return_t fmx_peek(fmx_endpoint_t endpoint, uint32_t timeout_ms, fmx_request_t *request,
+                      uint32_t *result);
+/* Look for an unexpected message that fits, without receiving it. The
+ * status gives its source, match info and length. */
+fmx_return_t fmx_iprobe(fmx_endpoint_t endpoint, uint64_t match_info, uint64_t match_mask,
+                        fmx_status_t *status, uint32_t *result);
+fmx_return_t fmx_probe(fmx_endpoint_t endpoint, uint32_t timeout_ms, uint64_t match_info,
+                       uint64_t match_mask, fmx_status_t *status, uint32_t *result);
+/* Cancel an unmatched receive or an unanswered iconnect: *result = 1 and the
+ * request is freed. A matched receive gives *result = 0; a send gives
+ * FMX_BAD_REQUEST. */
+fmx_return_t fmx_cancel(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t *result);
+/* No completion will be reported; the request is freed when done. */
+fmx_return_t fmx_forget(fmx_endpoint_t endpoint, fmx_request_t *request);
+/* The context pointer given when the request was posted. */
+fmx_return_t fmx_context(fmx_request_t *request, void **context);
+/* Timeout for one request, or the endpoint's default when request is NULL.
+ * A send not delivered to its peer in time, or an iconnect not answered,
+ * completes with FMX_TIMEOUT. 0 means none. */
+fmx_return_t fmx_set_request_timeout(fmx_endpoint_t endpoint, fmx_request_t request,
+                                     uint32_t timeout_ms);
+/* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
+ * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS). */
+fmx_return_t fmx_get_info(fmx_endpoint_t endpoint, uint32_t key, const void *in,
+                          uint32_t in_len, void *out, uint32_t out_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FMX_H */

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install the Debian packages fmx needs to build and test, when missing.
+# Runs apt-get only as root and only if something is missing.
+set -e
+PKGS="cmake gcc make pkg-config libhwloc-dev hwloc util-linux iproute2 procps"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "[deps] installing:$missing"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  else
+    echo "[deps] missing Debian packages:$missing (run as root, or install them)" >&2
+    exit 1
+  fi
+fi
+if ! python3 -m pytest --version >/dev/null 2>&1; then
+  echo "[deps] installing pytest"
+  python3 -m pip install -q pytest 2>/dev/null || {
+    [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pytest >/dev/null; }
+fi

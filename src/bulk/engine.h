@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bulk engines: how the bytes of a rendezvous message move. Each engine is
+ * one file behind this table; chunking, the progressive chunk schedule and
+ * completion live once in bulk.c and proto/rndv.c.
+ *
+ * Receiver-driven engines (cma) implement recv_*; sender-driven ones (ring)
+ * also implement send_* which run on the sender after the receiver's CTS.
+ * progress functions do bounded work (one chunk) so a 1 GiB copy does not
+ * stall small messages to other peers.
+ */
+#ifndef FMX_BULK_ENGINE_H
+#define FMX_BULK_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/fmx_int.h"
+
+/* progress return values */
+#define BULK_MORE 0
+#define BULK_DONE 1
+/* negative: -(fmx_return_t) */
+
+struct fmx_bulk_engine {
+  const char *name;
+  /* Peer-independent probe (a real attempt); 0 usable, else -1 and reason. */
+  int (*probe)(char *reason, size_t len);
+  /* Usable with this peer (from its connect-time probe)? */
+  int (*usable)(struct fmx_endpoint *ep, struct partner *p);
+  /* Needs a CTS so the sender pushes (ring), or the receiver pulls alone. */
+  int needs_cts;
+  int (*recv_progress)(struct fmx_endpoint *ep, struct fmx_request *r);
+  int (*send_progress)(struct fmx_endpoint *ep, struct fmx_request *s);
+};
+
+extern const struct fmx_bulk_engine bulk_cma;
+extern const struct fmx_bulk_engine bulk_ring;
+extern const struct fmx_bulk_engine *const bulk_engines[];
+
+const struct fmx_bulk_engine *bulk_find(const char *name);
+/* The engine for a message of `len` bytes from p (receiver's choice). */
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len);
+/* Next chunk of r: one page first, doubling up to FMX_CHUNK_MAX (the
+ * progressively aggressive schedule of Open-MX overlapped pinning). */
+uint64_t bulk_next_chunk(struct fmx_request *r);
+/* iovecs covering [off, off+len) of the request's own segments. */
+int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max);
+/* iovecs covering [off, off+len) of remote segments. */
+int bulk_iov_remote(const struct proto_seg *s, uint32_t n, uint64_t off, uint64_t len, struct iovec *iov, int max);
+
+#endif

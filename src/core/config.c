@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+#include "core/config.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "platform/topo.h"
+
+struct fmx_config fmx_cfg;
+
+enum cfg_type { CFG_SIZE, CFG_INT, CFG_BOOL, CFG_STRING };
+
+struct cfg_entry {
+  const char *name;
+  enum cfg_type type;
+  const char *def;
+  const char *doc;
+  size_t offset; /* into struct fmx_config */
+  const char *source;
+  char text[128]; /* current value as text (strings point here) */
+};
+
+#define F(field) offsetof(struct fmx_config, field)
+static struct cfg_entry table[] = {
+    {"FMX_LOG", CFG_STRING, "warn", "log level: none, error, warn, info, debug", F(log), NULL, {0}},
+    {"FMX_RNDV_THRESHOLD", CFG_SIZE, "16K",
+     "messages of this size and above go rendezvous (bulk engine); smaller ones eager", F(rndv_threshold), NULL, {0}},
+    {"FMX_RING_SIZE", CFG_SIZE, "256K",
+     "eager ring bytes per connection and direction (at least 4x the rendezvous threshold)", F(ring_size), NULL, {0}},
+    {"FMX_BULK", CFG_STRING, "auto", "bulk engine for large messages: auto, cma, ring", F(bulk), NULL, {0}},
+    {"FMX_CMA", CFG_BOOL, "1", "allow the cma engine (process_vm_readv); 0 forbids it", F(cma), NULL, {0}},
+    {"FMX_BULK_SLOTS", CFG_INT, "4", "slots of the ring engine per connection and direction", F(bulk_slots), NULL, {0}},
+    {"FMX_BULK_SLOT_SIZE", CFG_SIZE, "256K",
+     "bytes per ring-engine slot; default from the L2 size so the slots stay in cache", F(bulk_slot_size), NULL, {0}},
+    {"FMX_CHUNK_MIN", CFG_SIZE, "4K", "first chunk of a large copy (one page, then doubling)", F(chunk_min), NULL, {0}},
+    {"FMX_CHUNK_MAX", CFG_SIZE, "4M",
+     "largest chunk moved per progress call (1024 pages): bounds the stall of other peers", F(chunk_max), NULL, {0}},
+    {"FMX_SPIN_US", CFG_INT, "100", "microseconds a waiter polls before it blocks on its futex", F(spin_us), NULL, {0}},
+    {"FMX_ENDPOINT_MAX", CFG_INT, "256", "endpoint ids per board (0..max-1)", F(endpoint_max), NULL, {0}},
+    {"FMX_REQUEST_TIMEOUT_MS", CFG_INT, "0",
+     "default request timeout (sends not delivered, connects not answered); 0 = none", F(request_timeout_ms), NULL, {0}},
+    {"FMX_TUNING_FILE", CFG_STRING, "/etc/fmx/tuning.conf",
+     "NAME=VALUE lines applied where the environment sets nothing; missing file is fine", F(tuning_file), NULL, {0}},
+};
+#undef F
+#define NENTRIES (sizeof table / sizeof table[0])
+
+static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cfg_loaded;
+
+int config_parse_size(const char *s, uint64_t *out) {
+  if (!s || !*s) return -1;
+  errno = 0;
+  char *end;
+  if (*s == '-') return -1;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || end == s) return -1;
+  unsigned shift = 0;
+  switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    default: break;
+  }
+  if (shift && (*end == 'i' || *end == 'I')) end++;
+  if (shift && (*end == 'B' || *end == 'b')) end++;
+  if (*end != '\0') return -1;
+  if (shift && v > (UINT64_MAX >> shift)) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+static struct cfg_entry *find(const char *name) {
+  for (size_t i = 0; i < NENTRIES; i++)
+    if (strcmp(table[i].name, name) == 0) return &table[i];
+  return NULL;
+}
+
+static int apply(struct cfg_entry *e, const char *value, const char *source) {
+  char *field = (char *)&fmx_cfg + e->offset;
+  uint64_t v = 0;
+  switch (e->type) {
+    case CFG_SIZE:
+    case CFG_INT:
+      if (config_parse_size(value, &v)) return -1;
+      *(uint64_t *)field = v;
+      break;
+    case CFG_BOOL:
+      if (!strcmp(value, "1") || !strcasecmp(value, "yes") || !strcasecmp(value, "on") || !strcasecmp(value, "true"))
+        *(int *)field = 1;
+      else if (!strcmp(value, "0") || !strcasecmp(value, "no") || !strcasecmp(value, "off") || !strcasecmp(value, "false"))
+        *(int *)field = 0;
+      else
+        return -1;
+      break;
+    case CFG_STRING:
+      if (strlen(value) >= sizeof e->text) return -1;
+      break;
+  }
+  snprintf(e->text, sizeof e->text, "%s", value);
+  if (e->type == CFG_STRING) *(const char **)field = e->text;
+  e->source = source;
+  return 0;
+}
+
+int config_set(const char *name, const char *value, const char *source) {
+  struct cfg_entry *e = find(name);
+  if (!e || !value) return -1;
+  pthread_mutex_lock(&cfg_lock);
+  int rc = apply(e, value, source);
+  pthread_mutex_unlock(&cfg_lock);
+  return rc;
+}
+
+const char *config_source(const char *name) {
+  struct cfg_entry *e = find(name);
+  return e ? e->source : NULL;
+}
+
+void config_set_derived(const char *name, uint64_t value, const char *source) {
+  struct cfg_entry *e = find(name);
+  if (!e || strcmp(e->source, "default") != 0) return;
+  char buf[32];
+  snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
+  apply(e, buf, source);
+}
+
+/* Tuning file: NAME=VALUE per line, '#' comments. Applied only to tunables
+ * the environment did not set. A malformed line is skipped with a warning. */
+static void load_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[512];
+  int lineno = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    char *p = line;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '#' || *p == '\0') continue;
+    p[strcspn(p, "\r\n")] = '\0';
+    char *eq = strchr(p, '=');
+    if (!eq) {
+      log_warn("FMX-CFG-SYNTAX", "%s:%d: no '=' in line, skipped", path, lineno);
+      continue;
+    }
+    *eq = '\0';
+    char *name = p, *value = eq + 1;
+    for (char *t = eq - 1; t >= name && isspace((unsigned char)*t); t--) *t = '\0';
+    while (isspace((unsigned char)*value)) value++;
+    struct cfg_entry *e = find(name);
+    if (!e) {
+      log_warn("FMX-CFG-UNKNOWN", "%s:%d: unknown tunable %s, skipped", path, lineno, name);
+      continue;
+    }
+    if (strcmp(e->source, "environment") == 0) continue;
+    if (apply(e, value, "tuning file"))
+      log_warn("FMX-CFG-VALUE", "%s:%d: bad value '%s' for %s, skipped", path, lineno, value, name);
+  }
+  fclose(f);
+}
+
+/* Defaults that follow the cache topology instead of a magic number: the ring
+ * engine's slots together take at most half the L2 of one core, so both
+ * sides' copies stay in cache (see docs/engines.md). */
+static void derive_from_topology(void) {
+  const struct topo_info *t = topo_get();
+  if (t->l2.size) {
+    uint64_t slot = t->l2.size / 2 / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 4);
+    if (slot < 64 * 1024) slot = 64 * 1024;
+    slot &= ~(uint64_t)4095;
+    config_set_derived("FMX_BULK_SLOT_SIZE", slot, "topology");
+  }
+}
+
+static void load_locked(void) {
+  for (size_t i = 0; i < NENTRIES; i++) {
+    apply(&table[i], table[i].def, "default");
+  }
+  for (size_t i = 0; i < NENTRIES; i++) {
+    const char *v = getenv(table[i].name);
+    if (v && apply(&table[i], v, "environment"))
+      log_warn("FMX-CFG-VALUE", "bad value '%s' for %s, default %s kept", v, table[i].name, table[i].def);
+  }
+  log_set_level(fmx_cfg.log);
+  load_file(fmx_cfg.tuning_file);
+  log_set_level(fmx_cfg.log);
+  cfg_loaded = 1;
+}
+
+void config_load(void) {
+  pthread_mutex_lock(&cfg_lock);
+  if (!cfg_loaded) load_locked();
+  pthread_mutex_unlock(&cfg_lock);
+  static pthread_once_t derived = PTHREAD_ONCE_INIT;
+  pthread_once(&derived, derive_from_topology);
+}
+
+void config_reload(void) {
+  pthread_mutex_lock(&cfg_lock);
+  load_locked();
+  pthread_mutex_unlock(&cfg_lock);
+  derive_from_topology();
+}
+
+void config_dump(FILE *f) {
+  config_load();
+  fprintf(f, "%-24s %-22s %-12s %s\n", "tunable", "value", "source", "meaning");
+  for (size_t i = 0; i < NENTRIES; i++)
+    fprintf(f, "%-24s %-22s %-12s %s (default %s)\n", table[i].name, table[i].text, table[i].source, table[i].doc,
+            table[i].def);
+}

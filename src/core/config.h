@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* The one table of tunables. Every FMX_* variable is declared in config.c,
+ * read there (environment, then tuning file for what the environment left
+ * unset) and nowhere else. `fmx_info --config` prints the table. */
+#ifndef FMX_CORE_CONFIG_H
+#define FMX_CORE_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct fmx_config {
+  const char *log;          /* FMX_LOG */
+  uint64_t rndv_threshold;  /* FMX_RNDV_THRESHOLD */
+  uint64_t ring_size;       /* FMX_RING_SIZE: eager ring bytes per direction */
+  const char *bulk;         /* FMX_BULK: auto or an engine name */
+  int cma;                  /* FMX_CMA */
+  uint64_t bulk_slots;      /* FMX_BULK_SLOTS: ring engine slots */
+  uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */
+  uint64_t chunk_min;       /* FMX_CHUNK_MIN: first chunk of a large copy */
+  uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
+  uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
+  uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */
+  uint64_t request_timeout_ms; /* FMX_REQUEST_TIMEOUT_MS */
+  const char *tuning_file;  /* FMX_TUNING_FILE */
+};
+
+extern struct fmx_config fmx_cfg;
+
+/* Read the environment and the tuning file; idempotent, thread-safe. */
+void config_load(void);
+/* Forget everything and load again (tests). */
+void config_reload(void);
+/* Print the table: name, value, where it came from, doc. */
+void config_dump(FILE *f);
+/* Parse "123", "64K", "4M", "1G" (powers of 1024). 0 on success, -1 on error. */
+int config_parse_size(const char *s, uint64_t *out);
+/* Set one tunable by name from text; `source` says where it came from.
+ * Returns 0, or -1 for an unknown name or a bad value (nothing changed). */
+int config_set(const char *name, const char *value, const char *source);
+/* Where a tunable's value came from ("default", "topology", "environment",
+ * "tuning file"), or NULL for an unknown name. */
+const char *config_source(const char *name);
+/* Set a default derived at run time (e.g. from the topology), unless the
+ * user set that tunable. */
+void config_set_derived(const char *name, uint64_t value, const char *source);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-endpoint event counters, printed by fmx_counters. */
+#ifndef FMX_CORE_COUNTERS_H
+#define FMX_CORE_COUNTERS_H
+
+#define FMX_COUNTERS(X)                                                       \
+  X(SEND_EAGER, "eager sends")                                                \
+  X(SEND_RNDV, "rendezvous sends")                                            \
+  X(RECV_EAGER, "eager messages received")                                    \
+  X(RECV_RNDV, "rendezvous messages received")                                \
+  X(UNEXPECTED, "messages queued unexpected")                                 \
+  X(TRUNCATED, "receives truncated")                                          \
+  X(RING_FULL, "sends delayed by a full ring")                                \
+  X(BULK_CMA, "large messages moved by cma")                                  \
+  X(BULK_RING, "large messages moved by ring")                                \
+  X(BULK_CMA_BYTES, "bytes moved by cma")                                     \
+  X(BULK_RING_BYTES, "bytes moved by ring")                                   \
+  X(BULK_FALLBACK, "cma refused, ring used instead")                          \
+  X(BULK_ERROR, "large transfers failed")                                     \
+  X(CONNECT_OK, "connections accepted or made")                               \
+  X(CONNECT_REFUSED, "connections refused (key, uid, malformed)")             \
+  X(PEER_DEATH, "peers seen dying")                                           \
+  X(BAD_PACKET, "malformed records dropped")                                  \
+  X(CANCELLED, "requests cancelled")                                          \
+  X(TIMEOUT, "requests timed out")                                            \
+  X(SLEEPS, "waits that blocked on the futex")                                \
+  X(WAKES, "futex wakes sent to peers")
+
+enum fmx_counter {
+#define X(name, doc) CNT_##name,
+  FMX_COUNTERS(X)
+#undef X
+      CNT_MAX
+};
+
+extern const char *const counter_labels[CNT_MAX];
+
+#endif

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/* Library and endpoint life cycle, partners, progress. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/transport.h"
+#include "platform/sys.h"
+#include "proto/proto_int.h"
+#include "shm/channel.h"
+#include "shm/connect.h"
+
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static int lib_initialized;
+static struct list_node endpoints = {&endpoints, &endpoints};
+
+int fmx_lib_ready(void);
+int fmx_lib_ready(void) { return __atomic_load_n(&lib_initialized, __ATOMIC_ACQUIRE); }
+
+__attribute__((visibility("default"))) fmx_return_t fmx_init(void) {
+  pthread_mutex_lock(&lib_lock);
+  if (lib_initialized) {
+    pthread_mutex_unlock(&lib_lock);
+    return FMX_ALREADY_INITIALIZED;
+  }
+  config_load();
+  __atomic_store_n(&lib_initialized, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&lib_lock);
+  return FMX_SUCCESS;
+}
+
+__attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
+  pthread_mutex_lock(&lib_lock);
+  if (!lib_initialized) {
+    pthread_mutex_unlock(&lib_lock);
+    return FMX_NOT_INITIALIZED;
+  }
+  while (!list_empty(&endpoints)) {
+    struct fmx_endpoint *ep = list_entry(endpoints.next, struct fmx_endpoint, link);
+    pthread_mutex_unlock(&lib_lock);
+    fmx_close_endpoint(ep);
+    pthread_mutex_lock(&lib_lock);
+  }
+  lib_initialized = 0;
+  pthread_mutex_unlock(&lib_lock);
+  return FMX_SUCCESS;
+}
+
+void ep_wake(struct ep_desc *d) {
+  if (!d) return;
+  /* Pairs with the waiter's sleepers increment (seq_cst on both sides):
+   * either it sees our record, or we see it sleeping. */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&d->sleepers, __ATOMIC_RELAXED)) {
+    __atomic_fetch_add(&d->wake_seq, 1, __ATOMIC_SEQ_CST);
+    sys_futex_wake(&d->wake_seq);
+  }
+}
+
+/* ---- partners ---------------------------------------------------------- */
+
+fmx_endpoint_addr_t ep_partner_addr(const struct partner *p) {
+  fmx_endpoint_addr_t a;
+  a.opaque[0] = ((uint64_t)p->index << 32) | p->gen;
+  a.opaque[1] = (p->nic & 0xffffffffffffull) | ((uint64_t)(p->eid & 0xffff) << 48);
+  return a;
+}
+
+struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a) {
+  uint32_t index = (uint32_t)(a.opaque[0] >> 32), gen = (uint32_t)a.opaque[0];
+  if (index >= ep->npartners) return NULL;
+  struct partner *p = ep->partners[index];
+  return p && p->gen == gen ? p : NULL;
+}
+
+struct partner *ep_partner_new(struct fmx_endpoint *ep) {
+  if (ep->npartners == ep->partners_cap) {
+    uint32_t cap = ep->partners_cap ? ep->partners_cap * 2 : 16;
+    struct partner **t = realloc(ep->partners, cap * sizeof *t);
+    if (!t) return NULL;
+    ep->partners = t;
+    ep->partners_cap = cap;
+  }
+  struct partner *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->index = ep->npartners;
+  p->gen = (uint32_t)sys_random64() | 1;
+  p->pidfd = -1;
+  list_init(&p->outq);
+  list_init(&p->reqs);
+  ep->partners[ep->npartners++] = p;
+  return p;
+}
+
+struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
+  for (uint32_t i = 0; i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    if (p->eid == eid && p->session == session && p->state == PARTNER_ALIVE && !p->is_self) return p;
+  }
+  return NULL;
+}
+
+/* The partner is gone (died, closed, disconnected): everything pending with
+ * it completes with `code`; its unexpected rendezvous messages can no longer
+ * be fetched and are dropped. Channels stay mapped until the endpoint closes
+ * so no stale pointer can fault. */
+void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
+  if (p->state != PARTNER_ALIVE) return;
+  p->state = state;
+  while (!list_empty(&p->outq)) {
+    struct out_rec *o = list_entry(p->outq.next, struct out_rec, node);
+    list_del(&o->node);
+    if (!o->req) free(o);
+  }
+  while (!list_empty(&p->reqs)) {
+    struct fmx_request *r = list_entry(p->reqs.next, struct fmx_request, pnode);
+    list_del(&r->pnode);
+    req_complete(ep, r, code);
+  }
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &ep->mq.unexp_all) {
+    struct unexp_msg *u = list_entry(pos, struct unexp_msg, all);
+    if (u->partner == p && u->type == PROTO_RTS) {
+      match_del_unexp(&ep->mq, u);
+      proto_unexp_free(u);
+    }
+  }
+  if (p->pidfd >= 0) {
+    close(p->pidfd);
+    p->pidfd = -1;
+  }
+  ep_wake(ep->desc);
+}
+
+/* ---- progress ---------------------------------------------------------- */
+
+static void check_timeouts(struct fmx_endpoint *ep) {
+  uint64_t now = sys_now_ns();
+  for (uint32_t i = 0; i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    struct list_node *pos, *tmp;
+    list_for_each_safe(pos, tmp, &p->outq) {
+      struct out_rec *o = list_entry(pos, struct out_rec, node);
+      struct fmx_request *r = o->req;
+      /* Only what is still undelivered can time out: once in the ring the
+       * peer has it (shm loses nothing). */
+      if (r && r->deadline_ns && now >= r->deadline_ns) {
+        CNT(ep, TIMEOUT);
+        req_complete(ep, r, FMX_TIMEOUT);
+      }
+    }
+  }
+}
+
+void ep_progress_locked(struct fmx_endpoint *ep) {
+  for (uint32_t i = 0; i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    if (p->state != PARTNER_ALIVE) continue;
+    shm_transport.poll(ep, p);
+    if (!list_empty(&p->outq)) proto_flush(ep, p);
+  }
+  if (!list_empty(&ep->bulk)) rndv_progress(ep);
+  if (ep->ntimed) check_timeouts(ep);
+}
+
+/* ---- endpoints --------------------------------------------------------- */
+
+static int open_desc(struct fmx_endpoint *ep) {
+  int fd = sys_memfd("fmx-endpoint", EP_DESC_SIZE);
+  if (fd < 0) return fd;
+  struct ep_desc *d = sys_map_shared(fd, EP_DESC_SIZE);
+  if (!d) {
+    close(fd);
+    return -ENOMEM;
+  }
+  d->magic = EP_DESC_MAGIC;
+  d->version = EP_DESC_VERSION;
+  ep->desc_fd = fd;
+  ep->desc = d;
+  return 0;
+}
+
+static int open_self(struct fmx_endpoint *ep) {
+  struct partner *p = ep_partner_new(ep);
+  if (!p) return -1;
+  p->chan[0] = chan_create_self();
+  if (!p->chan[0]) return -1;
+  p->nchan = 1;
+  p->is_self = 1;
+  p->nic = ep->nic;
+  p->eid = ep->eid;
+  p->session = ep->session;
+  p->pid = getpid();
+  p->desc = ep->desc;
+  p->cma_ok = fmx_cfg.cma;
+  snprintf(p->cma_reason, sizeof p->cma_reason, "%s", p->cma_ok ? "available" : "disabled by FMX_CMA=0");
+  ep->self = p;
+  return 0;
+}
+
+static void ep_free(struct fmx_endpoint *ep) {
+  if (ep->listen_fd >= 0) close(ep->listen_fd);
+  for (uint32_t i = 0; i < ep->npartners; i++) {
+    shm_transport.release(ep, ep->partners[i]);
+    free(ep->partners[i]);
+  }
+  free(ep->partners);
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &ep->mq.unexp_all) {
+    struct unexp_msg *u = list_entry(pos, struct unexp_msg, all);
+    proto_unexp_free(u);
+  }
+  req_pool_fini(ep);
+  if (ep->desc) munmap(ep->desc, EP_DESC_SIZE);
+  if (ep->desc_fd >= 0) close(ep->desc_fd);
+  pthread_mutex_destroy(&ep->lock);
+  pthread_mutex_destroy(&ep->connect_lock);
+  free(ep);
+}
+
+static fmx_return_t apply_params(struct fmx_endpoint *ep, const fmx_endpoint_param_t *params, uint32_t n,
+                                 unsigned *ctx_bits, unsigned *ctx_shift) {
+  if (n && !params) return FMX_ENDPOINT_PARAM_BAD_VALUE;
+  for (uint32_t i = 0; i < n; i++) {
+    switch (params[i].key) {
+      case FMX_PARAM_CONTEXT_ID:
+        *ctx_bits = params[i].val.context_id.bits;
+        *ctx_shift = params[i].val.context_id.shift;
+        if (*ctx_bits == 0 || *ctx_bits > 16 || *ctx_bits + *ctx_shift > 64) return FMX_ENDPOINT_PARAM_BAD_VALUE;
+        break;
+      case FMX_PARAM_TIMEOUT_MS:
+        ep->timeout_ms = params[i].val.timeout_ms;
+        break;
+      default:
+        return FMX_ENDPOINT_PARAM_BAD_KEY;
+    }
+  }
+  return FMX_SUCCESS;
+}
+
+__attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t board, uint32_t endpoint_id,
+                                                                      uint32_t key,
+                                                                      const fmx_endpoint_param_t *params,
+                                                                      uint32_t nparams, fmx_endpoint_t *endpoint) {
+  if (!fmx_lib_ready()) return FMX_NOT_INITIALIZED;
+  if (!endpoint) return FMX_BAD_ENDPOINT;
+  if (board != 0 && board != FMX_ANY_BOARD) return FMX_BOARD_NOT_FOUND;
+  if (endpoint_id != FMX_ANY_ENDPOINT && endpoint_id >= fmx_cfg.endpoint_max) return FMX_BAD_ENDPOINT;
+  if (fmx_cfg.ring_size < 64 * 1024 || fmx_cfg.ring_size > (1ull << 30)) {
+    log_warn_once("FMX-CFG-RING", "FMX_RING_SIZE=%llu out of [64K, 1G]", (unsigned long long)fmx_cfg.ring_size);
+    return FMX_ENDPOINT_PARAM_BAD_VALUE;
+  }
+  struct fmx_endpoint *ep = calloc(1, sizeof *ep);
+  if (!ep) return FMX_NO_RESOURCES;
+  pthread_mutex_init(&ep->lock, NULL);
+  pthread_mutex_init(&ep->connect_lock, NULL);
+  ep->listen_fd = ep->ctl_fd = ep->desc_fd = -1;
+  ep->board = 0;
+  ep->key = key;
+  ep->nic = sys_host_id();
+  ep->session = (uint32_t)sys_random64();
+  ep->probe_word = sys_random64();
+  ep->timeout_ms = fmx_cfg.request_timeout_ms;
+  list_init(&ep->completed);
+  list_init(&ep->bulk);
+  unsigned ctx_bits = 0, ctx_shift = 0;
+  fmx_return_t rc = apply_params(ep, params, nparams, &ctx_bits, &ctx_shift);
+  if (rc) {
+    ep_free(ep);
+    return rc;
+  }
+  match_init(&ep->mq, ctx_bits, ctx_shift);
+  if (open_desc(ep) < 0) {
+    ep_free(ep);
+    return FMX_NO_SYSTEM_RESOURCES;
+  }
+  int r = -EADDRINUSE;
+  if (endpoint_id == FMX_ANY_ENDPOINT) {
+    for (uint32_t id = 0; id < fmx_cfg.endpoint_max && r == -EADDRINUSE; id++) {
+      ep->eid = id;
+      r = shm_listen(ep);
+    }
+  } else {
+    ep->eid = endpoint_id;
+    r = shm_listen(ep);
+  }
+  if (r < 0) {
+    ep_free(ep);
+    return r == -EADDRINUSE ? FMX_BUSY : FMX_NO_SYSTEM_RESOURCES;
+  }
+  if (open_self(ep) < 0 || shm_watcher_start(ep) < 0) {
+    ep_free(ep);
+    return FMX_NO_SYSTEM_RESOURCES;
+  }
+  pthread_mutex_lock(&lib_lock);
+  list_add_tail(&endpoints, &ep->link);
+  pthread_mutex_unlock(&lib_lock);
+  *endpoint = ep;
+  return FMX_SUCCESS;
+}
+
+__attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpoint_t ep) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  pthread_mutex_lock(&ep->lock);
+  ep->closing = 1;
+  /* Tell every live peer, best effort (a full ring: its pidfd or its next
+   * send to our closed socket tells it instead). */
+  for (uint32_t i = 0; i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    if (p->state != PARTNER_ALIVE || p->is_self) continue;
+    struct proto_hdr h = {.type = PROTO_CLOSE};
+    if (list_empty(&p->outq)) shm_transport.push(ep, p, &h, NULL, 0);
+  }
+  ep->desc->closed = 1;
+  pthread_mutex_unlock(&ep->lock);
+  shm_watcher_stop(ep);
+  pthread_mutex_lock(&lib_lock);
+  list_del(&ep->link);
+  pthread_mutex_unlock(&lib_lock);
+  ep_free(ep);
+  return FMX_SUCCESS;
+}

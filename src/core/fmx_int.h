@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal objects of the core: endpoint, partner, request. */
+#ifndef FMX_CORE_FMX_INT_H
+#define FMX_CORE_FMX_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/counters.h"
+#include "core/list.h"
+#include "core/match.h"
+#include "fmx.h"
+#include "proto/proto.h"
+
+struct channel;
+struct fmx_bulk_engine;
+
+/* Shared descriptor of an endpoint (a memfd page mapped by every peer):
+ * what a peer needs to wake us. */
+struct ep_desc {
+  uint32_t magic;
+  uint32_t version;
+  _Alignas(64) uint32_t wake_seq; /* futex word */
+  uint32_t sleepers;              /* threads blocked (or about to) on wake_seq */
+  uint32_t closed;
+};
+#define EP_DESC_MAGIC 0x464d5844u /* "FMXD" */
+#define EP_DESC_VERSION 1
+#define EP_DESC_SIZE 4096
+
+enum partner_state { PARTNER_ALIVE = 0, PARTNER_DEAD, PARTNER_CLOSED, PARTNER_DISCONNECTED };
+
+struct partner {
+  uint32_t index;
+  uint32_t gen;
+  uint64_t nic;
+  uint32_t eid;
+  uint32_t session;
+  pid_t pid;
+  int pidfd;
+  int state;
+  int is_self;
+  struct channel *chan[2]; /* we send on chan[0]; we poll every one */
+  int nchan;
+  struct ep_desc *desc;    /* the peer's descriptor, to wake it */
+  int cma_ok;
+  char cma_reason[96];
+  struct list_node outq;   /* records waiting for ring room, in order */
+  struct list_node reqs;   /* requests in flight with this partner */
+  void *user_context;
+};
+
+enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
+enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
+
+#define REQ_F_FORGOTTEN 0x01
+#define REQ_F_SYNC 0x02
+#define REQ_F_RNDV 0x04
+#define REQ_F_QUEUED 0x08 /* on partner outq */
+
+/* A record waiting for room in a ring. */
+struct out_rec {
+  struct list_node node;
+  struct proto_hdr hdr;
+  struct fmx_request *req; /* EAGER/RTS: payload from req; NULL: control */
+};
+
+struct fmx_request {
+  uint32_t index;
+  uint32_t gen;
+  uint8_t kind;
+  uint8_t state;
+  uint8_t flags;
+  struct fmx_endpoint *ep;
+  fmx_status_t status;
+  struct partner *partner;
+  uint64_t match;
+  uint64_t mask;
+  uint64_t seq; /* posting order */
+  uint32_t nseg;
+  fmx_seg_t *segs;
+  fmx_seg_t seg1; /* storage when nseg <= 1 */
+  uint64_t len;   /* sum of segs */
+  struct list_node qnode; /* posted queue, or completed list */
+  struct list_node hnode; /* posted hash bucket */
+  struct list_node pnode; /* partner->reqs */
+  struct out_rec out;
+  /* rendezvous */
+  const struct fmx_bulk_engine *engine;
+  struct channel *chan;   /* the channel the RTS came on (receiver) */
+  struct proto_seg *rsegs; /* remote segments (receiver) */
+  uint32_t nrseg;
+  uint64_t sreq;          /* sender's id (receiver side) */
+  uint64_t rreq;          /* receiver's id (sender side, ring engine) */
+  uint64_t want;          /* bytes to move */
+  uint64_t done;          /* bytes moved */
+  uint64_t chunk;         /* next chunk size (progressive schedule) */
+  struct list_node bnode; /* ep->bulk list */
+  uint64_t deadline_ns;
+};
+
+struct fmx_endpoint {
+  pthread_mutex_t lock;
+  pthread_mutex_t connect_lock; /* one outgoing handshake at a time */
+  struct list_node link;        /* all endpoints */
+  uint32_t board;
+  uint32_t eid;
+  uint32_t key;
+  uint32_t session;
+  uint64_t nic;
+  int listen_fd;
+  int ctl_fd; /* eventfd: tells the watcher thread to rescan or quit */
+  pthread_t watcher;
+  int watcher_running;
+  int desc_fd;
+  struct ep_desc *desc;
+  uint64_t probe_word; /* peers read it to prove CMA works */
+
+  struct partner **partners;
+  uint32_t npartners;
+  uint32_t partners_cap;
+  struct partner *self;
+  uint32_t wakeup_gen;
+
+  struct match_queues mq;
+  struct list_node completed;
+  struct list_node bulk;      /* requests with a bulk transfer in progress */
+  uint64_t timeout_ms;        /* default request timeout */
+  uint32_t ntimed;            /* requests with a deadline */
+
+  struct fmx_request **reqs;  /* by index */
+  uint32_t nreqs;
+  uint32_t reqs_cap;
+  struct fmx_request *free_reqs;
+  uint64_t next_seq;
+
+  uint64_t counters[CNT_MAX];
+  char last_engine[16];
+  int closing;
+};
+
+#define CNT(ep, name) ((ep)->counters[CNT_##name]++)
+
+/* request.c */
+struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind);
+void req_free(struct fmx_endpoint *ep, struct fmx_request *r);
+uint64_t req_id(const struct fmx_request *r);
+struct fmx_request *req_lookup(struct fmx_endpoint *ep, uint64_t id, int kind);
+int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg);
+void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code);
+void req_pool_fini(struct fmx_endpoint *ep);
+/* copy `len` bytes at `off` into (to_req=1) or out of the request's segments */
+void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req);
+
+/* endpoint.c */
+struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
+fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
+struct partner *ep_partner_new(struct fmx_endpoint *ep);
+struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
+void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+void ep_wake(struct ep_desc *d);
+void ep_progress_locked(struct fmx_endpoint *ep);
+
+/* wait.c */
+/* Blocks until check(ep, arg) returns non-zero (called under ep->lock after a
+ * progress pass), the timeout expires or fmx_wakeup is called. Returns the
+ * last value of check. */
+int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg);
+
+#endif

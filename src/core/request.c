@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Request pool: requests are reused through a free list and named on the
+ * wire by (index, generation), so a stale or forged id from a peer is
+ * recognised instead of dereferenced. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fmx_int.h"
+#include "platform/sys.h"
+
+struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
+  struct fmx_request *r = ep->free_reqs;
+  if (r) {
+    ep->free_reqs = (struct fmx_request *)r->segs;
+  } else {
+    if (ep->nreqs == ep->reqs_cap) {
+      uint32_t cap = ep->reqs_cap ? ep->reqs_cap * 2 : 64;
+      struct fmx_request **t = realloc(ep->reqs, cap * sizeof *t);
+      if (!t) return NULL;
+      ep->reqs = t;
+      ep->reqs_cap = cap;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->index = ep->nreqs;
+    ep->reqs[ep->nreqs++] = r;
+  }
+  uint32_t index = r->index, gen = r->gen + 1;
+  memset(r, 0, sizeof *r);
+  r->index = index;
+  r->gen = gen;
+  r->kind = (uint8_t)kind;
+  r->ep = ep;
+  list_init(&r->qnode);
+  list_init(&r->hnode);
+  list_init(&r->pnode);
+  list_init(&r->bnode);
+  list_init(&r->out.node);
+  if (ep->timeout_ms) {
+    r->deadline_ns = sys_now_ns() + ep->timeout_ms * 1000000ull;
+    ep->ntimed++;
+  }
+  return r;
+}
+
+void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (r->segs && r->segs != &r->seg1) free(r->segs);
+  if (r->rsegs) free(r->rsegs);
+  if (r->deadline_ns) ep->ntimed--;
+  list_del(&r->qnode);
+  list_del(&r->pnode);
+  list_del(&r->bnode);
+  list_del(&r->out.node);
+  r->gen++; /* any id still held by a peer is now stale */
+  r->state = REQ_DONE;
+  r->kind = 0;
+  r->segs = (fmx_seg_t *)ep->free_reqs;
+  ep->free_reqs = r;
+}
+
+uint64_t req_id(const struct fmx_request *r) { return ((uint64_t)r->index << 32) | r->gen; }
+
+struct fmx_request *req_lookup(struct fmx_endpoint *ep, uint64_t id, int kind) {
+  uint32_t index = (uint32_t)(id >> 32), gen = (uint32_t)id;
+  if (index >= ep->nreqs) return NULL;
+  struct fmx_request *r = ep->reqs[index];
+  if (r->gen != gen || r->kind != kind || r->state == REQ_DONE) return NULL;
+  return r;
+}
+
+int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg) {
+  r->nseg = nseg;
+  r->len = 0;
+  if (nseg <= 1) {
+    r->segs = &r->seg1;
+    r->seg1 = nseg ? segs[0] : (fmx_seg_t){NULL, 0};
+  } else {
+    r->segs = malloc(nseg * sizeof *segs);
+    if (!r->segs) return -1;
+    memcpy(r->segs, segs, nseg * sizeof *segs);
+  }
+  for (uint32_t i = 0; i < nseg; i++) r->len += segs[i].len;
+  return 0;
+}
+
+void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req) {
+  uint8_t *b = buf;
+  for (uint32_t i = 0; i < r->nseg && len; i++) {
+    fmx_seg_t *s = &r->segs[i];
+    if (off >= s->len) {
+      off -= s->len;
+      continue;
+    }
+    uint64_t n = s->len - off < len ? s->len - off : len;
+    if (to_req)
+      memcpy((uint8_t *)s->ptr + off, b, n);
+    else
+      memcpy(b, (uint8_t *)s->ptr + off, n);
+    b += n;
+    len -= n;
+    off = 0;
+  }
+}
+
+void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code) {
+  if (r->state == REQ_DONE) return;
+  r->state = REQ_DONE;
+  r->status.code = code;
+  list_del(&r->pnode);
+  list_del(&r->bnode);
+  list_del(&r->out.node);
+  if (r->deadline_ns) {
+    r->deadline_ns = 0;
+    ep->ntimed--;
+  }
+  if (r->flags & REQ_F_FORGOTTEN) {
+    r->state = REQ_PENDING; /* let req_free see a live request */
+    req_free(ep, r);
+    return;
+  }
+  list_add_tail(&ep->completed, &r->qnode);
+  /* Another thread of ours may sleep on this completion. */
+  ep_wake(ep->desc);
+}
+
+void req_pool_fini(struct fmx_endpoint *ep) {
+  for (uint32_t i = 0; i < ep->nreqs; i++) {
+    struct fmx_request *r = ep->reqs[i];
+    if (r->kind && r->segs && r->segs != &r->seg1) free(r->segs);
+    if (r->kind && r->rsegs) free(r->rsegs);
+    free(r);
+  }
+  free(ep->reqs);
+  ep->reqs = NULL;
+  ep->nreqs = ep->reqs_cap = 0;
+  ep->free_reqs = NULL;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Adaptive spin-then-block. A waiter polls for FMX_SPIN_US, then announces
+ * itself in the endpoint's shared descriptor (sleepers) and sleeps on the
+ * wake_seq futex. A peer that pushes a record, frees ring room or fills a
+ * bulk slot checks sleepers and bumps wake_seq (ep_wake), so a 2-core
+ * machine with many busy processes does not livelock: sleepers yield the
+ * cores to those with work.
+ */
+#include "bulk/engine.h"
+#include "core/config.h"
+#include "core/fmx_int.h"
+#include "platform/sys.h"
+
+/* Work only we can do (a receiver-driven copy): never sleep on it. */
+static int has_local_work(struct fmx_endpoint *ep) {
+  struct list_node *pos;
+  list_for_each(pos, &ep->bulk) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    if (r->kind == REQ_RECV && !r->engine->needs_cts) return 1;
+  }
+  return 0;
+}
+
+static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy) {
+  pthread_mutex_lock(&ep->lock);
+  ep_progress_locked(ep);
+  int r = check(ep, arg);
+  if (busy) *busy = has_local_work(ep);
+  pthread_mutex_unlock(&ep->lock);
+  return r;
+}
+
+int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+  uint64_t start = sys_now_ns();
+  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
+  uint64_t spin_end = start + fmx_cfg.spin_us * 1000ull;
+  uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
+  struct ep_desc *d = ep->desc;
+  for (;;) {
+    int busy = 0;
+    int r = poll_once(ep, check, arg, &busy);
+    if (r) return r;
+    if (__atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) != wgen) return 0;
+    uint64_t now = sys_now_ns();
+    if (now >= deadline) return 0;
+    if (now < spin_end || busy) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+    uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
+    r = poll_once(ep, check, arg, &busy);
+    if (!r && !busy && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
+      /* Cap the sleep: a safety net, never the mechanism (peers wake us). */
+      uint64_t left = deadline - now;
+      int64_t ns = left > 1000000000ull ? 1000000000ll : (int64_t)left;
+      __atomic_fetch_add(&ep->counters[CNT_SLEEPS], 1, __ATOMIC_RELAXED);
+      sys_futex_wait(&d->wake_seq, seq, ns);
+    }
+    __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+    if (r) return r;
+    /* Back from sleep: spin a little again before the next block. */
+    spin_end = sys_now_ns() + fmx_cfg.spin_us * 1000ull / 4;
+  }
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+#include "platform/sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int sys_memfd(const char *name, size_t size) {
+  /* memfd, not /dev/shm: the memory dies with its last mapping and fd, so a
+   * SIGKILLed process leaves nothing to clean. */
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -errno;
+  if (ftruncate(fd, (off_t)size) < 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  /* Sealed size: a peer cannot shrink it under us and make us fault. */
+  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+  return fd;
+}
+
+void *sys_map_shared(int fd, size_t size) {
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+int sys_pidfd_open(pid_t pid) {
+  long fd = syscall(SYS_pidfd_open, pid, 0);
+  return fd < 0 ? -errno : (int)fd;
+}
+
+int sys_futex_wait(uint32_t *addr, uint32_t val, int64_t timeout_ns) {
+  struct timespec ts, *tp = NULL;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = timeout_ns / 1000000000;
+    ts.tv_nsec = timeout_ns % 1000000000;
+    tp = &ts;
+  }
+  /* Not FUTEX_PRIVATE: the word lives in memory shared with other processes. */
+  long r = syscall(SYS_futex, addr, FUTEX_WAIT, val, tp, NULL, 0);
+  return r < 0 ? -errno : 0;
+}
+
+void sys_futex_wake(uint32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0); }
+
+/* Advance an iovec cursor by n bytes. */
+static void iov_advance(struct iovec *iov, size_t *niov, size_t *first, size_t n) {
+  while (n && *first < *niov) {
+    struct iovec *v = &iov[*first];
+    if (n < v->iov_len) {
+      v->iov_base = (char *)v->iov_base + n;
+      v->iov_len -= n;
+      return;
+    }
+    n -= v->iov_len;
+    (*first)++;
+  }
+}
+
+#define CMA_IOV_MAX 1024
+
+ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlocal,
+                     const struct iovec *remote, size_t nremote, size_t len) {
+  if (nlocal > CMA_IOV_MAX || nremote > CMA_IOV_MAX) return -EINVAL;
+  struct iovec l[CMA_IOV_MAX], r[CMA_IOV_MAX];
+  memcpy(l, local, nlocal * sizeof *l);
+  memcpy(r, remote, nremote * sizeof *r);
+  size_t lf = 0, rf = 0, done = 0;
+  while (done < len && lf < nlocal && rf < nremote) {
+    ssize_t n = write ? process_vm_writev(pid, l + lf, nlocal - lf, r + rf, nremote - rf, 0)
+                      : process_vm_readv(pid, l + lf, nlocal - lf, r + rf, nremote - rf, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return done ? (ssize_t)done : -errno;
+    }
+    if (n == 0) return done ? (ssize_t)done : -EFAULT;
+    done += (size_t)n;
+    iov_advance(l, &nlocal, &lf, (size_t)n);
+    iov_advance(r, &nremote, &rf, (size_t)n);
+  }
+  return (ssize_t)done;
+}
+
+uint64_t sys_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sys_random64(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != sizeof v) v = sys_now_ns() ^ ((uint64_t)getpid() << 32);
+  return v;
+}
+
+/* The host's NIC id for the shm board: derived from /etc/machine-id (or the
+ * boot id), folded to 48 bits like a MAC so it fits MX's NIC id. */
+uint64_t sys_host_id(void) {
+  static uint64_t id;
+  if (id) return id;
+  char buf[64] = {0};
+  FILE *f = fopen("/etc/machine-id", "r");
+  if (!f) f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+    fclose(f);
+  }
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (char *p = buf; *p && *p != '\n'; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h &= 0xffffffffffffull;
+  if (h == 0) h = 1;
+  id = h;
+  return id;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Thin wrappers over the system calls fmx depends on. */
+#ifndef FMX_PLATFORM_SYS_H
+#define FMX_PLATFORM_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+int sys_memfd(const char *name, size_t size);          /* fd or -errno */
+void *sys_map_shared(int fd, size_t size);             /* NULL on error (errno set) */
+int sys_pidfd_open(pid_t pid);                         /* fd or -errno */
+int sys_futex_wait(uint32_t *addr, uint32_t val, int64_t timeout_ns); /* shared futex */
+void sys_futex_wake(uint32_t *addr);
+/* process_vm_readv that loops on partial transfers: the kernel moves at most
+ * 0x7ffff000 bytes per call (MAX_RW_COUNT) and stops at the first faulting
+ * page. Returns bytes moved or -errno. write != 0 uses process_vm_writev. */
+ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlocal,
+                     const struct iovec *remote, size_t nremote, size_t len);
+uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC */
+uint64_t sys_random64(void);
+uint64_t sys_host_id(void);                            /* stable id of this host */
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Records exchanged between two endpoints, whatever the transport.
+ *
+ * Every record starts with this 40-byte header. Fixed-width integers, not
+ * enums, because the layout is shared between processes (and later the wire).
+ *
+ *   EAGER  match, msg_len = payload bytes (the payload follows the header).
+ *          flags & PROTO_F_SYNC never set (issend always goes rendezvous).
+ *   RTS    rendezvous request: match, msg_len, sreq = sender request id,
+ *          nseg = sender segments; payload = nseg x {u64 addr, u64 len}.
+ *   CTS    receiver -> sender, ring engine only: sreq, rreq, msg_len = bytes
+ *          wanted (already truncated to the receive buffer).
+ *   FIN    receiver -> sender: sreq, msg_len = bytes taken; match = status
+ *          code when flags & PROTO_F_ERROR.
+ *   CLOSE  the sender closed its endpoint.
+ *   PAD    filler to the end of a ring.
+ */
+#ifndef FMX_PROTO_PROTO_H
+#define FMX_PROTO_PROTO_H
+
+#include <stdint.h>
+
+enum proto_type {
+  PROTO_PAD = 0,
+  PROTO_EAGER = 1,
+  PROTO_RTS = 2,
+  PROTO_CTS = 3,
+  PROTO_FIN = 4,
+  PROTO_CLOSE = 5,
+  PROTO_TYPE_MAX
+};
+
+#define PROTO_F_SYNC 0x01
+#define PROTO_F_ERROR 0x02
+
+struct proto_hdr {
+  uint8_t type;     /* 0: enum proto_type */
+  uint8_t flags;    /* 1 */
+  uint16_t nseg;    /* 2: RTS segment count */
+  uint32_t len;     /* 4: payload bytes following this header */
+  uint64_t match;   /* 8 */
+  uint64_t msg_len; /* 16 */
+  uint64_t sreq;    /* 24: sender request id */
+  uint64_t rreq;    /* 32: receiver request id */
+};
+_Static_assert(sizeof(struct proto_hdr) == 40, "record header layout is shared");
+
+struct proto_seg {
+  uint64_t addr;
+  uint64_t len;
+};
+
+const char *proto_type_str(unsigned type);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* Protocol entry points used by the core and the transports. */
+#ifndef FMX_PROTO_PROTO_INT_H
+#define FMX_PROTO_PROTO_INT_H
+
+#include "core/fmx_int.h"
+#include "core/match.h"
+
+struct channel;
+
+/* send.c */
+/* Start a send request (eager or rendezvous); the request is queued if the
+ * ring has no room. */
+void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Queue a control record (CTS, FIN, CLOSE). */
+void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+/* Push what waits in the partner's queue, in order. */
+void proto_flush(struct fmx_endpoint *ep, struct partner *p);
+/* Eager records may carry at most this much (threshold and ring permitting). */
+uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p);
+
+/* recv.c */
+/* A record arrived from p on channel ch; payload follows hdr. */
+void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+                   const void *payload);
+/* Post a receive: take an unexpected message or queue it. */
+void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r);
+void proto_unexp_free(struct unexp_msg *u);
+
+/* rndv.c */
+void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
+                     uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg);
+void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+/* Bounded work on every transfer in progress. */
+void rndv_progress(struct fmx_endpoint *ep);
+
+#endif

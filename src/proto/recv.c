@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* The receiving half: records in, matching, unexpected queue. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "proto/proto_int.h"
+
+static void fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len) {
+  r->partner = p;
+  r->status.source = ep_partner_addr(p);
+  r->status.match_info = match;
+  r->status.msg_length = msg_len;
+  r->status.xfer_length = msg_len < r->len ? msg_len : r->len;
+}
+
+/* Eager data for a matched receive: copy what fits, never more. */
+static void eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
+                           const void *data, uint64_t len) {
+  fill_status(r, p, match, len);
+  req_copy(r, 0, (void *)data, r->status.xfer_length, 1);
+  CNT(ep, RECV_EAGER);
+  if (r->status.xfer_length < len) CNT(ep, TRUNCATED);
+  req_complete(ep, r, r->status.xfer_length < len ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+}
+
+void proto_unexp_free(struct unexp_msg *u) {
+  free(u->data);
+  free(u);
+}
+
+static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+                             const struct proto_hdr *h, const void *payload) {
+  struct unexp_msg *u = calloc(1, sizeof *u);
+  size_t bytes = h->len;
+  void *data = bytes ? malloc(bytes) : NULL;
+  if (!u || (bytes && !data)) {
+    /* Out of memory: the message cannot be kept. Tell a rendezvous sender. */
+    free(u);
+    free(data);
+    log_warn_once("FMX-UNEXP-NOMEM", "out of memory for an unexpected message: dropped");
+    if (h->type == PROTO_RTS) {
+      struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .match = FMX_NO_RESOURCES, .sreq = h->sreq};
+      proto_send_ctl(ep, p, &fin);
+    }
+    return;
+  }
+  if (bytes) memcpy(data, payload, bytes);
+  u->match = h->match;
+  u->msg_len = h->msg_len;
+  u->partner = p;
+  u->type = h->type;
+  u->flags = h->flags;
+  u->nseg = h->nseg;
+  u->sreq = h->sreq;
+  u->chan = ch;
+  u->data = data;
+  CNT(ep, UNEXPECTED);
+  match_add_unexp(&ep->mq, u);
+}
+
+void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+                   const void *payload) {
+  switch (h->type) {
+    case PROTO_EAGER: {
+      if (h->msg_len != h->len) goto bad;
+      struct fmx_request *r = match_take_posted(&ep->mq, h->match);
+      if (r)
+        eager_complete(ep, r, p, h->match, payload, h->len);
+      else
+        queue_unexpected(ep, p, ch, h, payload);
+      return;
+    }
+    case PROTO_RTS: {
+      if (h->nseg > FMX_MAX_SEGMENTS || h->len != h->nseg * sizeof(struct proto_seg)) goto bad;
+      struct fmx_request *r = match_take_posted(&ep->mq, h->match);
+      if (!r) {
+        queue_unexpected(ep, p, ch, h, payload);
+        return;
+      }
+      struct proto_seg *segs = h->nseg ? malloc(h->len) : NULL;
+      if (h->nseg && !segs) {
+        req_complete(ep, r, FMX_NO_RESOURCES);
+        return;
+      }
+      if (h->nseg) memcpy(segs, payload, h->len);
+      fill_status(r, p, h->match, h->msg_len);
+      rndv_recv_start(ep, r, p, ch, h->msg_len, h->sreq, segs, h->nseg);
+      return;
+    }
+    case PROTO_CTS:
+      rndv_on_cts(ep, p, h);
+      return;
+    case PROTO_FIN:
+      rndv_on_fin(ep, p, h);
+      return;
+    case PROTO_CLOSE:
+      log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", ep->eid, p->eid);
+      ep_partner_fail(ep, p, PARTNER_CLOSED, FMX_REMOTE_ENDPOINT_CLOSED);
+      return;
+    default:
+      break;
+  }
+bad:
+  CNT(ep, BAD_PACKET);
+  log_warn_once("FMX-BAD-RECORD", "endpoint %u: malformed %s record from endpoint %u dropped", ep->eid,
+                proto_type_str(h->type), p->eid);
+}
+
+void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct unexp_msg *u = match_find_unexp(&ep->mq, r->match, r->mask, 1);
+  if (!u) {
+    match_post(&ep->mq, r);
+    return;
+  }
+  if (u->type == PROTO_EAGER) {
+    eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
+  } else {
+    fill_status(r, u->partner, u->match, u->msg_len);
+    if (u->partner->state != PARTNER_ALIVE) {
+      req_complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    } else {
+      rndv_recv_start(ep, r, u->partner, u->chan, u->msg_len, u->sreq, u->data, u->nseg);
+      u->data = NULL; /* now owned by the request */
+    }
+  }
+  proto_unexp_free(u);
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rendezvous: RTS (sender) -> match -> bulk engine -> FIN (receiver).
+ * Receiver-pulled engines (cma) start at once; sender-pushed ones (ring)
+ * first send CTS {rreq, bytes wanted}. A truncating receiver asks only for
+ * what fits; the sender still completes with success.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bulk/engine.h"
+#include "core/log.h"
+#include "proto/proto_int.h"
+
+static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
+  struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->sreq, .msg_len = r->done};
+  if (err) {
+    fin.flags = PROTO_F_ERROR;
+    fin.match = (uint64_t)err;
+  }
+  proto_send_ctl(ep, r->partner, &fin);
+}
+
+static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
+  send_fin(ep, r, err);
+  if (!err) {
+    snprintf(ep->last_engine, sizeof ep->last_engine, "%s", r->engine->name);
+    ep->counters[r->engine == &bulk_cma ? CNT_BULK_CMA : CNT_BULK_RING]++;
+    if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
+  } else {
+    CNT(ep, BULK_ERROR);
+  }
+  fmx_return_t code = err ? err : (r->status.xfer_length < r->status.msg_length ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+  req_complete(ep, r, code);
+}
+
+void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
+                     uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg) {
+  CNT(ep, RECV_RNDV);
+  r->state = REQ_MATCHED;
+  r->partner = p;
+  r->chan = ch;
+  r->sreq = sreq;
+  r->rsegs = segs;
+  r->nrseg = nseg;
+  r->want = r->status.xfer_length;
+  r->done = 0;
+  r->chunk = 0;
+  list_add_tail(&p->reqs, &r->pnode);
+  /* The sender's segment list must hold what it announced. */
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
+  r->engine = bulk_select(ep, p, r->want);
+  if (total != msg_len) {
+    CNT(ep, BAD_PACKET);
+    recv_finish(ep, r, FMX_MESSAGE_ABORTED);
+    return;
+  }
+  if (r->want == 0) {
+    recv_finish(ep, r, FMX_SUCCESS);
+    return;
+  }
+  if (r->engine->needs_cts) {
+    struct proto_hdr cts = {.type = PROTO_CTS, .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
+    proto_send_ctl(ep, p, &cts);
+  }
+  list_add_tail(&ep->bulk, &r->bnode);
+}
+
+void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
+  struct fmx_request *s = req_lookup(ep, h->sreq, REQ_SEND);
+  if (!s || s->partner != p || !(s->flags & REQ_F_RNDV) || h->msg_len > s->len || list_linked(&s->bnode)) {
+    CNT(ep, BAD_PACKET);
+    return;
+  }
+  s->engine = &bulk_ring;
+  s->rreq = h->rreq;
+  s->want = h->msg_len;
+  s->done = 0;
+  list_add_tail(&ep->bulk, &s->bnode);
+}
+
+void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
+  struct fmx_request *s = req_lookup(ep, h->sreq, REQ_SEND);
+  if (!s || s->partner != p || !(s->flags & REQ_F_RNDV)) {
+    CNT(ep, BAD_PACKET);
+    return;
+  }
+  s->status.xfer_length = h->msg_len < s->len ? h->msg_len : s->len;
+  if (h->flags & PROTO_F_ERROR) {
+    fmx_return_t code = (fmx_return_t)h->match;
+    if (code == FMX_SUCCESS || code > FMX_NOT_IMPLEMENTED) code = FMX_MESSAGE_ABORTED; /* a peer says anything */
+    req_complete(ep, s, code);
+    return;
+  }
+  req_complete(ep, s, FMX_SUCCESS);
+}
+
+void rndv_progress(struct fmx_endpoint *ep) {
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &ep->bulk) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    if (r->kind == REQ_RECV) {
+      int rc = r->engine->recv_progress(ep, r);
+      if (rc == BULK_DONE)
+        recv_finish(ep, r, FMX_SUCCESS);
+      else if (rc < 0)
+        recv_finish(ep, r, (fmx_return_t)-rc);
+    } else {
+      int rc = r->engine->send_progress(ep, r);
+      if (rc == BULK_DONE)
+        list_del(&r->bnode); /* all pushed: completes on FIN */
+      else if (rc < 0)
+        req_complete(ep, r, (fmx_return_t)-rc);
+    }
+  }
+}

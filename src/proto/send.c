@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* The sending half of the protocol: message classes and the ordered queue. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/transport.h"
+#include "proto/proto_int.h"
+
+const char *proto_type_str(unsigned type) {
+  static const char *const names[] = {"PAD", "EAGER", "RTS", "CTS", "FIN", "CLOSE"};
+  return type < PROTO_TYPE_MAX ? names[type] : "UNKNOWN";
+}
+
+uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
+  uint64_t ring = shm_transport.max_payload(p);
+  uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
+  return t < ring ? t : ring;
+}
+
+/* Try to put one record in the ring. 1 pushed, 0 no room. */
+static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
+  struct fmx_request *r = o->req;
+  struct iovec iov[FMX_MAX_SEGMENTS];
+  struct proto_seg segs[FMX_MAX_SEGMENTS];
+  int n = 0;
+  iov[0] = (struct iovec){NULL, 0};
+  if (r && o->hdr.type == PROTO_EAGER) {
+    for (uint32_t i = 0; i < r->nseg; i++)
+      if (r->segs[i].len) iov[n++] = (struct iovec){r->segs[i].ptr, r->segs[i].len};
+  } else if (r && o->hdr.type == PROTO_RTS) {
+    for (uint32_t i = 0; i < r->nseg; i++)
+      segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
+    iov[0] = (struct iovec){segs, r->nseg * sizeof *segs};
+    n = 1;
+  }
+  if (shm_transport.push(ep, p, &o->hdr, iov, n) < 0) return 0;
+  if (r && o->hdr.type == PROTO_EAGER) {
+    CNT(ep, SEND_EAGER);
+    req_complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */
+  } else if (r) {
+    CNT(ep, SEND_RNDV);
+    r->state = REQ_MATCHED; /* in flight: waits for FIN */
+  }
+  return 1;
+}
+
+/* 1 if pushed now, 0 if queued behind earlier records or a full ring. */
+static int enqueue(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
+  if (list_empty(&p->outq) && push_one(ep, p, o)) return 1;
+  CNT(ep, RING_FULL);
+  list_add_tail(&p->outq, &o->node);
+  return 0;
+}
+
+void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
+  while (!list_empty(&p->outq)) {
+    struct out_rec *o = list_entry(p->outq.next, struct out_rec, node);
+    list_del(&o->node);
+    if (!push_one(ep, p, o)) {
+      /* put it back at the head */
+      o->node.next = p->outq.next;
+      o->node.prev = &p->outq;
+      p->outq.next->prev = &o->node;
+      p->outq.next = &o->node;
+      return;
+    }
+    if (!o->req) free(o);
+  }
+}
+
+void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
+  if (p->state != PARTNER_ALIVE) return;
+  struct out_rec *o = calloc(1, sizeof *o);
+  if (!o) return; /* the peer will see us as unresponsive: cannot do better without memory */
+  o->hdr = *h;
+  if (enqueue(ep, p, o)) free(o);
+}
+
+void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct partner *p = r->partner;
+  struct out_rec *o = &r->out;
+  memset(&o->hdr, 0, sizeof o->hdr);
+  o->req = r;
+  o->hdr.match = r->match;
+  o->hdr.msg_len = r->len;
+  list_add_tail(&p->reqs, &r->pnode);
+  if (!(r->flags & REQ_F_SYNC) && r->len <= proto_eager_max(ep, p)) {
+    o->hdr.type = PROTO_EAGER;
+    o->hdr.len = (uint32_t)r->len;
+  } else {
+    r->flags |= REQ_F_RNDV;
+    o->hdr.type = PROTO_RTS;
+    o->hdr.flags = (r->flags & REQ_F_SYNC) ? PROTO_F_SYNC : 0;
+    o->hdr.nseg = (uint16_t)r->nseg;
+    o->hdr.len = (uint32_t)(r->nseg * sizeof(struct proto_seg));
+    o->hdr.sreq = req_id(r);
+  }
+  enqueue(ep, p, o);
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+#include "shm/channel.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "platform/sys.h"
+
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
+
+static size_t layout(struct chan_hdr *h) {
+  uint64_t ring = ALIGN_UP(shm_ring_footprint(fmx_cfg.ring_size), 4096);
+  uint64_t slots = ALIGN_UP(fmx_cfg.bulk_slots * (sizeof(struct bulk_slot) + fmx_cfg.bulk_slot_size), 4096);
+  memset(h, 0, sizeof *h);
+  h->magic = CHAN_MAGIC;
+  h->version = CHAN_VERSION;
+  h->ring_bytes = fmx_cfg.ring_size;
+  h->ring_off[0] = 4096;
+  h->ring_off[1] = h->ring_off[0] + ring;
+  h->slots_off[0] = h->ring_off[1] + ring;
+  h->slots_off[1] = h->slots_off[0] + slots;
+  h->nslots = fmx_cfg.bulk_slots;
+  h->slot_size = fmx_cfg.bulk_slot_size;
+  h->size = h->slots_off[1] + slots;
+  return h->size;
+}
+
+static void slots_view(struct bulk_slots *s, uint8_t *base, const struct chan_hdr *h, int dir) {
+  s->hdr = (struct bulk_slot *)(base + h->slots_off[dir]);
+  s->data = base + h->slots_off[dir] + h->nslots * sizeof(struct bulk_slot);
+  s->n = h->nslots;
+  s->size = h->slot_size;
+  s->next = 0;
+}
+
+uint8_t *chan_slot_data(struct bulk_slots *s, uint64_t i) { return s->data + i * s->size; }
+
+/* Build the local view; `tx_dir` is the direction we send on. */
+static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_dir) {
+  uint8_t *b = c->base;
+  uint64_t ring_fp = shm_ring_footprint(h->ring_bytes);
+  if (shm_ring_attach(&c->tx, b + h->ring_off[tx_dir], ring_fp) ||
+      shm_ring_attach(&c->rx, b + h->ring_off[rx_dir], ring_fp))
+    return -1;
+  slots_view(&c->tx_slots, b, h, tx_dir);
+  slots_view(&c->rx_slots, b, h, rx_dir);
+  return 0;
+}
+
+static void format(struct channel *c) {
+  const struct chan_hdr *h = c->base;
+  for (int d = 0; d < 2; d++) shm_ring_format((uint8_t *)c->base + h->ring_off[d], h->ring_bytes);
+}
+
+struct channel *chan_create(int *fd) {
+  struct chan_hdr h;
+  size_t size = layout(&h);
+  struct channel *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  *fd = sys_memfd("fmx-channel", size);
+  if (*fd < 0) goto fail;
+  c->base = sys_map_shared(*fd, size);
+  if (!c->base) goto fail_fd;
+  c->size = size;
+  memcpy(c->base, &h, sizeof h);
+  format(c);
+  if (view(c, &h, 0, 1)) goto fail_map;
+  return c;
+fail_map:
+  munmap(c->base, size);
+fail_fd:
+  close(*fd);
+fail:
+  free(c);
+  return NULL;
+}
+
+struct channel *chan_create_self(void) {
+  struct chan_hdr h;
+  size_t size = layout(&h);
+  struct channel *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (c->base == MAP_FAILED) {
+    free(c);
+    return NULL;
+  }
+  c->size = size;
+  c->anon = 1;
+  memcpy(c->base, &h, sizeof h);
+  format(c);
+  view(c, &h, 0, 0);
+  /* tx and rx views must share the consumer/producer cursors: one ring. */
+  return c;
+}
+
+struct channel *chan_attach(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < 4096) return NULL;
+  size_t size = (size_t)st.st_size;
+  struct channel *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->base = sys_map_shared(fd, size);
+  if (!c->base) {
+    free(c);
+    return NULL;
+  }
+  c->size = size;
+  struct chan_hdr h;
+  memcpy(&h, c->base, sizeof h); /* one snapshot: the peer may keep writing */
+  uint64_t ring_fp = shm_ring_footprint(h.ring_bytes);
+  uint64_t slots = h.nslots * (sizeof(struct bulk_slot) + h.slot_size);
+  int ok = h.magic == CHAN_MAGIC && h.version == CHAN_VERSION && h.size == size && h.ring_bytes >= 4096 &&
+           h.ring_bytes < size && h.nslots >= 1 && h.nslots <= 1024 && h.slot_size >= 4096 &&
+           h.slot_size <= (1ull << 30);
+  for (int d = 0; ok && d < 2; d++)
+    ok = h.ring_off[d] >= sizeof h && h.ring_off[d] + ring_fp <= size && h.slots_off[d] >= sizeof h &&
+         h.slots_off[d] + slots <= size;
+  if (!ok || view(c, &h, 1, 0)) {
+    munmap(c->base, size);
+    free(c);
+    return NULL;
+  }
+  /* Our view uses the snapshot's numbers, not the live header. */
+  return c;
+}
+
+void chan_destroy(struct channel *c) {
+  if (!c) return;
+  munmap(c->base, c->size);
+  free(c);
+}

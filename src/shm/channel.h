@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A channel: the shared memory between two endpoints (or an endpoint and
+ * itself), one memfd created by the connecting side and passed over the
+ * handshake socket. Layout (offsets, never pointers):
+ *
+ *   [chan_hdr][ring 0][ring 1][slots 0][slots 1]
+ *
+ * Direction 0 is creator -> acceptor, direction 1 the reverse; each
+ * direction has an eager ring and the ring engine's bulk slots.
+ */
+#ifndef FMX_SHM_CHANNEL_H
+#define FMX_SHM_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/ring.h"
+
+#define CHAN_MAGIC 0x464d5843u /* "FMXC" */
+#define CHAN_VERSION 1
+
+struct chan_hdr {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t size;
+  uint64_t ring_off[2];
+  uint64_t ring_bytes;
+  uint64_t slots_off[2];
+  uint64_t nslots;
+  uint64_t slot_size;
+};
+
+/* One bulk slot's header in shared memory; the data is slot_size bytes at
+ * slots_off + nslots * 64 + i * slot_size. `full` is the handover word:
+ * the sender sets it (release) after the data, the receiver clears it. */
+struct bulk_slot {
+  uint32_t full;
+  uint32_t pad;
+  uint64_t rreq;
+  uint64_t off;
+  uint64_t len;
+  uint8_t pad2[32];
+};
+_Static_assert(sizeof(struct bulk_slot) == 64, "bulk slot header layout");
+
+struct bulk_slots {
+  struct bulk_slot *hdr;
+  uint8_t *data;
+  uint64_t n;
+  uint64_t size;
+  uint64_t next; /* next slot to fill (sender) or drain (receiver) */
+};
+
+struct channel {
+  void *base;
+  size_t size;
+  int anon; /* self channel: anonymous memory */
+  struct shm_ring tx, rx;
+  struct bulk_slots tx_slots, rx_slots;
+  uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */
+};
+
+/* Create a channel memfd with the current config; returns the channel and
+ * stores the fd in *fd (to pass to the peer). NULL on failure. */
+struct channel *chan_create(int *fd);
+/* A channel to oneself (tx and rx are the same direction). */
+struct channel *chan_create_self(void);
+/* Map a channel received from a peer (we are the acceptor); validates every
+ * offset against the file size. NULL on a malformed channel. */
+struct channel *chan_attach(int fd);
+void chan_destroy(struct channel *c);
+uint8_t *chan_slot_data(struct bulk_slots *s, uint64_t i);
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Same-host discovery and connect, without files:
+ *  - each endpoint listens on the abstract Unix socket "\0fmx/<uid>/<board>/<eid>";
+ *  - connect = one SOCK_SEQPACKET exchange: HELLO {key, our eid/session,
+ *    CMA probe address} with our descriptor memfd and a new channel memfd,
+ *    answered by REPLY {status, its session, its probe address} with its
+ *    descriptor memfd;
+ *  - the acceptor checks the key and the peer's uid (SO_PEERCRED): abstract
+ *    sockets have no file permissions, so the uid in the name is only a
+ *    namespace and the credential check is what keeps other users out;
+ *  - both sides open a pidfd of the other: the watcher thread sees a peer die.
+ */
+#ifndef FMX_SHM_CONNECT_H
+#define FMX_SHM_CONNECT_H
+
+#include <stdint.h>
+
+#include "fmx.h"
+
+struct fmx_endpoint;
+struct partner;
+
+#define SHM_HELLO_MAGIC 0x464d5848u /* "FMXH" */
+#define SHM_HELLO_VERSION 1
+enum { SHM_HELLO = 1, SHM_REPLY = 2 };
+
+struct shm_hello {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t type;
+  uint32_t status; /* REPLY: fmx_return_t */
+  uint32_t key;
+  uint32_t eid;
+  uint32_t session;
+  uint32_t board;
+  uint64_t nic;
+  uint64_t probe_addr; /* a word the peer may read with process_vm_readv */
+  uint64_t probe_val;
+};
+
+/* Bind the listening socket; 0, or -errno (-EADDRINUSE: id taken). */
+int shm_listen(struct fmx_endpoint *ep);
+/* The abstract socket name of (uid, board, eid); returns the address length. */
+int shm_socket_name(char *buf, size_t len, unsigned uid, uint32_t board, uint32_t eid);
+/* Start/stop the watcher thread (accepts connects, watches peers' pidfds). */
+int shm_watcher_start(struct fmx_endpoint *ep);
+void shm_watcher_stop(struct fmx_endpoint *ep);
+/* Tell the watcher the set of pidfds changed. */
+void shm_watcher_kick(struct fmx_endpoint *ep);
+/* Handshake with (board, eid) on this host. Called without ep->lock. */
+fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                         struct partner **out);
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* The shm transport: records travel through the channel's eager rings. */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/transport.h"
+#include "proto/proto_int.h"
+#include "shm/channel.h"
+
+static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
+                    int iovcnt) {
+  if (shm_ring_push(&p->chan[0]->tx, h, iov, iovcnt) < 0) return -1;
+  if (p->desc && __atomic_load_n(&p->desc->sleepers, __ATOMIC_SEQ_CST)) CNT(ep, WAKES);
+  ep_wake(p->desc);
+  return 0;
+}
+
+static size_t shm_max_payload(struct partner *p) { return shm_ring_max_payload(&p->chan[0]->tx); }
+
+static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
+  for (int c = 0; c < p->nchan && p->state == PARTNER_ALIVE; c++) {
+    struct channel *ch = p->chan[c];
+    int consumed = 0;
+    const struct proto_hdr *h;
+    while (p->state == PARTNER_ALIVE && (h = shm_ring_peek(&ch->rx)) != NULL) {
+      /* Copy the header out of shared memory: the peer may rewrite it. */
+      struct proto_hdr hdr = *h;
+      if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
+      proto_deliver(ep, p, ch, &hdr, h + 1);
+      shm_ring_pop(&ch->rx);
+      consumed = 1;
+    }
+    if (ch->rx.broken && p->state == PARTNER_ALIVE) {
+      CNT(ep, BAD_PACKET);
+      log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring from endpoint %u (pid %d) is corrupt: peer dropped", ep->eid,
+               p->eid, (int)p->pid);
+      ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    }
+    /* The sender may sleep waiting for room. */
+    if (consumed && !p->is_self) ep_wake(p->desc);
+  }
+}
+
+static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
+  for (int c = 0; c < p->nchan; c++) chan_destroy(p->chan[c]);
+  p->nchan = 0;
+  if (p->desc && !p->is_self) munmap(p->desc, EP_DESC_SIZE);
+  p->desc = NULL;
+  if (p->pidfd >= 0) close(p->pidfd);
+  p->pidfd = -1;
+}
+
+const struct fmx_transport_ops shm_transport = {
+    .name = "shm",
+    .push = shm_push,
+    .max_payload = shm_max_payload,
+    .poll = shm_poll,
+    .release = shm_release,
+};

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fmx_info - what fmx sees on this host: version, NIC id, CPU and cache
+ * topology, which bulk engines can run here (or why not), and with --config
+ * the table of tunables. --json gives the same facts as one JSON object for
+ * scripts and bug reports.
+ */
+#define _GNU_SOURCE
+#include <fmx.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "platform/topo.h"
+
+/* Engines whose peer-independent status the library can report. Adding an
+ * engine to the library means adding its name here. */
+static const char *const engines[] = {"cma", "ring"};
+#define NENGINES (sizeof(engines) / sizeof(engines[0]))
+
+struct facts {
+  char host[256];
+  uint64_t nic_id;
+  fmx_return_t nic_rc; /* FMX_SUCCESS or why nic_id is missing */
+  const struct topo_info *topo;
+  char engine_status[NENGINES][256];
+};
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: fmx_info [--config] [--json] [--help]\n"
+          "  Print what fmx sees on this host: version, NIC id, CPU and caches,\n"
+          "  and whether each bulk copy engine can run here (or why not).\n"
+          "  --config  also print the tunables (FMX_* variables, tuning file)\n"
+          "  --json    print the same facts as one JSON object\n"
+          "  --help    this text\n");
+}
+
+static void gather(struct facts *fx)
+{
+  if (gethostname(fx->host, sizeof(fx->host)) < 0)
+    snprintf(fx->host, sizeof(fx->host), "unknown");
+  fx->host[sizeof(fx->host) - 1] = '\0'; /* POSIX leaves truncation unterminated */
+
+  fx->nic_rc = fmx_get_info(NULL, FMX_INFO_NIC_ID, NULL, 0, &fx->nic_id, sizeof(fx->nic_id));
+  fx->topo = topo_get();
+
+  for (size_t i = 0; i < NENGINES; i++) {
+    char *buf = fx->engine_status[i];
+    size_t len = sizeof(fx->engine_status[i]);
+    memset(buf, 0, len);
+    fmx_return_t rc = fmx_get_info(NULL, FMX_INFO_ENGINE_STATUS, engines[i],
+                                   (uint32_t)strlen(engines[i]) + 1, buf, (uint32_t)len - 1);
+    if (rc != FMX_SUCCESS)
+      snprintf(buf, len, "unknown (%s)", fmx_strerror(rc));
+    else if (!buf[0])
+      snprintf(buf, len, "unknown");
+  }
+}
+
+/* "32 KiB", "1 MiB", "1280 KiB": the largest unit that divides exactly, so
+ * nothing is rounded away. */
+static const char *fmt_size(uint64_t v, char *buf, size_t len)
+{
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, len, "%" PRIu64 " %s", v, unit[u]);
+  return buf;
+}
+
+/* --- text ----------------------------------------------------------------- */
+
+static void print_cache(const char *name, const struct topo_cache_info *c)
+{
+  char sz[32];
+  if (!c->size) {
+    printf("%-14s none\n", name);
+    return;
+  }
+  printf("%-14s %s, shared by %d PU%s (cpus %s)\n", name, fmt_size(c->size, sz, sizeof(sz)),
+         c->nshare, c->nshare == 1 ? "" : "s", c->cpus);
+}
+
+static void print_text(const struct facts *fx, int config)
+{
+  const struct topo_info *t = fx->topo;
+  printf("fmx %s\n", FMX_VERSION_STRING);
+  printf("%-14s %s\n", "host", fx->host);
+  if (fx->nic_rc == FMX_SUCCESS)
+    printf("%-14s 0x%016" PRIx64 "\n", "nic id", fx->nic_id);
+  else
+    printf("%-14s unknown (%s)\n", "nic id", fmx_strerror(fx->nic_rc));
+  printf("%-14s %s\n", "cpu", t->cpu_model);
+  printf("%-14s %d (%d PUs)\n", "cores", t->ncores, t->npus);
+  printf("%-14s %d\n", "numa nodes", t->numa_nodes);
+  print_cache("L1d", &t->l1);
+  print_cache("L2", &t->l2);
+  print_cache("L3", &t->l3);
+  printf("%-14s %s\n", "topology from", t->src);
+  printf("engines:\n");
+  for (size_t i = 0; i < NENGINES; i++)
+    printf("  %-12s %s\n", engines[i], fx->engine_status[i]);
+  if (config) {
+    printf("config:\n");
+    fflush(stdout);
+    config_dump(stdout);
+  }
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+static void json_str(const char *s)
+{
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c == '\n')
+      fputs("\\n", stdout);
+    else if (c == '\t')
+      fputs("\\t", stdout);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
+static void json_cache(const char *name, const struct topo_cache_info *c, int last)
+{
+  printf("    \"%s\": {\"size\": %" PRIu64 ", \"nshare\": %d, \"cpus\": ", name, c->size, c->nshare);
+  json_str(c->cpus);
+  printf("}%s\n", last ? "" : ",");
+}
+
+/* config_dump only writes text; its lines go in as an array of strings
+ * rather than being re-parsed, so a change of its layout cannot break this. */
+static void json_config(void)
+{
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  if (!m) {
+    printf("  \"config\": null,\n");
+    return;
+  }
+  config_dump(m);
+  fclose(m);
+  printf("  \"config\": [");
+  int first = 1;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == ' ') /* column padding means nothing here */
+      line[--n] = '\0';
+    printf("%s\n    ", first ? "" : ",");
+    json_str(line);
+    first = 0;
+  }
+  printf("\n  ],\n");
+  free(text);
+}
+
+static void print_json(const struct facts *fx, int config)
+{
+  const struct topo_info *t = fx->topo;
+  printf("{\n  \"version\": ");
+  json_str(FMX_VERSION_STRING);
+  printf(",\n  \"host\": ");
+  json_str(fx->host);
+  /* A string: a 64-bit id does not survive JSON readers that use doubles. */
+  if (fx->nic_rc == FMX_SUCCESS)
+    printf(",\n  \"nic_id\": \"0x%016" PRIx64 "\",\n", fx->nic_id);
+  else
+    printf(",\n  \"nic_id\": null,\n");
+  printf("  \"cpu_model\": ");
+  json_str(t->cpu_model);
+  printf(",\n  \"cores\": %d,\n  \"pus\": %d,\n  \"numa_nodes\": %d,\n", t->ncores, t->npus,
+         t->numa_nodes);
+  printf("  \"topology_source\": ");
+  json_str(t->src);
+  printf(",\n  \"caches\": {\n");
+  json_cache("l1d", &t->l1, 0);
+  json_cache("l2", &t->l2, 0);
+  json_cache("l3", &t->l3, 1);
+  printf("  },\n");
+  if (config)
+    json_config();
+  printf("  \"engines\": {");
+  for (size_t i = 0; i < NENGINES; i++) {
+    printf("%s\n    ", i ? "," : "");
+    json_str(engines[i]);
+    printf(": ");
+    json_str(fx->engine_status[i]);
+  }
+  printf("\n  }\n}\n");
+}
+
+int main(int argc, char **argv)
+{
+  int config = 0, json = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--config") == 0) {
+      config = 1;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = 1;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "fmx_info: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+
+  fmx_return_t rc = fmx_init();
+  if (rc != FMX_SUCCESS) {
+    fprintf(stderr, "fmx_info: fmx_init: %s\n", fmx_strerror(rc));
+    return 1;
+  }
+  struct facts fx;
+  gather(&fx);
+  if (json)
+    print_json(&fx, config);
+  else
+    print_text(&fx, config);
+  fmx_finalize();
+  return 0;
+}
