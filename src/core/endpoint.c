@@ -267,6 +267,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   list_init(&ep->completed);
   list_init(&ep->bulk);
+  match_init(&ep->mq, 0, 0); /* so ep_free works from here on */
   unsigned ctx_bits = 0, ctx_shift = 0;
   fmx_return_t rc = apply_params(ep, params, nparams, &ctx_bits, &ctx_shift);
   if (rc) {

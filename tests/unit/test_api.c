@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/* The public API on one endpoint talking to itself: classes, truncation,
+ * cancel, forget, probe, test_any, peek, bad arguments, wakeup. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "fmx.h"
+
+static fmx_endpoint_t ep;
+static fmx_endpoint_addr_t me;
+static uint32_t my_eid;
+
+static void fill(uint8_t *b, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) b[i] = (uint8_t)(i * 31 + seed);
+}
+
+/* Send n bytes to self, receive into a buffer of m bytes; check status. */
+static void roundtrip(size_t n, size_t m, int sync) {
+  uint8_t *s = malloc(n + 1), *r = malloc(m + 64);
+  fill(s, n, (unsigned)n);
+  memset(r, 0xee, m + 64);
+  fmx_seg_t ss = {s, n}, rs = {r, m};
+  fmx_request_t sr, rr;
+  CHECK_EQ(fmx_irecv(ep, &rs, 1, 0x77, ~0ull, (void *)0x1234, &rr), FMX_SUCCESS);
+  CHECK_EQ((sync ? fmx_issend : fmx_isend)(ep, &ss, 1, me, 0x77, NULL, &sr), FMX_SUCCESS);
+  fmx_status_t st;
+  uint32_t res;
+  CHECK_EQ(fmx_wait(ep, &rr, 10000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK(rr == NULL);
+  size_t x = n < m ? n : m;
+  CHECK_EQ(st.code, n > m ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+  CHECK_EQ(st.msg_length, n);
+  CHECK_EQ(st.xfer_length, x);
+  CHECK_EQ(st.match_info, 0x77);
+  CHECK(st.context == (void *)0x1234);
+  for (size_t i = 0; i < x; i++) CHECK_EQ(r[i], (uint8_t)(i * 31 + n));
+  for (size_t i = x; i < m + 64; i++) CHECK_EQ(r[i], 0xee); /* nothing past what fits */
+  CHECK_EQ(fmx_wait(ep, &sr, 10000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  free(s);
+  free(r);
+}
+
+static void test_classes_and_truncation(void) {
+  size_t sizes[] = {0, 1, 24, 25, 128, 4096, 16383, 16384, 100000, 5u << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    roundtrip(sizes[i], sizes[i], 0);
+    roundtrip(sizes[i], sizes[i] / 2, 0);
+    roundtrip(sizes[i], sizes[i] + 10, 1);
+  }
+}
+
+static void test_segments(void) {
+  enum { N = 256 };
+  static uint8_t src[N * 37], dst[N * 37 + 5];
+  fmx_seg_t ss[N], rs[3];
+  fill(src, sizeof src, 9);
+  for (int i = 0; i < N; i++) ss[i] = (fmx_seg_t){src + i * 37, 37};
+  rs[0] = (fmx_seg_t){dst, 1000};
+  rs[1] = (fmx_seg_t){NULL, 0};
+  rs[2] = (fmx_seg_t){dst + 1000, sizeof dst - 1000};
+  for (int big = 0; big < 2; big++) {
+    memset(dst, 0, sizeof dst);
+    fmx_request_t sr, rr;
+    CHECK_EQ(fmx_irecv(ep, rs, 3, 5, ~0ull, NULL, &rr), FMX_SUCCESS);
+    CHECK_EQ((big ? fmx_issend : fmx_isend)(ep, ss, N, me, 5, NULL, &sr), FMX_SUCCESS);
+    fmx_status_t st;
+    uint32_t res;
+    CHECK_EQ(fmx_wait(ep, &rr, 10000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(res, 1);
+    CHECK_EQ(st.xfer_length, sizeof src);
+    CHECK(memcmp(src, dst, sizeof src) == 0);
+    CHECK_EQ(fmx_wait(ep, &sr, 10000, &st, &res), FMX_SUCCESS);
+  }
+  fmx_request_t r;
+  fmx_seg_t many[FMX_MAX_SEGMENTS + 1];
+  memset(many, 0, sizeof many);
+  CHECK_EQ(fmx_isend(ep, many, FMX_MAX_SEGMENTS + 1, me, 0, NULL, &r), FMX_SEGMENTS_BAD_COUNT);
+  CHECK_EQ(fmx_irecv(ep, NULL, 2, 0, 0, NULL, &r), FMX_SEGMENTS_BAD_COUNT);
+  fmx_seg_t nullseg = {NULL, 10};
+  CHECK_EQ(fmx_isend(ep, &nullseg, 1, me, 0, NULL, &r), FMX_SEGMENTS_BAD_COUNT);
+}
+
+static void test_unexpected_probe_order(void) {
+  /* Three messages arrive before any receive: probe, then receive in order. */
+  uint32_t vals[3] = {10, 20, 30};
+  fmx_request_t sr[3];
+  for (int i = 0; i < 3; i++) {
+    fmx_seg_t s = {&vals[i], sizeof vals[i]};
+    CHECK_EQ(fmx_isend(ep, &s, 1, me, 0xab00 + (uint64_t)(i == 1), NULL, &sr[i]), FMX_SUCCESS);
+  }
+  fmx_status_t st;
+  uint32_t res;
+  CHECK_EQ(fmx_iprobe(ep, 0xab01, ~0ull, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.match_info, 0xab01);
+  CHECK_EQ(st.msg_length, 4);
+  CHECK_EQ(fmx_iprobe(ep, 0xcd00, ~0ull, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 0);
+  CHECK_EQ(fmx_probe(ep, 10, 0xcd00, ~0ull, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 0); /* timed out */
+  CHECK_EQ(fmx_iprobe(ep, 1, 0, &st, &res), FMX_BAD_MATCH_MASK);
+  uint32_t got[3];
+  for (int i = 0; i < 3; i++) {
+    fmx_seg_t r = {&got[i], 4};
+    fmx_request_t rr;
+    CHECK_EQ(fmx_irecv(ep, &r, 1, 0xab00, 0xff00, NULL, &rr), FMX_SUCCESS);
+    CHECK_EQ(fmx_wait(ep, &rr, 1000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(res, 1);
+  }
+  CHECK_EQ(got[0], 10);
+  CHECK_EQ(got[1], 20);
+  CHECK_EQ(got[2], 30);
+  for (int i = 0; i < 3; i++) CHECK_EQ(fmx_wait(ep, &sr[i], 1000, &st, &res), FMX_SUCCESS);
+}
+
+static void test_cancel_forget_any_peek(void) {
+  char b[8];
+  fmx_seg_t s = {b, sizeof b};
+  fmx_request_t r, r2;
+  uint32_t res;
+  fmx_status_t st;
+  CHECK_EQ(fmx_irecv(ep, &s, 1, 0x55, ~0ull, NULL, &r), FMX_SUCCESS);
+  CHECK_EQ(fmx_cancel(ep, &r, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK(r == NULL);
+  /* the cancelled receive must not take this message */
+  CHECK_EQ(fmx_isend(ep, &s, 1, me, 0x55, NULL, &r2), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(ep, &r2, 1000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(fmx_iprobe(ep, 0x55, ~0ull, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  /* a send cannot be cancelled */
+  CHECK_EQ(fmx_issend(ep, &s, 1, me, 0x66, NULL, &r2), FMX_SUCCESS);
+  CHECK_EQ(fmx_cancel(ep, &r2, &res), FMX_BAD_REQUEST);
+  /* forget it, then receive both messages: nothing is reported for it */
+  CHECK_EQ(fmx_forget(ep, &r2), FMX_SUCCESS);
+  CHECK(r2 == NULL);
+  CHECK_EQ(fmx_irecv(ep, &s, 1, 0x66, ~0ull, (void *)7, &r), FMX_SUCCESS);
+  void *ctx = NULL;
+  CHECK_EQ(fmx_context(&r, &ctx), FMX_SUCCESS);
+  CHECK(ctx == (void *)7);
+  CHECK_EQ(fmx_wait_any(ep, 1000, 0x66, ~0ull, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.match_info, 0x66);
+  CHECK(st.context == (void *)7);
+  CHECK_EQ(fmx_test_any(ep, 0x66, ~0ull, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 0); /* the forgotten send never shows */
+  CHECK_EQ(fmx_irecv(ep, &s, 1, 0x55, ~0ull, NULL, &r), FMX_SUCCESS);
+  fmx_request_t pk = NULL;
+  CHECK_EQ(fmx_peek(ep, 1000, &pk, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK(pk == r);
+  CHECK_EQ(fmx_test(ep, &pk, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(fmx_ipeek(ep, &pk, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 0);
+  /* a freed request is refused, not dereferenced blindly */
+  fmx_request_t stale = r;
+  CHECK_EQ(fmx_test(ep, &stale, &st, &res), FMX_BAD_REQUEST);
+}
+
+static void *waker(void *arg) {
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  fmx_wakeup(ep);
+  return arg;
+}
+
+static void test_wakeup_and_bad_args(void) {
+  char b[4];
+  fmx_seg_t s = {b, 4};
+  fmx_request_t r;
+  fmx_status_t st;
+  uint32_t res = 9;
+  CHECK_EQ(fmx_irecv(ep, &s, 1, 0x999, ~0ull, NULL, &r), FMX_SUCCESS);
+  pthread_t t;
+  pthread_create(&t, NULL, waker, NULL);
+  CHECK_EQ(fmx_wait(ep, &r, FMX_TIMEOUT_INFINITE, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 0); /* woken, not completed */
+  pthread_join(t, NULL);
+  CHECK_EQ(fmx_cancel(ep, &r, &res), FMX_SUCCESS);
+  CHECK_EQ(fmx_irecv(ep, &s, 1, 0x1, 0x0, NULL, &r), FMX_BAD_MATCH_MASK);
+  fmx_endpoint_addr_t bogus = {{0xdeadbeefull << 32, 0}};
+  CHECK_EQ(fmx_isend(ep, &s, 1, bogus, 0, NULL, &r), FMX_BAD_ADDRESS);
+  CHECK_EQ(fmx_isend(NULL, &s, 1, me, 0, NULL, &r), FMX_BAD_ENDPOINT);
+  fmx_endpoint_addr_t a;
+  CHECK_EQ(fmx_connect(ep, FMX_ANY_NIC, my_eid, 0xbad, 100, &a), FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY);
+  CHECK_EQ(fmx_connect(ep, 0x123456, 1, 1, 100, &a), FMX_NIC_ID_NOT_FOUND);
+  CHECK_EQ(fmx_get_info(ep, 9999, NULL, 0, b, 4), FMX_BAD_INFO_KEY);
+  uint64_t thr = 0;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &thr, 4), FMX_BAD_INFO_LENGTH);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &thr, 8), FMX_SUCCESS);
+  CHECK(thr > 0);
+  CHECK(strcmp(fmx_strerror(FMX_MESSAGE_TRUNCATED), "Message truncated") == 0);
+  CHECK(fmx_strerror((fmx_return_t)12345) != NULL);
+  uint64_t nic, host;
+  uint32_t eid;
+  fmx_decompose_endpoint_addr(me, &nic, &eid);
+  CHECK_EQ(eid, my_eid);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_NIC_ID, NULL, 0, &host, sizeof host), FMX_SUCCESS);
+  CHECK_EQ(nic, host);
+}
+
+static void test_context_ids(void) {
+  fmx_endpoint_t e2;
+  fmx_endpoint_param_t p = {.key = FMX_PARAM_CONTEXT_ID, .val.context_id = {4, 60}};
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 3, &p, 1, &e2), FMX_SUCCESS);
+  char b[4];
+  fmx_seg_t s = {b, 4};
+  fmx_request_t r;
+  CHECK_EQ(fmx_irecv(e2, &s, 1, 0, 0xff, NULL, &r), FMX_BAD_MATCHING_FOR_CONTEXT_ID_MASK);
+  CHECK_EQ(fmx_irecv(e2, &s, 1, 0x1ull << 60, 0xfull << 60, NULL, &r), FMX_SUCCESS);
+  uint32_t res;
+  CHECK_EQ(fmx_cancel(e2, &r, &res), FMX_SUCCESS);
+  fmx_endpoint_param_t bad = {.key = FMX_PARAM_CONTEXT_ID, .val.context_id = {17, 0}};
+  fmx_endpoint_t e3;
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 3, &bad, 1, &e3), FMX_ENDPOINT_PARAM_BAD_VALUE);
+  fmx_endpoint_param_t badkey = {.key = 77};
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 3, &badkey, 1, &e3), FMX_ENDPOINT_PARAM_BAD_KEY);
+  CHECK_EQ(fmx_open_endpoint(5, FMX_ANY_ENDPOINT, 3, NULL, 0, &e3), FMX_BOARD_NOT_FOUND);
+  CHECK_EQ(fmx_close_endpoint(e2), FMX_SUCCESS);
+}
+
+int main(void) {
+  fmx_endpoint_t tmp;
+  CHECK_EQ(fmx_open_endpoint(0, 0, 1, NULL, 0, &tmp), FMX_NOT_INITIALIZED);
+  CHECK_EQ(fmx_init(), FMX_SUCCESS);
+  CHECK_EQ(fmx_init(), FMX_ALREADY_INITIALIZED);
+  /* endpoint ids are per user and host: pick a free one, remember it */
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 0xfeed, NULL, 0, &ep), FMX_SUCCESS);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &my_eid, sizeof my_eid), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, my_eid, 0xfeed, NULL, 0, &tmp), FMX_BUSY);
+  CHECK_EQ(fmx_connect(ep, FMX_ANY_NIC, my_eid, 0xfeed, 1000, &me), FMX_SUCCESS);
+  fmx_endpoint_addr_t me2;
+  fmx_get_endpoint_addr(ep, &me2);
+  CHECK(memcmp(&me, &me2, sizeof me) == 0);
+  test_classes_and_truncation();
+  test_segments();
+  test_unexpected_probe_order();
+  test_cancel_forget_any_peek();
+  test_wakeup_and_bad_args();
+  test_context_ids();
+  CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
+  CHECK_EQ(fmx_finalize(), FMX_NOT_INITIALIZED);
+  CHECK_DONE("test_api");
+  return 0;
+}
