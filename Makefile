@@ -1,11 +1,12 @@
 # The README's two commands: `make demo` and `make check`.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 PYTEST     ?= python3 -m pytest
 CMAKE_FLAGS ?= -DFMX_WERROR=ON
 
-.PHONY: all deps build build-asan demo check check-unit check-system check-asan clean
+.PHONY: all deps build build-asan build-tsan demo check check-unit check-system clean
 
 all: build
 
@@ -20,14 +21,21 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DFMX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
+build-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DFMX_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(TSAN_BUILD) -j$(JOBS)
+
 demo: build
 	./$(BUILD)/fmx_info
 	./$(BUILD)/fmx_perf pingpong --sizes 0,8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M
 
-check: build build-asan
+# Plain build: unit + system tests; ASan+UBSan build: the same again;
+# TSan build: the unit tests (the threaded ones are what it is for).
+check: build build-asan build-tsan
 	$(MAKE) --no-print-directory check-unit check-system BUILD=$(BUILD)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) --no-print-directory check-unit check-system BUILD=$(ASAN_BUILD)
+	TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check-unit BUILD=$(TSAN_BUILD)
 
 check-unit:
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -36,4 +44,4 @@ check-system:
 	FMX_BUILD_DIR=$(abspath $(BUILD)) $(PYTEST) -q tests/system
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -14,20 +14,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bulk/engine.h"
 #include "core/config.h"
 #include "platform/topo.h"
 
-/* Engines whose peer-independent status the library can report. Adding an
- * engine to the library means adding its name here. */
-static const char *const engines[] = {"cma", "ring"};
-#define NENGINES (sizeof(engines) / sizeof(engines[0]))
+#define MAX_ENGINES 16
 
 struct facts {
   char host[256];
   uint64_t nic_id;
   fmx_return_t nic_rc; /* FMX_SUCCESS or why nic_id is missing */
   const struct topo_info *topo;
-  char engine_status[NENGINES][256];
+  int nengines;
+  const char *engine[MAX_ENGINES];
+  char engine_status[MAX_ENGINES][256];
 };
 
 static void usage(FILE *f)
@@ -50,12 +50,18 @@ static void gather(struct facts *fx)
   fx->nic_rc = fmx_get_info(NULL, FMX_INFO_NIC_ID, NULL, 0, &fx->nic_id, sizeof(fx->nic_id));
   fx->topo = topo_get();
 
-  for (size_t i = 0; i < NENGINES; i++) {
+  /* Names from the library's engine list, so a new engine shows up here
+   * without touching this file; the status through the public call. */
+  fx->nengines = 0;
+  for (int i = 0; i < MAX_ENGINES && bulk_engines[i]; i++) {
+    const char *name = bulk_engines[i]->name;
     char *buf = fx->engine_status[i];
     size_t len = sizeof(fx->engine_status[i]);
+    fx->engine[i] = name;
+    fx->nengines++;
     memset(buf, 0, len);
-    fmx_return_t rc = fmx_get_info(NULL, FMX_INFO_ENGINE_STATUS, engines[i],
-                                   (uint32_t)strlen(engines[i]) + 1, buf, (uint32_t)len - 1);
+    fmx_return_t rc = fmx_get_info(NULL, FMX_INFO_ENGINE_STATUS, name,
+                                   (uint32_t)strlen(name) + 1, buf, (uint32_t)len - 1);
     if (rc != FMX_SUCCESS)
       snprintf(buf, len, "unknown (%s)", fmx_strerror(rc));
     else if (!buf[0])
@@ -107,8 +113,8 @@ static void print_text(const struct facts *fx, int config)
   print_cache("L3", &t->l3);
   printf("%-14s %s\n", "topology from", t->src);
   printf("engines:\n");
-  for (size_t i = 0; i < NENGINES; i++)
-    printf("  %-12s %s\n", engines[i], fx->engine_status[i]);
+  for (int i = 0; i < fx->nengines; i++)
+    printf("  %-12s %s\n", fx->engine[i], fx->engine_status[i]);
   if (config) {
     printf("config:\n");
     fflush(stdout);
@@ -197,9 +203,9 @@ static void print_json(const struct facts *fx, int config)
   if (config)
     json_config();
   printf("  \"engines\": {");
-  for (size_t i = 0; i < NENGINES; i++) {
+  for (int i = 0; i < fx->nengines; i++) {
     printf("%s\n    ", i ? "," : "");
-    json_str(engines[i]);
+    json_str(fx->engine[i]);
     printf(": ");
     json_str(fx->engine_status[i]);
   }

@@ -8,7 +8,7 @@
 static int check_count;
 #define CHECK(cond)                                                        \
   do {                                                                     \
-    check_count++;                                                         \
+    __atomic_add_fetch(&check_count, 1, __ATOMIC_RELAXED);                                                        \
     if (!(cond)) {                                                         \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
       exit(1);                                                             \
@@ -17,7 +17,7 @@ static int check_count;
 #define CHECK_EQ(a, b)                                                     \
   do {                                                                     \
     long long a_ = (long long)(a), b_ = (long long)(b);                    \
-    check_count++;                                                         \
+    __atomic_add_fetch(&check_count, 1, __ATOMIC_RELAXED);                                                        \
     if (a_ != b_) {                                                        \
       fprintf(stderr, "%s:%d: CHECK_EQ failed: %s = %lld, %s = %lld\n", __FILE__, __LINE__, #a, a_, #b, b_); \
       exit(1);                                                             \

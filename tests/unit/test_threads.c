@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* Every call is thread-safe: threads share one endpoint and a pair of
+ * endpoints, sending, receiving and waiting at once (run under TSan too). */
+#include <pthread.h>
+#include <string.h>
+
+#include "check.h"
+#include "fmx.h"
+
+#define THREADS 4
+#define ITERS 2000
+
+static fmx_endpoint_t a, b;
+static fmx_endpoint_addr_t a_to_b, b_to_a;
+
+static void *worker(void *arg) {
+  long id = (long)arg;
+  for (int i = 0; i < ITERS; i++) {
+    size_t len = (i % 7 == 0) ? 40000 : (size_t)(i % 300); /* eager and rendezvous */
+    static __thread uint8_t out[40000], in[40000];
+    memset(out, (int)(id + i), len);
+    fmx_seg_t so = {out, len}, si = {in, sizeof in};
+    fmx_request_t sr, rr;
+    uint64_t tag = ((uint64_t)id << 32) | (uint64_t)i;
+    CHECK_EQ(fmx_irecv(b, &si, 1, tag, ~0ull, NULL, &rr), FMX_SUCCESS);
+    CHECK_EQ(fmx_isend(a, &so, 1, a_to_b, tag, NULL, &sr), FMX_SUCCESS);
+    fmx_status_t st;
+    uint32_t res = 0;
+    while (!res) CHECK_EQ(fmx_wait(b, &rr, 10000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(st.xfer_length, len);
+    for (size_t k = 0; k < len; k++) CHECK_EQ(in[k], (uint8_t)(id + i));
+    res = 0;
+    while (!res) CHECK_EQ(fmx_wait(a, &sr, 10000, &st, &res), FMX_SUCCESS);
+  }
+  return NULL;
+}
+
+int main(void) {
+  CHECK_EQ(fmx_init(), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 42, NULL, 0, &a), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 43, NULL, 0, &b), FMX_SUCCESS);
+  uint32_t ea, eb;
+  fmx_get_info(a, FMX_INFO_ENDPOINT_ID, NULL, 0, &ea, sizeof ea);
+  fmx_get_info(b, FMX_INFO_ENDPOINT_ID, NULL, 0, &eb, sizeof eb);
+  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eb, 43, 5000, &a_to_b), FMX_SUCCESS);
+  CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, ea, 42, 5000, &b_to_a), FMX_SUCCESS);
+  /* connecting twice gives the same peer */
+  fmx_endpoint_addr_t again;
+  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eb, 43, 5000, &again), FMX_SUCCESS);
+  pthread_t t[THREADS];
+  for (long i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, (void *)i);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  /* close one side: the other sees it closed */
+  CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
+  char c = 0;
+  fmx_seg_t s = {&c, 1};
+  fmx_request_t r;
+  fmx_status_t st;
+  uint32_t res = 0;
+  for (int i = 0; i < 100 && !res; i++) {
+    CHECK_EQ(fmx_issend(a, &s, 1, a_to_b, 1, NULL, &r), FMX_SUCCESS);
+    CHECK_EQ(fmx_wait(a, &r, 5000, &st, &res), FMX_SUCCESS);
+  }
+  CHECK_EQ(res, 1);
+  CHECK(st.code == FMX_REMOTE_ENDPOINT_CLOSED);
+  CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
+  CHECK_DONE("test_threads");
+  return 0;
+}
