@@ -258,7 +258,7 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < count; i++) {
       if (!values[i] && !opt.all)
         continue;
-      printf("%-*s %20" PRIu64 "\n", width, labels[i], values[i]);
+      printf("%-*s  %14" PRIu64 "\n", width, labels[i], values[i]);
       shown++;
     }
     if (shown < count)

@@ -578,7 +578,8 @@ static int run_rank(int sock)
                                    (uint32_t)strlen(opt.engine) + 1, status, sizeof status);
     status[sizeof status - 1] = '\0';
     if (rc != FMX_SUCCESS)
-      msg("warning: engine '%s': %s", opt.engine, fmx_strerror(rc));
+      msg("warning: engine '%s' is unknown to this library (%s); FMX_BULK is ignored",
+          opt.engine, fmx_strerror(rc));
     else if (strcmp(status, "available") != 0)
       msg("warning: engine '%s' not available here: %s", opt.engine, status);
   }
@@ -601,7 +602,9 @@ static int run_rank(int sock)
 
   if (g_rank == 0 && !opt.json) {
     char hs[32], cores[32] = "not pinned";
-    if (opt.cores[0] >= 0)
+    if (opt.cores[0] >= 0 && opt.no_spawn)
+      snprintf(cores, sizeof cores, "rank 0 on core %d", opt.cores[0]);
+    else if (opt.cores[0] >= 0)
       snprintf(cores, sizeof cores, "cores %d,%d", opt.cores[0], opt.cores[1]);
     printf("# fmx_perf %s: %s; rendezvous from %s; FMX_BULK=%s%s\n",
            cfg.mode == MODE_PINGPONG ? "pingpong" : "bw", cores,

@@ -167,7 +167,6 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
     req_complete(ep, r, p->state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
   } else {
     proto_send_start(ep, r);
-    ep_progress_locked(ep);
   }
   pthread_mutex_unlock(&ep->lock);
   return FMX_SUCCESS;
@@ -208,7 +207,8 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
     ep->ntimed--;
   }
   *request = r;
-  ep_progress_locked(ep);
+  /* No progress pass first: a record still in a ring has not arrived yet,
+   * so matching it after this receive is posted keeps MX semantics. */
   proto_recv_post(ep, r);
   pthread_mutex_unlock(&ep->lock);
   return FMX_SUCCESS;
@@ -230,7 +230,8 @@ static void reap(struct fmx_endpoint *ep, struct fmx_request *r, fmx_status_t *s
 
 static int is_done(struct fmx_endpoint *ep, void *arg) { return ((struct fmx_request *)arg)->state == REQ_DONE; }
 
-API fmx_return_t fmx_test(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_t *status, uint32_t *result) {
+static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_t *status, uint32_t *result,
+                                int progress) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
   pthread_mutex_lock(&ep->lock);
@@ -239,7 +240,7 @@ API fmx_return_t fmx_test(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_
     pthread_mutex_unlock(&ep->lock);
     return FMX_BAD_REQUEST;
   }
-  ep_progress_locked(ep);
+  if (progress && r->state != REQ_DONE) ep_progress_locked(ep);
   *result = r->state == REQ_DONE;
   if (*result) {
     reap(ep, r, status);
@@ -247,6 +248,10 @@ API fmx_return_t fmx_test(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_
   }
   pthread_mutex_unlock(&ep->lock);
   return FMX_SUCCESS;
+}
+
+API fmx_return_t fmx_test(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_t *status, uint32_t *result) {
+  return test_common(ep, request, status, result, 1);
 }
 
 API fmx_return_t fmx_wait(fmx_endpoint_t ep, fmx_request_t *request, uint32_t timeout_ms, fmx_status_t *status,
@@ -258,7 +263,7 @@ API fmx_return_t fmx_wait(fmx_endpoint_t ep, fmx_request_t *request, uint32_t ti
   pthread_mutex_unlock(&ep->lock);
   if (!ok) return FMX_BAD_REQUEST;
   ep_wait(ep, timeout_ms, is_done, *request);
-  return fmx_test(ep, request, status, result);
+  return test_common(ep, request, status, result, 0);
 }
 
 struct any_arg {

@@ -119,8 +119,10 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
     return;
   }
   list_add_tail(&ep->completed, &r->qnode);
-  /* Another thread of ours may sleep on this completion. */
-  ep_wake(ep->desc);
+  /* Another thread of ours may sleep on this completion. No fence needed:
+   * we hold ep->lock, and a waiter counts itself in sleepers before its
+   * last locked check, so the lock orders the two. */
+  if (__atomic_load_n(&ep->desc->sleepers, __ATOMIC_RELAXED)) ep_wake(ep->desc);
 }
 
 void req_pool_fini(struct fmx_endpoint *ep) {

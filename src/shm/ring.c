@@ -3,15 +3,33 @@
 
 #include <string.h>
 
-#define CELLS_FOR(bytes) (((bytes) + RING_CELL - 1) / RING_CELL)
+#include "platform/sys.h"
 
-size_t shm_ring_footprint(size_t bytes) {
-  return sizeof(struct shm_ring_shared) + CELLS_FOR(bytes) * RING_CELL;
+#define CELLS_FOR(bytes) (((bytes) + RING_CELL - 1) / RING_CELL)
+#define REC_CELLS(len) CELLS_FOR(RING_STAMP + sizeof(struct proto_hdr) + (uint64_t)(len))
+
+static uint64_t stamp_of(const struct shm_ring *r, uint64_t pos) {
+  uint64_t x = pos + 1;
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  return x ^ r->key;
 }
+
+static uint64_t *stamp_at(const struct shm_ring *r, uint64_t pos) {
+  return (uint64_t *)(r->cells + (pos % r->ncells) * RING_CELL);
+}
+
+static struct proto_hdr *hdr_at(const struct shm_ring *r, uint64_t pos) {
+  return (struct proto_hdr *)(r->cells + (pos % r->ncells) * RING_CELL + RING_STAMP);
+}
+
+size_t shm_ring_footprint(size_t bytes) { return sizeof(struct shm_ring_shared) + CELLS_FOR(bytes) * RING_CELL; }
 
 void shm_ring_format(void *mem, size_t bytes) {
   struct shm_ring_shared *sh = mem;
-  memset(sh, 0, sizeof *sh);
+  memset(mem, 0, shm_ring_footprint(bytes));
+  sh->key = sys_random64();
   sh->ncells = CELLS_FOR(bytes);
 }
 
@@ -22,18 +40,20 @@ int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail) {
   r->sh = sh;
   r->cells = (uint8_t *)mem + sizeof *sh;
   r->ncells = n;
+  r->key = __atomic_load_n(&sh->key, __ATOMIC_ACQUIRE);
   r->cached = 0;
   r->local = 0;
+  r->broken = 0;
   return 0;
 }
 
 size_t shm_ring_max_payload(const struct shm_ring *r) {
   /* A record may need a PAD before it: half the ring is always placeable. */
-  return (size_t)(r->ncells / 2) * RING_CELL - sizeof(struct proto_hdr);
+  return (size_t)(r->ncells / 2) * RING_CELL - RING_STAMP - sizeof(struct proto_hdr);
 }
 
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
-  uint64_t need = CELLS_FOR(sizeof *hdr + (uint64_t)hdr->len);
+  uint64_t need = REC_CELLS(hdr->len);
   uint64_t head = r->local;
   uint64_t pos = head % r->ncells;
   uint64_t pad = (pos + need > r->ncells) ? r->ncells - pos : 0;
@@ -43,14 +63,14 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
     if (head + pad + need - r->cached > r->ncells) return -1;
   }
   if (pad) {
-    struct proto_hdr *p = (struct proto_hdr *)(r->cells + pos * RING_CELL);
+    struct proto_hdr *p = hdr_at(r, head);
     memset(p, 0, sizeof *p);
     p->type = PROTO_PAD;
-    p->len = (uint32_t)(pad * RING_CELL - sizeof *p);
+    p->len = (uint32_t)(pad * RING_CELL - RING_STAMP - sizeof *p);
+    __atomic_store_n(stamp_at(r, head), stamp_of(r, head), __ATOMIC_RELEASE);
     head += pad;
-    pos = 0;
   }
-  uint8_t *dst = r->cells + pos * RING_CELL;
+  uint8_t *dst = (uint8_t *)hdr_at(r, head);
   memcpy(dst, hdr, sizeof *hdr);
   dst += sizeof *hdr;
   size_t left = hdr->len;
@@ -60,45 +80,34 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
     dst += n;
     left -= n;
   }
-  head += need;
-  r->local = head;
-  __atomic_store_n(&r->sh->head, head, __ATOMIC_RELEASE);
+  __atomic_store_n(stamp_at(r, head), stamp_of(r, head), __ATOMIC_RELEASE);
+  r->local = head + need;
   return 0;
-}
-
-int shm_ring_empty(struct shm_ring *r) {
-  if (r->local != r->cached) return 0;
-  r->cached = __atomic_load_n(&r->sh->head, __ATOMIC_ACQUIRE);
-  return r->local == r->cached;
 }
 
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
   for (;;) {
-    if (shm_ring_empty(r)) return NULL;
+    if (r->broken) return NULL;
+    if (__atomic_load_n(stamp_at(r, r->local), __ATOMIC_ACQUIRE) != stamp_of(r, r->local)) return NULL;
     uint64_t pos = r->local % r->ncells;
-    const struct proto_hdr *h = (const struct proto_hdr *)(r->cells + pos * RING_CELL);
-    uint64_t need = CELLS_FOR(sizeof *h + (uint64_t)h->len);
-    /* Never trust the peer's header: a record must end before the ring does
-     * and before what the producer published. */
-    if (h->type >= PROTO_TYPE_MAX || need > r->ncells - pos || r->local + need > r->cached) {
+    const struct proto_hdr *h = hdr_at(r, r->local);
+    uint64_t need = REC_CELLS(h->len);
+    /* Never trust the peer's header: a record must end before the ring does. */
+    if (h->type >= PROTO_TYPE_MAX || need > r->ncells - pos || (h->type == PROTO_PAD && need != r->ncells - pos)) {
       r->broken = 1;
       return NULL;
     }
     if (h->type != PROTO_PAD) return h;
-    /* A PAD always reaches the end of the ring: skip it. */
-    r->local += r->ncells - pos;
+    r->local += need;
     __atomic_store_n(&r->sh->tail, r->local, __ATOMIC_RELEASE);
   }
 }
 
 void shm_ring_pop(struct shm_ring *r) {
   uint64_t pos = r->local % r->ncells;
-  const struct proto_hdr *h = (const struct proto_hdr *)(r->cells + pos * RING_CELL);
-  uint64_t len = h->len;
-  uint64_t need = CELLS_FOR(sizeof *h + len);
-  /* A corrupt length must not send the consumer past the producer. */
+  uint64_t need = REC_CELLS(hdr_at(r, r->local)->len);
+  /* peek checked it, but the peer may have rewritten it since: clamp */
   if (need > r->ncells - pos) need = r->ncells - pos;
   r->local += need;
-  if (r->local > r->cached) r->local = r->cached;
   __atomic_store_n(&r->sh->tail, r->local, __ATOMIC_RELEASE);
 }

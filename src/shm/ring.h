@@ -1,12 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Single-producer/single-consumer ring of 64-byte cells in shared memory.
- * A record (struct proto_hdr + payload) takes whole contiguous cells; when it
- * does not fit before the end, a PAD record fills the tail and it starts at
- * cell 0. head and tail count cells since creation (never wrap in practice),
- * each on its own cache line; the producer publishes with a release store of
- * head after the record is written, the consumer frees with a release store
- * of tail. Offsets only, never pointers, live in the shared part.
+ *
+ * A record is an 8-byte stamp, a struct proto_hdr and its payload, in whole
+ * contiguous cells; when it does not fit before the end, a PAD record fills
+ * the tail and it starts at cell 0. The producer writes the record, then
+ * stores the stamp with release; the consumer polls the stamp of the cell at
+ * its tail. So a tiny message costs the receiver one cache line, not two (a
+ * separate head index would be a second line to miss on).
+ *
+ * The stamp of the record at absolute cell position P is mix(P) ^ key, with
+ * a random per-ring key: unique for ever, and no payload left from an
+ * earlier lap can look like it by accident (a counter array could look like
+ * P + 1).
+ *
+ * tail counts consumed cells (on its own cache line), read by the producer
+ * only when its cached copy says the ring is full. Offsets only, never
+ * pointers, live in the shared part.
  */
 #ifndef FMX_SHM_RING_H
 #define FMX_SHM_RING_H
@@ -18,22 +28,24 @@
 #include "proto/proto.h"
 
 #define RING_CELL 64
-/* Payload that travels inline in the header cell: the "tiny" class. */
-#define RING_CELL_TINY (RING_CELL - sizeof(struct proto_hdr))
+#define RING_STAMP 8
+/* Payload that travels inline in the first cell: the "tiny" class. */
+#define RING_CELL_TINY (RING_CELL - RING_STAMP - sizeof(struct proto_hdr))
 
 struct shm_ring_shared {
-  _Alignas(64) uint64_t head; /* written by the producer */
-  _Alignas(64) uint64_t tail; /* written by the consumer */
-  _Alignas(64) uint64_t ncells; /* set once by the creator */
+  _Alignas(64) uint64_t key;    /* set once by the creator */
+  uint64_t ncells;              /* set once by the creator */
+  _Alignas(64) uint64_t tail;   /* written by the consumer */
 };
-_Static_assert(sizeof(struct shm_ring_shared) == 192, "shared ring header layout");
+_Static_assert(sizeof(struct shm_ring_shared) == 128, "shared ring header layout");
 
 struct shm_ring {
   struct shm_ring_shared *sh;
   uint8_t *cells;
   uint64_t ncells;
-  uint64_t cached; /* producer: last seen tail; consumer: last seen head */
-  uint64_t local;  /* producer: head being built; consumer: tail being read */
+  uint64_t key;
+  uint64_t cached; /* producer: last seen tail */
+  uint64_t local;  /* producer: next cell to write; consumer: next cell to read */
   int broken;      /* consumer saw a record that cannot be (peer bug or attack) */
 };
 
@@ -48,11 +60,10 @@ size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and
  * publish it. Returns 0, or -1 if there is no room now. */
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt);
-/* Look at the next record without consuming it; NULL if empty. */
+/* Look at the next record without consuming it; NULL if none is ready. The
+ * payload follows the returned header. */
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r);
 /* Consume the record returned by the last peek. */
 void shm_ring_pop(struct shm_ring *r);
-/* Nothing to read (cheap: one shared load when the cache says empty). */
-int shm_ring_empty(struct shm_ring *r);
 
 #endif

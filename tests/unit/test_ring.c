@@ -63,11 +63,19 @@ static void test_corrupt(void) {
   uint64_t v = 42;
   struct iovec iov = {&v, 8};
   CHECK_EQ(shm_ring_push(&tx, &h, &iov, 1), 0);
-  /* A hostile peer rewrites the length to run past what was published. */
-  ((struct proto_hdr *)rx.cells)->len = 1u << 30;
+  /* A hostile peer rewrites the length to run past the ring. */
+  ((struct proto_hdr *)(rx.cells + RING_STAMP))->len = 1u << 30;
   CHECK(shm_ring_peek(&rx) == NULL);
   CHECK(rx.broken);
   /* A bad ncells is refused at attach. */
+  ((struct shm_ring_shared *)mem)->ncells = 1ull << 40;
+  /* nothing is read from a ring that is not published */
+  struct shm_ring r3;
+  shm_ring_format(mem, bytes);
+  CHECK_EQ(shm_ring_attach(&r3, mem, shm_ring_footprint(bytes)), 0);
+  memset(r3.cells, 0x5a, 4096); /* garbage, no valid stamp */
+  CHECK(shm_ring_peek(&r3) == NULL);
+  CHECK(!r3.broken);
   ((struct shm_ring_shared *)mem)->ncells = 1ull << 40;
   struct shm_ring r2;
   CHECK(shm_ring_attach(&r2, mem, shm_ring_footprint(bytes)) < 0);
