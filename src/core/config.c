@@ -29,9 +29,9 @@ struct cfg_entry {
 static struct cfg_entry table[] = {
     {"FMX_LOG", CFG_STRING, "warn", "log level: none, error, warn, info, debug", F(log), NULL, {0}},
     {"FMX_RNDV_THRESHOLD", CFG_SIZE, "16K",
-     "messages of this size and above go rendezvous (bulk engine); smaller ones eager", F(rndv_threshold), NULL, {0}},
+     "messages of this size and above go rendezvous (bulk engine); default L2/16", F(rndv_threshold), NULL, {0}},
     {"FMX_RING_SIZE", CFG_SIZE, "256K",
-     "eager ring bytes per connection and direction (at least 4x the rendezvous threshold)", F(ring_size), NULL, {0}},
+     "eager ring bytes per connection and direction; default 8x the rendezvous threshold", F(ring_size), NULL, {0}},
     {"FMX_BULK", CFG_STRING, "auto", "bulk engine for large messages: auto, cma, ring", F(bulk), NULL, {0}},
     {"FMX_CMA", CFG_BOOL, "1", "allow the cma engine (process_vm_readv); 0 forbids it", F(cma), NULL, {0}},
     {"FMX_BULK_SLOTS", CFG_INT, "4", "slots of the ring engine per connection and direction", F(bulk_slots), NULL, {0}},
@@ -164,12 +164,22 @@ static void load_file(const char *path) {
   fclose(f);
 }
 
-/* Defaults that follow the cache topology instead of a magic number: the ring
- * engine's slots together take at most half the L2 of one core, so both
- * sides' copies stay in cache (see docs/engines.md). */
+/* Defaults that follow the cache topology instead of a magic number
+ * (measurements behind the factors: docs/tuning.md):
+ *  - rendezvous threshold = L2 / 16: below it the eager two-copy through the
+ *    ring (both copies hot in cache) beat cma and ring engine 2-4x here;
+ *  - eager ring = 8 x threshold per direction, so eight maximal eager
+ *    messages fit in flight before a sender waits;
+ *  - the ring engine's slots together take at most half the L2 of one core,
+ *    so both sides' copies stay in cache. */
 static void derive_from_topology(void) {
   const struct topo_info *t = topo_get();
   if (t->l2.size) {
+    uint64_t thr = t->l2.size / 16;
+    if (thr < 16 * 1024) thr = 16 * 1024;
+    if (thr > 256 * 1024) thr = 256 * 1024;
+    config_set_derived("FMX_RNDV_THRESHOLD", thr, "topology");
+    config_set_derived("FMX_RING_SIZE", fmx_cfg.rndv_threshold * 8, "topology");
     uint64_t slot = t->l2.size / 2 / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 4);
     if (slot < 64 * 1024) slot = 64 * 1024;
     slot &= ~(uint64_t)4095;
@@ -181,6 +191,9 @@ static void load_locked(void) {
   for (size_t i = 0; i < NENTRIES; i++) {
     apply(&table[i], table[i].def, "default");
   }
+  /* The log level first, so FMX_LOG=none also silences what follows. */
+  const char *lv = getenv("FMX_LOG");
+  if (lv) log_set_level(lv);
   for (size_t i = 0; i < NENTRIES; i++) {
     const char *v = getenv(table[i].name);
     if (v && apply(&table[i], v, "environment"))

@@ -42,8 +42,9 @@ int main(void) {
   CHECK_EQ(fmx_cfg.spin_us, 3);
   CHECK(strcmp(config_source("FMX_SPIN_US"), "environment") == 0);
   CHECK_EQ(fmx_cfg.cma, 1); /* "maybe" refused, default kept */
-  CHECK_EQ(fmx_cfg.ring_size, 256 * 1024); /* "bogus" refused, default kept */
-  CHECK(strcmp(config_source("FMX_RING_SIZE"), "default") == 0);
+  /* "bogus" refused: the topology-derived default (8 x threshold) stands */
+  CHECK_EQ(fmx_cfg.ring_size, 8 * 32 * 1024);
+  CHECK(strcmp(config_source("FMX_RING_SIZE"), "topology") == 0);
   CHECK(config_set("FMX_BULK", "ring", "test") == 0);
   CHECK(strcmp(fmx_cfg.bulk, "ring") == 0);
   CHECK(config_set("FMX_NOT_A_TUNABLE", "1", "test") < 0);
