@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+"""The tools run for real: two pinned processes, every byte verified."""
+import json
+import os
+import subprocess
+
+BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+
+
+def run(args, env=None, timeout=120):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([os.path.join(BUILD, args[0])] + args[1:], env=e, timeout=timeout,
+                          capture_output=True, text=True)
+
+
+def perf_json(extra_env=None, sizes="0,8,4K,64K,1M,5M"):
+    p = run(["fmx_perf", "pingpong", "--sizes", sizes, "--iters", "20", "--verify", "--json"], extra_env)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+
+
+def test_pingpong_verify_auto():
+    rows = perf_json()
+    assert [r["size"] for r in rows] == [0, 8, 4096, 65536, 1 << 20, 5 << 20]
+    big = [r for r in rows if r["size"] >= (1 << 20)]
+    assert all(r["engine"] == "cma" for r in big), rows
+    assert all(r["latency_us"] > 0 for r in rows)
+
+
+def test_pingpong_cma_forbidden_uses_ring():
+    rows = perf_json({"FMX_CMA": "0"})
+    big = [r for r in rows if r["size"] >= (1 << 20)]
+    assert all(r["engine"] == "ring" for r in big), rows
+
+
+def test_pingpong_forced_ring():
+    rows = perf_json({"FMX_BULK": "ring"})
+    assert all(r["engine"] == "ring" for r in rows if r["size"] >= (1 << 20))
+
+
+def test_fmx_info_reports_engines_and_config():
+    p = run(["fmx_info", "--config"])
+    assert p.returncode == 0, p.stderr
+    assert "cma" in p.stdout and "ring" in p.stdout
+    assert "FMX_RNDV_THRESHOLD" in p.stdout
+    p = run(["fmx_info"], {"FMX_CMA": "0"})
+    assert "disabled by FMX_CMA=0" in p.stdout
+
+
+def test_fmx_info_bad_option():
+    assert run(["fmx_info", "--bogus"]).returncode == 2
+
+
+def test_fmx_counters_self_test():
+    p = run(["fmx_counters", "--self-test", "1M"])
+    assert p.returncode == 0, p.stderr
+    assert "rendezvous" in p.stdout
+
+
+def test_fmx_perf_bad_input():
+    assert run(["fmx_perf", "pingpong", "--sizes", "12Q"]).returncode == 2
+    assert run(["fmx_perf", "nonsense"]).returncode == 2
