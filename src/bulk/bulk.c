@@ -34,15 +34,6 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
   return e;
 }
 
-uint64_t bulk_next_chunk(struct fmx_request *r) {
-  uint64_t c = r->chunk ? r->chunk : fmx_cfg.chunk_min;
-  if (c < 4096) c = 4096;
-  uint64_t next = c * 2;
-  r->chunk = next > fmx_cfg.chunk_max ? (fmx_cfg.chunk_max > c ? fmx_cfg.chunk_max : c) : next;
-  uint64_t left = r->want - r->done;
-  return c < left ? c : left;
-}
-
 int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max) {
   int n = 0;
   for (uint32_t i = 0; i < r->nseg && len && n < max; i++) {

@@ -63,7 +63,10 @@ static int cma_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_c
 static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct iovec l[CMA_IOV], rm[CMA_IOV];
   uint64_t off = r->done;
-  uint64_t len = bulk_next_chunk(r);
+  /* One call per FMX_CHUNK_MAX: small first chunks only add system calls
+   * here (the kernel pins each call's pages itself, nothing overlaps), and
+   * the cap bounds how long this progress call stalls other peers. */
+  uint64_t len = r->want - off < fmx_cfg.chunk_max ? r->want - off : fmx_cfg.chunk_max;
   int nl = bulk_iov_local(r, off, len, l, CMA_IOV);
   int nr = bulk_iov_remote(r->rsegs, r->nrseg, off, len, rm, CMA_IOV);
   /* Fewer iovecs than the chunk needs: copy what they cover this time. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Bulk engines: how the bytes of a rendezvous message move. Each engine is
- * one file behind this table; chunking, the progressive chunk schedule and
- * completion live once in bulk.c and proto/rndv.c.
+ * one file behind this table; segment walking and completion live once in
+ * bulk.c and proto/rndv.c.
  *
  * Receiver-driven engines (cma) implement recv_*; sender-driven ones (ring)
  * also implement send_* which run on the sender after the receiver's CTS.
@@ -42,9 +42,6 @@ extern const struct fmx_bulk_engine *const bulk_engines[];
 const struct fmx_bulk_engine *bulk_find(const char *name);
 /* The engine for a message of `len` bytes from p (receiver's choice). */
 const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len);
-/* Next chunk of r: one page first, doubling up to FMX_CHUNK_MAX (the
- * progressively aggressive schedule of Open-MX overlapped pinning). */
-uint64_t bulk_next_chunk(struct fmx_request *r);
 /* iovecs covering [off, off+len) of the request's own segments. */
 int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max);
 /* iovecs covering [off, off+len) of remote segments. */

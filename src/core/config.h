@@ -16,7 +16,6 @@ struct fmx_config {
   int cma;                  /* FMX_CMA */
   uint64_t bulk_slots;      /* FMX_BULK_SLOTS: ring engine slots */
   uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */
-  uint64_t chunk_min;       /* FMX_CHUNK_MIN: first chunk of a large copy */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */

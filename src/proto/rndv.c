@@ -46,7 +46,6 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   r->nrseg = nseg;
   r->want = r->status.xfer_length;
   r->done = 0;
-  r->chunk = 0;
   list_add_tail(&p->reqs, &r->pnode);
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
