@@ -259,10 +259,18 @@ API fmx_return_t fmx_wait(fmx_endpoint_t ep, fmx_request_t *request, uint32_t ti
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
   pthread_mutex_lock(&ep->lock);
-  int ok = req_valid(ep, *request) && !((*request)->flags & REQ_F_FORGOTTEN);
+  struct fmx_request *r = *request;
+  int ok = req_valid(ep, r) && !(r->flags & REQ_F_FORGOTTEN);
+  if (ok && r->state == REQ_DONE) { /* fast path: an eager send, say */
+    reap(ep, r, status);
+    *request = NULL;
+    *result = 1;
+    pthread_mutex_unlock(&ep->lock);
+    return FMX_SUCCESS;
+  }
   pthread_mutex_unlock(&ep->lock);
   if (!ok) return FMX_BAD_REQUEST;
-  ep_wait(ep, timeout_ms, is_done, *request);
+  ep_wait(ep, timeout_ms, is_done, r);
   return test_common(ep, request, status, result, 0);
 }
 

@@ -58,6 +58,7 @@ struct channel {
   int anon; /* self channel: anonymous memory */
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;
+  uint64_t rx_freed; /* cells consumed since we last woke the sender */
   uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */
 };
 
