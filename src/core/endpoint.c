@@ -109,11 +109,19 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
   return NULL;
 }
 
-/* The partner is gone (died, closed, disconnected): everything pending with
- * it completes with `code`; its unexpected rendezvous messages can no longer
- * be fetched and are dropped. Channels stay mapped until the endpoint closes
- * so no stale pointer can fault. */
+/* The partner is gone (died, closed, disconnected). What it had already put
+ * in our rings is delivered first: eager data is ours and completes
+ * receives; a rendezvous it announced matches a receive that then fails
+ * (the bytes are gone with it) instead of leaving that receive waiting for
+ * ever. Everything else pending with it completes with `code`. Unexpected
+ * rendezvous messages from it stay queued: a receive that takes one later
+ * completes with REMOTE_ENDPOINT_UNREACHABLE. Channels stay mapped until the
+ * endpoint closes so no stale pointer can fault. */
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
+  if (p->state != PARTNER_ALIVE || p->failing) return;
+  p->failing = 1;
+  shm_transport.poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
+  p->failing = 0;
   if (p->state != PARTNER_ALIVE) return;
   p->state = state;
   while (!list_empty(&p->outq)) {
@@ -125,14 +133,6 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
     struct fmx_request *r = list_entry(p->reqs.next, struct fmx_request, pnode);
     list_del(&r->pnode);
     req_complete(ep, r, code);
-  }
-  struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &ep->mq.unexp_all) {
-    struct unexp_msg *u = list_entry(pos, struct unexp_msg, all);
-    if (u->partner == p && u->type == PROTO_RTS) {
-      match_del_unexp(&ep->mq, u);
-      proto_unexp_free(u);
-    }
   }
   if (p->pidfd >= 0) {
     close(p->pidfd);

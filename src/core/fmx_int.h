@@ -41,6 +41,7 @@ struct partner {
   int pidfd;
   int state;
   int is_self;
+  int failing; /* ep_partner_fail is draining its rings */
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */

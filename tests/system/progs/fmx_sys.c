@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Driver for the multi-process system tests (tests/system/test_shm.py).
+ * One process = one rank with endpoint id BASE + rank; ranks find each other
+ * by endpoint id, so no side channel is needed.
+ *
+ *   fmx_sys exchange --rank R --nprocs N --base B [--msgs M] [--max-size S]
+ *                    [--seed X] [--late-recv MS] [--segs]
+ *   fmx_sys bigsend  --rank 0|1 --base B --size S     (prints READY, then waits)
+ *   fmx_sys issend   --rank 0|1 --base B
+ *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
+ *   fmx_sys connect  --base B --target EID --key K    (prints the result name)
+ *
+ * Exit 0 on success; 1 with a message on stderr on any failure. Every wait
+ * has a finite timeout: a bug gives a failure, never a hang.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fmx.h"
+
+#define KEY 0x5eed
+#define WAIT_MS 60000
+
+static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0, rounds = 100;
+static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
+static uint32_t target = 0, key = KEY;
+static fmx_endpoint_t ep;
+
+#define FAIL(...)                                       \
+  do {                                                  \
+    fprintf(stderr, "rank %d: ", rank);                 \
+    fprintf(stderr, __VA_ARGS__);                       \
+    fprintf(stderr, "\n");                              \
+    exit(1);                                            \
+  } while (0)
+#define OK(call)                                                              \
+  do {                                                                        \
+    fmx_return_t rc_ = (call);                                                \
+    if (rc_ != FMX_SUCCESS) FAIL("%s: %s", #call, fmx_strerror(rc_));         \
+  } while (0)
+
+static uint64_t rng(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static uint8_t pattern(int src, int dst, int idx, uint64_t off) {
+  return (uint8_t)(off * 7 + (uint64_t)src * 31 + (uint64_t)dst * 17 + (uint64_t)idx * 13 + 1);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static fmx_endpoint_addr_t connect_to(uint32_t eid) {
+  fmx_endpoint_addr_t a;
+  for (int tries = 0; tries < 3000; tries++) { /* peers start at different times */
+    fmx_return_t rc = fmx_connect(ep, FMX_ANY_NIC, eid, KEY, 5000, &a);
+    if (rc == FMX_SUCCESS) return a;
+    if (rc != FMX_REMOTE_ENDPOINT_BAD_ID) FAIL("connect to %u: %s", eid, fmx_strerror(rc));
+    sleep_ms(10);
+  }
+  FAIL("endpoint %u never appeared", eid);
+}
+
+static void wait_req(fmx_request_t *r, fmx_status_t *st, const char *what) {
+  uint32_t done = 0;
+  OK(fmx_wait(ep, r, WAIT_MS, st, &done));
+  if (!done) FAIL("%s: not complete after %d ms", what, WAIT_MS);
+}
+
+/* Size: mostly small, sometimes large, up to max_size. */
+static uint64_t pick_size(uint64_t *s) {
+  uint64_t r = rng(s) % 100;
+  uint64_t cap = r < 60 ? 4096 : r < 85 ? 256 * 1024 : max_size;
+  if (cap > max_size) cap = max_size;
+  return rng(s) % (cap + 1);
+}
+
+/* Cut [buf, buf+len) into up to 256 random segments (some empty). */
+static uint32_t cut(uint8_t *buf, uint64_t len, fmx_seg_t *segs, uint64_t *s) {
+  if (!use_segs || len == 0) {
+    segs[0] = (fmx_seg_t){buf, len};
+    return 1;
+  }
+  uint32_t n = 1 + (uint32_t)(rng(s) % FMX_MAX_SEGMENTS);
+  uint64_t off = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t l = (i == n - 1) ? len - off : rng(s) % (2 * len / n + 1);
+    if (l > len - off) l = len - off;
+    segs[i] = (fmx_seg_t){buf + off, l};
+    off += l;
+  }
+  return n;
+}
+
+struct msg {
+  uint8_t *buf;
+  uint64_t len;
+  fmx_request_t req;
+  int peer, idx;
+};
+
+static void exchange(void) {
+  fmx_endpoint_addr_t *peers = calloc((size_t)nprocs, sizeof *peers);
+  for (int p = 0; p < nprocs; p++)
+    if (p != rank) peers[p] = connect_to((uint32_t)(base + p));
+  /* Every rank derives every message size from (seed, sender, receiver). */
+  int nm = msgs * (nprocs - 1);
+  struct msg *out = calloc((size_t)nm, sizeof *out), *in = calloc((size_t)nm, sizeof *in);
+  int no = 0, ni = 0;
+  if (late_ms) sleep_ms(late_ms); /* let senders run ahead: unexpected messages */
+  for (int p = 0; p < nprocs; p++) {
+    if (p == rank) continue;
+    uint64_t s = seed * 1000003 + (uint64_t)p * 1009 + (uint64_t)rank; /* sizes p -> rank */
+    uint64_t cs = s ^ 0xabcdef12345ull;                                 /* our cuts */
+    for (int i = 0; i < msgs; i++) {
+      struct msg *m = &in[ni++];
+      m->peer = p;
+      m->idx = i;
+      m->len = pick_size(&s);
+      uint64_t room = m->len + 64;
+      m->buf = malloc(room);
+      memset(m->buf, 0xee, room);
+      fmx_seg_t segs[FMX_MAX_SEGMENTS];
+      uint32_t n = cut(m->buf, m->len + (i % 3 == 0 ? 64 : 0), segs, &cs);
+      uint64_t tag = ((uint64_t)p << 32) | (uint64_t)i;
+      OK(fmx_irecv(ep, segs, n, tag, FMX_MATCH_MASK_NONE, m, &m->req));
+    }
+  }
+  for (int p = 0; p < nprocs; p++) {
+    if (p == rank) continue;
+    uint64_t s = seed * 1000003 + (uint64_t)rank * 1009 + (uint64_t)p; /* sizes rank -> p */
+    uint64_t cs = s ^ 0x5a5a5a5a5a5aull;                                /* our cuts */
+    for (int i = 0; i < msgs; i++) {
+      struct msg *m = &out[no++];
+      m->peer = p;
+      m->idx = i;
+      m->len = pick_size(&s);
+      m->buf = malloc(m->len + 1);
+      for (uint64_t k = 0; k < m->len; k++) m->buf[k] = pattern(rank, p, i, k);
+      fmx_seg_t segs[FMX_MAX_SEGMENTS];
+      uint64_t tag = ((uint64_t)rank << 32) | (uint64_t)i;
+      uint32_t n = cut(m->buf, m->len, segs, &cs);
+      OK((i % 5 == 4 ? fmx_issend : fmx_isend)(ep, segs, n, peers[p], tag, m, &m->req));
+    }
+  }
+  uint64_t bytes = 0;
+  for (int k = 0; k < ni; k++) {
+    struct msg *m = &in[k];
+    fmx_status_t st;
+    wait_req(&m->req, &st, "receive");
+    if (st.code != FMX_SUCCESS) FAIL("receive %d from %d: %s", m->idx, m->peer, fmx_strerror(st.code));
+    if (st.msg_length != m->len || st.xfer_length != m->len)
+      FAIL("receive %d from %d: length %" PRIu64 "/%" PRIu64 ", expected %" PRIu64, m->idx, m->peer,
+           st.msg_length, st.xfer_length, m->len);
+    if (st.match_info != (((uint64_t)m->peer << 32) | (uint64_t)m->idx)) FAIL("bad match info");
+    if (st.context != m) FAIL("bad context");
+    uint64_t nic;
+    uint32_t eid;
+    fmx_decompose_endpoint_addr(st.source, &nic, &eid);
+    if (eid != (uint32_t)(base + m->peer)) FAIL("source endpoint %u, expected %d", eid, base + m->peer);
+    for (uint64_t o = 0; o < m->len; o++)
+      if (m->buf[o] != pattern(m->peer, rank, m->idx, o))
+        FAIL("message %d from %d (len %" PRIu64 "): byte %" PRIu64 " is 0x%02x", m->idx, m->peer, m->len, o,
+             m->buf[o]);
+    for (uint64_t o = m->len; o < m->len + 64; o++)
+      if (m->buf[o] != 0xee) FAIL("message %d from %d: written past the message", m->idx, m->peer);
+    bytes += m->len;
+    free(m->buf);
+  }
+  for (int k = 0; k < no; k++) {
+    fmx_status_t st;
+    wait_req(&out[k].req, &st, "send");
+    if (st.code != FMX_SUCCESS) FAIL("send: %s", fmx_strerror(st.code));
+    free(out[k].buf);
+  }
+  char engine[32];
+  OK(fmx_get_info(ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, engine, sizeof engine));
+  printf("{\"rank\":%d,\"received\":%d,\"bytes\":%" PRIu64 ",\"engine\":\"%s\"}\n", rank, ni, bytes, engine);
+  /* Stay until every peer is done with us: a zero-byte issend each way,
+   * every receive posted before any send so nobody waits in a cycle. */
+  fmx_request_t *sync = calloc(2 * (size_t)nprocs, sizeof *sync);
+  int ns = 0;
+  for (int p = 0; p < nprocs; p++)
+    if (p != rank) OK(fmx_irecv(ep, NULL, 0, 0xffffffffffull, FMX_MATCH_MASK_NONE, NULL, &sync[ns++]));
+  for (int p = 0; p < nprocs; p++)
+    if (p != rank) OK(fmx_issend(ep, NULL, 0, peers[p], 0xffffffffffull, NULL, &sync[ns++]));
+  for (int k = 0; k < ns; k++) {
+    fmx_status_t st;
+    wait_req(&sync[k], &st, "final sync");
+  }
+  free(sync);
+  free(in);
+  free(out);
+  free(peers);
+}
+
+/* Rank 0 sends `big` bytes to rank 1; both print READY once the transfer is
+ * under way, then wait: the test kills one of them and the survivor must
+ * get an error completion. */
+static void bigsend(void) {
+  fmx_endpoint_addr_t peer = connect_to((uint32_t)(base + 1 - rank));
+  uint8_t *buf = malloc(big);
+  memset(buf, rank + 1, big);
+  fmx_seg_t seg = {buf, big};
+  fmx_request_t r;
+  if (rank == 0)
+    OK(fmx_isend(ep, &seg, 1, peer, 42, NULL, &r));
+  else
+    OK(fmx_irecv(ep, &seg, 1, 42, FMX_MATCH_MASK_NONE, NULL, &r));
+  uint32_t done = 0;
+  fmx_status_t st;
+  for (int i = 0; i < 2000 && !done; i++) OK(fmx_test(ep, &r, &st, &done)); /* get it going */
+  printf("READY\n");
+  fflush(stdout);
+  if (!done) OK(fmx_wait(ep, &r, WAIT_MS, &st, &done));
+  if (!done) FAIL("still pending after %d ms", WAIT_MS);
+  printf("{\"rank\":%d,\"code\":\"%s\"}\n", rank, fmx_strerror(st.code));
+  exit(st.code == FMX_SUCCESS ? 0 : 3);
+}
+
+/* issend completes only once matched: rank 1 tells rank 0 "about to post"
+ * (tag 2) before posting the receive for the issend (tag 1), so rank 0 must
+ * never see its issend complete before that notice. */
+static void issend_test(void) {
+  fmx_endpoint_addr_t peer = connect_to((uint32_t)(base + 1 - rank));
+  char b = 'x', n = 0;
+  fmx_seg_t s = {&b, 1}, ns = {&n, 1};
+  fmx_request_t r, nr;
+  fmx_status_t st;
+  uint32_t done = 0, ndone = 0;
+  if (rank == 0) {
+    OK(fmx_irecv(ep, &ns, 1, 2, FMX_MATCH_MASK_NONE, NULL, &nr));
+    OK(fmx_issend(ep, &s, 1, peer, 1, NULL, &r));
+    while (!ndone) {
+      OK(fmx_test(ep, &r, &st, &done));
+      if (done) FAIL("issend completed before the receiver posted its receive");
+      OK(fmx_test(ep, &nr, &st, &ndone));
+    }
+    wait_req(&r, &st, "issend");
+    if (st.code != FMX_SUCCESS) FAIL("issend: %s", fmx_strerror(st.code));
+    /* a plain isend of one byte is buffered: it completes with no receiver */
+    OK(fmx_isend(ep, &s, 1, peer, 3, NULL, &r));
+    wait_req(&r, &st, "isend");
+    printf("{\"issend\":\"ok\"}\n");
+  } else {
+    sleep_ms(300);
+    OK(fmx_isend(ep, &ns, 1, peer, 2, NULL, &nr));
+    wait_req(&nr, &st, "notice");
+    OK(fmx_irecv(ep, &s, 1, 1, FMX_MATCH_MASK_NONE, NULL, &r));
+    wait_req(&r, &st, "receive");
+    OK(fmx_irecv(ep, &s, 1, 3, FMX_MATCH_MASK_NONE, NULL, &r));
+    wait_req(&r, &st, "receive 2");
+  }
+}
+
+/* A token goes around nprocs ranks `rounds` times, every wait blocking. */
+static void token(void) {
+  fmx_endpoint_addr_t next = connect_to((uint32_t)(base + (rank + 1) % nprocs));
+  uint64_t tok = 0;
+  fmx_seg_t s = {&tok, sizeof tok};
+  fmx_request_t r;
+  fmx_status_t st;
+  for (int k = 0; k < rounds; k++) {
+    if (rank == 0) {
+      tok = (uint64_t)k * 1000;
+      OK(fmx_isend(ep, &s, 1, next, 7, NULL, &r));
+      wait_req(&r, &st, "token send");
+      OK(fmx_irecv(ep, &s, 1, 7, FMX_MATCH_MASK_NONE, NULL, &r));
+      wait_req(&r, &st, "token receive");
+      if (tok != (uint64_t)k * 1000 + (uint64_t)nprocs - 1) FAIL("token %" PRIu64 " in round %d", tok, k);
+    } else {
+      OK(fmx_irecv(ep, &s, 1, 7, FMX_MATCH_MASK_NONE, NULL, &r));
+      wait_req(&r, &st, "token receive");
+      tok++;
+      OK(fmx_isend(ep, &s, 1, next, 7, NULL, &r));
+      wait_req(&r, &st, "token send");
+    }
+  }
+  if (rank == 0) printf("{\"rounds\":%d,\"token\":%" PRIu64 "}\n", rounds, tok);
+  sleep_ms(200); /* let the last receiver drain before we close */
+}
+
+static void connect_test(void) {
+  fmx_endpoint_addr_t a;
+  fmx_return_t rc = fmx_connect(ep, FMX_ANY_NIC, target, key, 5000, &a);
+  printf("%s\n", fmx_strerror(rc));
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: fmx_sys exchange|bigsend|issend|token|connect [options]\n");
+    return 2;
+  }
+  const char *mode = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const char *o = argv[i], *v = argv[i + 1];
+    if (!strcmp(o, "--rank")) rank = atoi(v);
+    else if (!strcmp(o, "--nprocs")) nprocs = atoi(v);
+    else if (!strcmp(o, "--base")) base = atoi(v);
+    else if (!strcmp(o, "--msgs")) msgs = atoi(v);
+    else if (!strcmp(o, "--max-size")) max_size = strtoull(v, NULL, 0);
+    else if (!strcmp(o, "--size")) big = strtoull(v, NULL, 0);
+    else if (!strcmp(o, "--seed")) seed = strtoull(v, NULL, 0);
+    else if (!strcmp(o, "--late-recv")) late_ms = atoi(v);
+    else if (!strcmp(o, "--segs")) use_segs = atoi(v);
+    else if (!strcmp(o, "--rounds")) rounds = atoi(v);
+    else if (!strcmp(o, "--target")) target = (uint32_t)atoi(v);
+    else if (!strcmp(o, "--key")) key = (uint32_t)strtoul(v, NULL, 0);
+    else {
+      fprintf(stderr, "unknown option %s\n", o);
+      return 2;
+    }
+  }
+  OK(fmx_init());
+  uint32_t eid = !strcmp(mode, "connect") ? FMX_ANY_ENDPOINT : (uint32_t)(base + rank);
+  OK(fmx_open_endpoint(0, eid, KEY, NULL, 0, &ep));
+  if (!strcmp(mode, "exchange")) exchange();
+  else if (!strcmp(mode, "bigsend")) bigsend();
+  else if (!strcmp(mode, "issend")) issend_test();
+  else if (!strcmp(mode, "token")) token();
+  else if (!strcmp(mode, "connect")) connect_test();
+  else {
+    fprintf(stderr, "unknown mode %s\n", mode);
+    return 2;
+  }
+  OK(fmx_close_endpoint(ep));
+  OK(fmx_finalize());
+  return 0;
+}

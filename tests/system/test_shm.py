@@ -1,0 +1,206 @@
+# SPDX-License-Identifier: MIT
+"""Same-host transport, for real: processes, memfd rings, CMA, pidfds, uids.
+
+Each test uses its own range of endpoint ids so tests never see each other.
+Every process runs under a timeout: a bug fails a test, it never hangs it.
+"""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+
+BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+PROG = os.path.join(BUILD, "tests", "fmx_sys")
+TIMEOUT = 240
+
+
+def spawn(mode, rank, nprocs, base, env=None, **opts):
+    args = [PROG, mode, "--rank", str(rank), "--nprocs", str(nprocs), "--base", str(base)]
+    for k, v in opts.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.Popen(args, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run_all(mode, nprocs, base, env=None, **opts):
+    procs = [spawn(mode, r, nprocs, base, env, **opts) for r in range(nprocs)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=TIMEOUT)
+            assert p.returncode == 0, f"rank exited {p.returncode}: {err}"
+            outs += [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return outs
+
+
+def shm_files():
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.mark.parametrize("nprocs,max_size,msgs", [(2, 64 << 20, 24), (4, 16 << 20, 12), (8, 4 << 20, 8)])
+def test_exchange_random_sizes_and_segments(nprocs, max_size, msgs):
+    before = shm_files()
+    outs = run_all("exchange", nprocs, 10, msgs=msgs, max_size=max_size, segs=1, seed=nprocs)
+    assert len(outs) == nprocs
+    assert all(o["received"] == msgs * (nprocs - 1) for o in outs)
+    assert shm_files() == before  # memfd only: nothing in /dev/shm
+
+
+def test_unexpected_large_messages():
+    # receivers post late: every message, large ones included, arrives unexpected
+    outs = run_all("exchange", 2, 20, msgs=16, max_size=32 << 20, late_recv=400, seed=11)
+    assert all(o["received"] == 16 for o in outs)
+
+
+@pytest.mark.parametrize("env,engine", [({"FMX_CMA": "0"}, "ring"), ({"FMX_BULK": "ring"}, "ring"),
+                                        ({"FMX_BULK": "cma"}, "cma")])
+def test_engines_same_results(env, engine):
+    outs = run_all("exchange", 3, 30, env=env, msgs=12, max_size=16 << 20, segs=1, seed=3)
+    assert all(o["received"] == 24 for o in outs)
+    assert all(o["engine"] == engine for o in outs if o["bytes"] > (1 << 20))
+
+
+def test_issend_completes_only_when_matched():
+    outs = run_all("issend", 2, 40)
+    assert outs == [{"issend": "ok"}]
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+@pytest.mark.parametrize("env", [{"FMX_CHUNK_MAX": "4K"},
+                                 {"FMX_BULK": "ring", "FMX_BULK_SLOT_SIZE": "4K", "FMX_BULK_SLOTS": "1"}],
+                         ids=["cma", "ring"])
+def test_peer_killed_mid_transfer(victim, env):
+    """The survivor of a SIGKILL gets an error completion, never a hang."""
+    before = shm_files()
+    procs = [spawn("bigsend", r, 2, 50 + 2 * victim, env, size=512 << 20) for r in range(2)]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "READY"
+        time.sleep(0.05)
+        procs[victim].send_signal(signal.SIGKILL)
+        survivor = procs[1 - victim]
+        t0 = time.monotonic()
+        out, err = survivor.communicate(timeout=30)
+        waited = time.monotonic() - t0
+        res = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        # exit 3: completed with an error status (512 MiB in 4 KiB steps is
+        # still moving 50 ms in)
+        assert survivor.returncode == 3, err
+        assert res[0]["code"] in ("Remote endpoint unreachable", "Message aborted")
+        assert waited < 30
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    assert shm_files() == before
+
+
+def test_wrong_key_refused():
+    srv = spawn("issend", 0, 2, 60)  # rank 0 waits in connect for 61: its endpoint 60 is up
+    try:
+        time.sleep(0.3)
+        p = subprocess.run([PROG, "connect", "--target", "60", "--key", "0x1234"], capture_output=True, text=True,
+                           timeout=30)
+        assert p.stdout.strip() == "Remote endpoint bad connection key"
+        p = subprocess.run([PROG, "connect", "--target", "59", "--key", str(0x5eed)], capture_output=True,
+                           text=True, timeout=30)
+        assert p.stdout.strip() == "Remote endpoint bad id"
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def _nobody():
+    try:
+        import pwd
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or _nobody() is None, reason="needs root and a nobody user")
+def test_other_uid_refused():
+    srv = spawn("issend", 0, 2, 70)
+    try:
+        time.sleep(0.3)
+        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        # Through the API: endpoint ids are per user, so nobody does not even see ours.
+        p = subprocess.run(nobody + [PROG, "connect", "--target", "70", "--key", str(0x5eed)], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == "Remote endpoint bad id"
+        # On the wire: nobody forges a well-formed hello to root's socket; SO_PEERCRED refuses it.
+        code = r'''
+import os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(b"\0fmx/0/0/70")
+hello = struct.pack("<8I3Q", 0x464d5848, 1, 1, 0, 0x5eed, 99, 1, 0, 1, 0, 0)
+fds = [os.memfd_create("x"), os.memfd_create("y")]
+for fd in fds:
+    os.ftruncate(fd, 1 << 20)
+socket.send_fds(s, [hello], fds)
+s.settimeout(5)
+rep = s.recv(64)
+print(struct.unpack("<8I3Q", rep)[3])
+'''
+        p = subprocess.run(nobody + ["python3", "-c", code], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == "7"  # FMX_ACCESS_DENIED
+        assert srv.poll() is None  # the listener is unharmed
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_malformed_hello_dropped():
+    srv = spawn("issend", 0, 2, 80)
+    try:
+        time.sleep(0.3)
+        for payload in (b"", b"garbage", struct.pack("<8I3Q", 0x464d5848, 99, 1, 0, 0, 0, 0, 0, 0, 0, 0)):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(b"\0fmx/%d/0/80" % os.getuid())
+            if payload:
+                s.send(payload)
+            s.settimeout(5)
+            try:
+                rep = s.recv(64)
+            except (socket.timeout, ConnectionResetError):
+                rep = b""
+            assert rep == b"" or struct.unpack("<8I3Q", rep)[3] != 0
+            s.close()
+        # still serves a real peer afterwards
+        peer = spawn("issend", 1, 2, 80)
+        out, err = peer.communicate(timeout=60)
+        assert peer.returncode == 0, err
+        out, err = srv.communicate(timeout=60)
+        assert srv.returncode == 0, err
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+
+
+def test_token_ring_64_endpoints_blocking():
+    """64 processes on 2 cores pass a token with blocking waits: no livelock."""
+    outs = run_all("token", 64, 100, rounds=20)
+    assert outs == [{"rounds": 20, "token": 19 * 1000 + 63}]
+
+
+def test_no_shm_files_after_sigkill():
+    before = shm_files()
+    procs = [spawn("exchange", r, 2, 90, msgs=200, max_size=1 << 20) for r in range(2)]
+    time.sleep(0.2)
+    for p in procs:
+        p.kill()
+        p.wait()
+    assert shm_files() == before
