@@ -178,7 +178,10 @@ static void derive_from_topology(void) {
     if (thr < 16 * 1024) thr = 16 * 1024;
     if (thr > 256 * 1024) thr = 256 * 1024;
     config_set_derived("FMX_RNDV_THRESHOLD", thr, "topology");
-    config_set_derived("FMX_RING_SIZE", fmx_cfg.rndv_threshold * 8, "topology");
+    uint64_t ring = fmx_cfg.rndv_threshold * 8;
+    if (ring < 64 * 1024) ring = 64 * 1024;
+    if (ring > (1ull << 30)) ring = 1ull << 30;
+    config_set_derived("FMX_RING_SIZE", ring, "topology");
     uint64_t slot = t->l2.size / 2 / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 4);
     if (slot < 64 * 1024) slot = 64 * 1024;
     slot &= ~(uint64_t)4095;
