@@ -22,11 +22,13 @@ static int has_local_work(struct fmx_endpoint *ep) {
   return 0;
 }
 
+/* busy: 1 if we must not sleep (local work), 2 if only short sleeps (a
+ * request deadline may fall meanwhile). */
 static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy) {
   pthread_mutex_lock(&ep->lock);
   ep_progress_locked(ep);
   int r = check(ep, arg);
-  if (busy) *busy = has_local_work(ep);
+  if (busy) *busy = has_local_work(ep) ? 1 : ep->ntimed ? 2 : 0;
   pthread_mutex_unlock(&ep->lock);
   return r;
 }
@@ -46,14 +48,16 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     if (spins % 16) continue;
     uint64_t now = sys_now_ns();
     if (now >= deadline) return 0;
-    if (now < spin_end || busy) continue;
+    if (now < spin_end || busy == 1) continue;
     __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
     uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
     r = poll_once(ep, check, arg, &busy);
-    if (!r && !busy && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
+    if (!r && busy != 1 && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
       /* Cap the sleep: a safety net, never the mechanism (peers wake us). */
       uint64_t left = deadline - now;
       int64_t ns = left > 1000000000ull ? 1000000000ll : (int64_t)left;
+      /* A request deadline may fall while we sleep: look again soon. */
+      if (busy == 2 && ns > 10000000) ns = 10000000;
       __atomic_fetch_add(&ep->counters[CNT_SLEEPS], 1, __ATOMIC_RELAXED);
       sys_futex_wait(&d->wake_seq, seq, ns);
     }
