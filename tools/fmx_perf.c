@@ -366,10 +366,12 @@ static double pingpong_size(struct run *r, uint32_t k)
     for (uint64_t i = 0; i < n; i++) {
       if (i == warm)
         t0 = now();
-      post_recv(r->ep, rbuf, size, TAG_DATA, &rreq);
       if (verify)
         pat_fill(sbuf, size, pat_seed(size, i, 0));
+      /* Send first: the pong cannot be matched before we next call into
+       * fmx, and by then its receive is posted. */
       post_send(r->ep, sbuf, size, r->peer, TAG_DATA, &sreq);
+      post_recv(r->ep, rbuf, size, TAG_DATA, &rreq);
       wait_req(r->ep, &sreq, "send (ping)", UINT64_MAX, false);
       wait_req(r->ep, &rreq, "receive (pong)", size, false);
       if (verify)
@@ -384,11 +386,11 @@ static double pingpong_size(struct run *r, uint32_t k)
     wait_req(r->ep, &rreq, "receive (ping)", size, false);
     if (verify)
       pat_check(rbuf, size, pat_seed(size, i, 0), i);
-    if (i + 1 < n) /* the next ping must find its receive posted */
-      post_recv(r->ep, rbuf, size, TAG_DATA, &rreq);
     if (verify)
       pat_fill(sbuf, size, pat_seed(size, i, 1));
     post_send(r->ep, sbuf, size, r->peer, TAG_DATA, &sreq);
+    if (i + 1 < n) /* posted before we next progress: the ping finds it */
+      post_recv(r->ep, rbuf, size, TAG_DATA, &rreq);
     wait_req(r->ep, &sreq, "send (pong)", UINT64_MAX, false);
   }
   return 0;
