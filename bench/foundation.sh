@@ -21,10 +21,10 @@ for r in $(seq "$REPS"); do
   fi
   if [ -x "$IMPI/bin/IMB-MPI1" ]; then
     echo "## rep $r: Intel MPI IMB-MPI1 PingPong"
-    printf '%s\n' $SIZES | grep -v '^0$' > "$T/lens"
     I_MPI_ROOT=$IMPI PATH=$IMPI/bin:$PATH LD_LIBRARY_PATH=$IMPI/lib \
       "$IMPI/bin/mpiexec" -n 2 -genv I_MPI_PIN_PROCESSOR_LIST 0,1 \
-      "$IMPI/bin/IMB-MPI1" PingPong -msglen "$T/lens" -iter_policy off 2>/dev/null | grep -E '^ +[0-9]'
+      "$IMPI/bin/IMB-MPI1" PingPong -msglog 0:26 -iter_policy off 2>/dev/null |
+      awk -v s="$SIZES" 'BEGIN{split(s,a," "); for(i in a) want[a[i]]=1} $1 in want && NF==4'
   fi
   echo "## rep $r: raw process_vm_readv, one stream"
   "$T/cma_raw" 65536 1048576 16777216 67108864
