@@ -16,6 +16,8 @@
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static int lib_initialized;
+/* 1 when membarrier lets wakers skip their fence (see ep_wake). */
+int ep_asym_fence;
 static struct list_node endpoints = {&endpoints, &endpoints};
 
 int fmx_lib_ready(void);
@@ -28,6 +30,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_init(void) {
     return FMX_ALREADY_INITIALIZED;
   }
   config_load();
+  ep_asym_fence = sys_membarrier_register() == 0;
   __atomic_store_n(&lib_initialized, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lib_lock);
   return FMX_SUCCESS;
@@ -50,15 +53,23 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
   return FMX_SUCCESS;
 }
 
+/* Wake a peer that may sleep on its descriptor. Dekker pattern: we publish
+ * (a record, a freed slot), then read `sleepers`; the sleeper counts itself
+ * in `sleepers`, then looks again. One side needs a full fence between its
+ * store and its load. With membarrier the sleeper pays it (a system call on
+ * the slow path it is taking anyway, ep_wait) and every send skips its
+ * mfence, which on x86 would wait for the published line to leave the store
+ * buffer. Without membarrier (old kernels), the waker fences. */
 void ep_wake(struct ep_desc *d) {
   if (!d) return;
-  /* Pairs with the waiter's sleepers increment (seq_cst on both sides):
-   * either it sees our record, or we see it sleeping. */
 #ifdef __SANITIZE_THREAD__
   /* TSan does not model fences: an RMW gives the same order, slower. */
   if (__atomic_fetch_add(&d->sleepers, 0, __ATOMIC_SEQ_CST)) {
 #else
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (!ep_asym_fence)
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  else
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler barrier only */
   if (__atomic_load_n(&d->sleepers, __ATOMIC_RELAXED)) {
 #endif
     __atomic_fetch_add(&d->wake_seq, 1, __ATOMIC_SEQ_CST);

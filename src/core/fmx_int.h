@@ -160,6 +160,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 void ep_wake(struct ep_desc *d);
+extern int ep_asym_fence;
 void ep_progress_locked(struct fmx_endpoint *ep);
 
 /* wait.c */

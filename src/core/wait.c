@@ -51,6 +51,10 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     if (now < spin_end || busy == 1) continue;
     __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
     uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
+    /* Wakers skip their fence (ep_wake): fence every CPU for them, so a
+     * record published before they read `sleepers` is visible to the poll
+     * below, or they read our increment. */
+    if (ep_asym_fence) sys_membarrier_global();
     r = poll_once(ep, check, arg, &busy);
     if (!r && busy != 1 && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
       /* Cap the sleep: a safety net, never the mechanism (peers wake us). */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -92,6 +93,14 @@ ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlo
   }
   return (ssize_t)done;
 }
+
+int sys_membarrier_register(void) {
+  long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED)) return -1;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+}
+
+void sys_membarrier_global(void) { syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0); }
 
 uint64_t sys_now_ns(void) {
   struct timespec ts;

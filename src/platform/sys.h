@@ -18,6 +18,11 @@ void sys_futex_wake(uint32_t *addr);
  * page. Returns bytes moved or -errno. write != 0 uses process_vm_writev. */
 ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlocal,
                      const struct iovec *remote, size_t nremote, size_t len);
+/* Asymmetric fence (membarrier GLOBAL_EXPEDITED): register once per process;
+ * 0 when available. sys_membarrier_global() then orders memory on every CPU
+ * running a registered process, so the fast side can skip its fence. */
+int sys_membarrier_register(void);
+void sys_membarrier_global(void);
 uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC */
 uint64_t sys_random64(void);
 uint64_t sys_host_id(void);                            /* stable id of this host */
