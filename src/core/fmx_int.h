@@ -122,6 +122,7 @@ struct fmx_endpoint {
   uint32_t partners_cap;
   struct partner *self;
   uint32_t wakeup_gen;
+  uint64_t spin_ns; /* adaptive spin before blocking (wait.c) */
 
   struct match_queues mq;
   struct list_node completed;

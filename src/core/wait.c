@@ -6,6 +6,12 @@
  * bulk slot checks sleepers and bumps wake_seq (ep_wake), so a 2-core
  * machine with many busy processes does not livelock: sleepers yield the
  * cores to those with work.
+ *
+ * The spin adapts per endpoint: a wait that ends while spinning lets the
+ * next one spin a little longer (up to FMX_SPIN_US); one that had to sleep
+ * halves the next spin (down to FMX_SPIN_US / 64). A ping-pong keeps the
+ * full spin; a rank that waits long behind others (more ranks than cores)
+ * stops burning the CPU they need.
  */
 #include "bulk/engine.h"
 #include "core/config.h"
@@ -33,16 +39,30 @@ static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *
   return r;
 }
 
+static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin, int slept) {
+  uint64_t next = slept ? spin / 2 : spin + spin / 8 + 1000;
+  if (next < max_spin / 64) next = max_spin / 64;
+  if (next > max_spin) next = max_spin;
+  __atomic_store_n(&ep->spin_ns, next, __ATOMIC_RELAXED);
+}
+
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   uint64_t start = sys_now_ns();
   uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
-  uint64_t spin_end = start + fmx_cfg.spin_us * 1000ull;
+  uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
+  uint64_t spin = __atomic_load_n(&ep->spin_ns, __ATOMIC_RELAXED);
+  if (spin == 0 || spin > max_spin) spin = max_spin;
+  uint64_t spin_end = start + spin;
+  int slept = 0;
   uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
   struct ep_desc *d = ep->desc;
   for (unsigned spins = 1;; spins++) {
     int busy = 0;
     int r = poll_once(ep, check, arg, &busy);
-    if (r) return r;
+    if (r) {
+      adapt_spin(ep, spin, max_spin, slept);
+      return r;
+    }
     if (__atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) != wgen) return 0;
     /* Reading the clock costs as much as a poll: look every 16 polls. */
     if (spins % 16) continue;
@@ -66,8 +86,12 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
       sys_futex_wait(&d->wake_seq, seq, ns);
     }
     __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
-    if (r) return r;
+    slept = 1;
+    if (r) {
+      adapt_spin(ep, spin, max_spin, slept);
+      return r;
+    }
     /* Back from sleep: spin a little again before the next block. */
-    spin_end = sys_now_ns() + fmx_cfg.spin_us * 1000ull / 4;
+    spin_end = sys_now_ns() + spin / 4;
   }
 }
