@@ -96,6 +96,12 @@ static void print_cache(const char *name, const struct topo_cache_info *c)
          c->nshare, c->nshare == 1 ? "" : "s", c->cpus);
 }
 
+static void print_item(const struct config_item *it, void *arg)
+{
+  (void)arg;
+  printf("%-24s %-22s %-12s %s (default %s)\n", it->name, it->value, it->source, it->doc, it->def);
+}
+
 static void print_text(const struct facts *fx, int config)
 {
   const struct topo_info *t = fx->topo;
@@ -116,9 +122,8 @@ static void print_text(const struct facts *fx, int config)
   for (int i = 0; i < fx->nengines; i++)
     printf("  %-12s %s\n", fx->engine[i], fx->engine_status[i]);
   if (config) {
-    printf("config:\n");
-    fflush(stdout);
-    config_dump(stdout);
+    printf("config:\n%-24s %-22s %-12s %s\n", "tunable", "value", "source", "meaning");
+    config_foreach(print_item, NULL);
   }
 }
 
@@ -150,31 +155,30 @@ static void json_cache(const char *name, const struct topo_cache_info *c, int la
   printf("}%s\n", last ? "" : ",");
 }
 
-/* config_dump only writes text; its lines go in as an array of strings
- * rather than being re-parsed, so a change of its layout cannot break this. */
+static void json_item(const struct config_item *it, void *arg)
+{
+  int *first = arg;
+  printf("%s\n    {\"name\": ", *first ? "" : ",");
+  json_str(it->name);
+  printf(", \"value\": ");
+  json_str(it->value);
+  printf(", \"source\": ");
+  json_str(it->source);
+  printf(", \"default\": ");
+  json_str(it->def);
+  printf(", \"doc\": ");
+  json_str(it->doc);
+  putchar('}');
+  *first = 0;
+}
+
+/* The tunables as objects: name, value, source, default, doc. */
 static void json_config(void)
 {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&text, &len);
-  if (!m) {
-    printf("  \"config\": null,\n");
-    return;
-  }
-  config_dump(m);
-  fclose(m);
-  printf("  \"config\": [");
   int first = 1;
-  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-    size_t n = strlen(line);
-    while (n > 0 && line[n - 1] == ' ') /* column padding means nothing here */
-      line[--n] = '\0';
-    printf("%s\n    ", first ? "" : ",");
-    json_str(line);
-    first = 0;
-  }
+  printf("  \"config\": [");
+  config_foreach(json_item, &first);
   printf("\n  ],\n");
-  free(text);
 }
 
 static void print_json(const struct facts *fx, int config)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,10 +223,10 @@ void config_reload(void) {
   derive_from_topology();
 }
 
-void config_dump(FILE *f) {
+void config_foreach(void (*fn)(const struct config_item *item, void *arg), void *arg) {
   config_load();
-  fprintf(f, "%-24s %-22s %-12s %s\n", "tunable", "value", "source", "meaning");
-  for (size_t i = 0; i < NENTRIES; i++)
-    fprintf(f, "%-24s %-22s %-12s %s (default %s)\n", table[i].name, table[i].text, table[i].source, table[i].doc,
-            table[i].def);
+  for (size_t i = 0; i < NENTRIES; i++) {
+    struct config_item it = {table[i].name, table[i].text, table[i].source, table[i].def, table[i].doc};
+    fn(&it, arg);
+  }
 }

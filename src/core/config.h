@@ -6,7 +6,6 @@
 #define FMX_CORE_CONFIG_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 struct fmx_config {
   const char *log;          /* FMX_LOG */
@@ -29,8 +28,17 @@ extern struct fmx_config fmx_cfg;
 void config_load(void);
 /* Forget everything and load again (tests). */
 void config_reload(void);
-/* Print the table: name, value, where it came from, doc. */
-void config_dump(FILE *f);
+/* One row of the table, as text. */
+struct config_item {
+  const char *name;
+  const char *value;
+  const char *source; /* default, topology, tuning file, environment */
+  const char *def;
+  const char *doc;
+};
+/* Call fn for every tunable, in table order (fmx_info prints them; the
+ * library itself never prints). */
+void config_foreach(void (*fn)(const struct config_item *item, void *arg), void *arg);
 /* Parse "123", "64K", "4M", "1G" (powers of 1024). 0 on success, -1 on error. */
 int config_parse_size(const char *s, uint64_t *out);
 /* Set one tunable by name from text; `source` says where it came from.

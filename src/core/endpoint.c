@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Library and endpoint life cycle, partners, progress. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
