@@ -12,8 +12,6 @@
 
 #define API __attribute__((visibility("default")))
 
-int fmx_lib_ready(void);
-
 API const char *fmx_strerror(fmx_return_t code) {
   switch (code) {
     case FMX_SUCCESS: return "Success";
@@ -485,7 +483,7 @@ static fmx_return_t put_str(void *out, uint32_t out_len, const char *s) {
 
 API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, uint32_t in_len, void *out,
                               uint32_t out_len) {
-  if (!fmx_lib_ready()) return FMX_NOT_INITIALIZED;
+  if (!lib_ready()) return FMX_NOT_INITIALIZED;
   uint64_t v;
   switch (key) {
     case FMX_INFO_RNDV_THRESHOLD:

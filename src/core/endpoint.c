@@ -21,8 +21,7 @@ static int lib_initialized;
 int ep_asym_fence;
 static struct list_node endpoints = {&endpoints, &endpoints};
 
-int fmx_lib_ready(void);
-int fmx_lib_ready(void) { return __atomic_load_n(&lib_initialized, __ATOMIC_ACQUIRE); }
+int lib_ready(void) { return __atomic_load_n(&lib_initialized, __ATOMIC_ACQUIRE); }
 
 __attribute__((visibility("default"))) fmx_return_t fmx_init(void) {
   pthread_mutex_lock(&lib_lock);
@@ -263,7 +262,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
                                                                       uint32_t key,
                                                                       const fmx_endpoint_param_t *params,
                                                                       uint32_t nparams, fmx_endpoint_t *endpoint) {
-  if (!fmx_lib_ready()) return FMX_NOT_INITIALIZED;
+  if (!lib_ready()) return FMX_NOT_INITIALIZED;
   if (!endpoint) return FMX_BAD_ENDPOINT;
   if (board != 0 && board != FMX_ANY_BOARD) return FMX_BOARD_NOT_FOUND;
   if (endpoint_id != FMX_ANY_ENDPOINT && endpoint_id >= fmx_cfg.endpoint_max) return FMX_BAD_ENDPOINT;

@@ -155,6 +155,7 @@ void req_pool_fini(struct fmx_endpoint *ep);
 void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req);
 
 /* endpoint.c */
+int lib_ready(void); /* fmx_init done and not finalized */
 struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
 struct partner *ep_partner_new(struct fmx_endpoint *ep);
