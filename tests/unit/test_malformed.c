@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* A peer that writes garbage into shared memory: malformed records are
+ * counted and dropped, a rendezvous pointing at freed memory fails cleanly
+ * on both sides, an impossible record drops the peer; nothing crashes and
+ * the endpoint keeps working with its other peers. */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "core/fmx_int.h"
+#include "proto/proto.h"
+#include "shm/channel.h"
+#include "shm/ring.h"
+
+static fmx_endpoint_t a, b;
+static fmx_endpoint_addr_t a_to_b, b_to_a;
+
+static uint64_t counter(fmx_endpoint_t ep, int which) {
+  uint64_t v[CNT_MAX];
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, sizeof v), FMX_SUCCESS);
+  return v[which];
+}
+
+/* Write a raw record from a to b, as a hostile a would. */
+static void inject(const struct proto_hdr *h, const void *payload) {
+  struct partner *p = ep_partner_from_addr(a, a_to_b);
+  CHECK(p != NULL);
+  struct iovec iov = {(void *)payload, h->len};
+  CHECK_EQ(shm_ring_push(&p->chan[0]->tx, h, &iov, payload ? 1 : 0), 0);
+}
+
+static void progress_b(void) {
+  for (int i = 0; i < 10; i++) fmx_progress(b);
+}
+
+int main(void) {
+  CHECK_EQ(fmx_init(), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 1, NULL, 0, &a), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 2, NULL, 0, &b), FMX_SUCCESS);
+  uint32_t ea, eb;
+  fmx_get_info(a, FMX_INFO_ENDPOINT_ID, NULL, 0, &ea, sizeof ea);
+  fmx_get_info(b, FMX_INFO_ENDPOINT_ID, NULL, 0, &eb, sizeof eb);
+  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eb, 2, 1000, &a_to_b), FMX_SUCCESS);
+  CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, ea, 1, 1000, &b_to_a), FMX_SUCCESS);
+
+  /* 1. EAGER whose length disagrees with its payload; CTS and FIN for
+   *    requests that do not exist; RTS with too many segments. */
+  uint64_t bad0 = counter(b, CNT_BAD_PACKET);
+  char junk[64] = {0};
+  struct proto_hdr h = {.type = PROTO_EAGER, .len = 8, .msg_len = 4096, .match = 1};
+  inject(&h, junk);
+  h = (struct proto_hdr){.type = PROTO_CTS, .sreq = 0x123456789ull, .msg_len = 10};
+  inject(&h, NULL);
+  h = (struct proto_hdr){.type = PROTO_FIN, .sreq = 0x7777ull << 32};
+  inject(&h, NULL);
+  h = (struct proto_hdr){.type = PROTO_RTS, .nseg = 300, .len = 16, .msg_len = 10, .match = 2};
+  inject(&h, junk);
+  progress_b();
+  CHECK_EQ(counter(b, CNT_BAD_PACKET) - bad0, 4);
+
+  /* 2. RTS whose segments are freed memory: the receive completes with an
+   *    error, nothing is written past the buffer, the endpoint lives on. */
+  size_t pg = 1 << 20;
+  void *gone = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  munmap(gone, pg);
+  struct proto_seg seg = {(uint64_t)(uintptr_t)gone, pg};
+  h = (struct proto_hdr){.type = PROTO_RTS, .nseg = 1, .len = sizeof seg, .msg_len = pg, .match = 3,
+                         .sreq = 0x42ull << 32};
+  static char rbuf[(1 << 20) + 64];
+  memset(rbuf, 0x5a, sizeof rbuf);
+  fmx_seg_t rs = {rbuf, 1 << 20};
+  fmx_request_t rr;
+  CHECK_EQ(fmx_irecv(b, &rs, 1, 3, ~0ull, NULL, &rr), FMX_SUCCESS);
+  inject(&h, &seg);
+  fmx_status_t st;
+  uint32_t res;
+  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK(st.code == FMX_MESSAGE_ABORTED || st.code == FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  for (size_t i = 1 << 20; i < sizeof rbuf; i++) CHECK_EQ(rbuf[i], 0x5a);
+
+  /* 3. An RTS whose segments do not add up to its length. */
+  struct proto_seg short_seg = {(uint64_t)(uintptr_t)junk, 8};
+  h = (struct proto_hdr){.type = PROTO_RTS, .nseg = 1, .len = sizeof short_seg, .msg_len = 1 << 20, .match = 4,
+                         .sreq = 0x43ull << 32};
+  CHECK_EQ(fmx_irecv(b, &rs, 1, 4, ~0ull, NULL, &rr), FMX_SUCCESS);
+  inject(&h, &short_seg);
+  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+
+  /* Real traffic still flows both ways after all that. */
+  uint64_t v = 99;
+  fmx_seg_t vs = {&v, sizeof v};
+  fmx_request_t sr;
+  CHECK_EQ(fmx_irecv(b, &rs, 1, 5, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_isend(a, &vs, 1, a_to_b, 5, NULL, &sr), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  CHECK_EQ(*(uint64_t *)rbuf, 99);
+  CHECK_EQ(fmx_wait(a, &sr, 5000, &st, &res), FMX_SUCCESS);
+
+  /* 4. An impossible record (unknown type) breaks the ring: b drops a,
+   *    pending receives from a complete with an error, b keeps working. */
+  h = (struct proto_hdr){.type = 200};
+  inject(&h, NULL);
+  progress_b();
+  struct partner *pa = ep_partner_from_addr(b, b_to_a);
+  CHECK(pa != NULL);
+  CHECK(pa->state != PARTNER_ALIVE);
+  CHECK_EQ(fmx_isend(b, &vs, 1, b_to_a, 6, NULL, &sr), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  fmx_endpoint_addr_t self;
+  fmx_get_endpoint_addr(b, &self);
+  CHECK_EQ(fmx_irecv(b, &rs, 1, 7, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_isend(b, &vs, 1, self, 7, NULL, &sr), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
+
+  CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
+  CHECK_DONE("test_malformed");
+  return 0;
+}
