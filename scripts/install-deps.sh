@@ -2,7 +2,8 @@
 # Install the Debian packages fmx needs to build and test, when missing.
 # Runs apt-get only as root and only if something is missing.
 set -e
-PKGS="cmake gcc make pkg-config libhwloc-dev hwloc util-linux iproute2 procps"
+# Open MPI: fmx_perf_mpi is built and tested against it (the same kernels as fmx_perf).
+PKGS="cmake gcc make pkg-config libhwloc-dev hwloc util-linux iproute2 procps openmpi-bin libopenmpi-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * perf_util.h - helpers of fmx_perf that know nothing of fmx: time, size
- * parsing and printing, the verification pattern. Included by fmx_perf.c only
- * (every .c file in tools/ becomes its own executable).
+ * util.h - helpers of the perf kernels that know nothing of fmx or MPI: time, size
+ * parsing and printing, the verification pattern. Included by the kernels and
+ * both drivers (fmx_perf, fmx_perf_mpi).
  */
 #ifndef FMX_PERF_UTIL_H
 #define FMX_PERF_UTIL_H
@@ -15,14 +15,14 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void)
+static inline double now(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool parse_u64(const char *s, uint64_t *out, bool suffix)
+static inline bool parse_u64(const char *s, uint64_t *out, bool suffix)
 {
   char *end;
   if (!s || *s < '0' || *s > '9')
@@ -51,7 +51,7 @@ static bool parse_u64(const char *s, uint64_t *out, bool suffix)
   return true;
 }
 
-static const char *human_size(uint64_t s, char *buf, size_t len)
+static inline const char *human_size(uint64_t s, char *buf, size_t len)
 {
   if (s && s % (1u << 30) == 0)
     snprintf(buf, len, "%" PRIu64 "G", s >> 30);
@@ -66,7 +66,7 @@ static const char *human_size(uint64_t s, char *buf, size_t len)
 
 /* Data pattern: word w of a message is seed ^ (w * golden); seed differs with
  * size, iteration and direction, so stale data from an earlier message shows. */
-static uint64_t pat_seed(uint64_t size, uint64_t iter, int dir)
+static inline uint64_t pat_seed(uint64_t size, uint64_t iter, int dir)
 {
   uint64_t z = size * 0x9e3779b97f4a7c15ull + (iter << 1) + (uint64_t)dir + 1;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -74,13 +74,13 @@ static uint64_t pat_seed(uint64_t size, uint64_t iter, int dir)
   return z ^ (z >> 31);
 }
 
-static uint64_t pat_word(uint64_t seed, size_t i)
+static inline uint64_t pat_word(uint64_t seed, size_t i)
 {
   return seed ^ ((uint64_t)(i / 8) * 0x9e3779b97f4a7c15ull);
 }
 
 /* Word by word: byte b of word w is (pat_word >> 8b), on any byte order. */
-static void pat_fill(uint8_t *p, size_t len, uint64_t seed)
+static inline void pat_fill(uint8_t *p, size_t len, uint64_t seed)
 {
   for (size_t i = 0; i < len; i += 8) {
     uint64_t v = pat_word(seed, i);
@@ -97,7 +97,7 @@ static void pat_fill(uint8_t *p, size_t len, uint64_t seed)
 }
 
 /* Count wrong bytes; *first, *got and *want describe the first of them. */
-static size_t pat_errors(const uint8_t *p, size_t len, uint64_t seed, size_t *first,
+static inline size_t pat_errors(const uint8_t *p, size_t len, uint64_t seed, size_t *first,
                          uint8_t *got, uint8_t *want)
 {
   size_t bad = 0;

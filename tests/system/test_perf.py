@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+"""fmx_perf's kernels (pingpong, bw, alltoall, overlap) over fmx, and the same
+kernels over a real MPI (fmx_perf_mpi under mpirun): every byte verified,
+same JSON either way. Behaviour only: no timing is asserted."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+KEYS = {"kernel", "np", "size", "iters", "latency_us", "bandwidth_MBps", "engine", "library"}
+
+
+def run(args, env=None, timeout=180):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(args, env=e, timeout=timeout, capture_output=True, text=True)
+
+
+def rows_of(p):
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    for r in rows:
+        assert KEYS <= set(r), r
+    return rows
+
+
+def perf(*args, env=None):
+    return run([os.path.join(BUILD, "fmx_perf")] + list(args) + ["--json", "--quiet"], env)
+
+
+def test_bw_window_verify():
+    rows = rows_of(perf("bw", "--sizes", "0,1K,64K,3M", "--iters", "32", "--window", "8", "--verify"))
+    assert [r["size"] for r in rows] == [0, 1024, 65536, 3 << 20]
+    assert all(r["kernel"] == "bw" and r["np"] == 2 and r["library"].startswith("fmx") for r in rows)
+    assert rows[-1]["engine"] in ("cma", "ring")
+
+
+@pytest.mark.parametrize("np_", [2, 3, 5])
+def test_alltoall_verify(np_):
+    rows = rows_of(perf("alltoall", "--np", str(np_), "--sizes", "0,8,100K,1M", "--iters", "6",
+                        "--verify"))
+    assert [r["size"] for r in rows] == [0, 8, 100 << 10, 1 << 20]
+    for r in rows:
+        assert r["np"] == np_ and r["min_us"] <= r["max_us"] and r["latency_us"] == r["max_us"]
+        assert r["latency_us"] > 0
+
+
+def test_alltoall_ring_engine():
+    rows = rows_of(perf("alltoall", "--np", "3", "--sizes", "2M", "--iters", "4", "--verify",
+                        "--engine", "ring"))
+    assert rows[0]["engine"] == "ring"
+
+
+def test_overlap_reports_both_sides():
+    rows = rows_of(perf("overlap", "--sizes", "4K,1M", "--iters", "10"))
+    for r in rows:
+        assert r["kernel"] == "overlap"
+        for k in ("t_compute_us", "t_total_us", "overlap", "t_copy_send_us", "t_total_send_us",
+                  "overlap_send"):
+            assert k in r, r
+        # Ttotal covers at least the computation it contains.
+        assert r["t_total_us"] >= r["t_compute_us"] * 0.99
+        assert r["t_compute_us"] >= r["latency_us"]
+
+
+def test_table_output_and_progress_line():
+    p = run([os.path.join(BUILD, "fmx_perf"), "alltoall", "--sizes", "64K", "--iters", "5"])
+    assert p.returncode == 0, p.stderr
+    assert "# fmx_perf alltoall: 2 ranks" in p.stdout
+    assert "min(us)" in p.stdout and "64K" in p.stdout
+    assert "[fmx_perf] alltoall 64K: 5 iterations done" in p.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["alltoall", "--np", "1"],
+    ["pingpong", "--np", "3"],
+    ["alltoall", "--np", "9999"],
+    ["bw", "--window", "0"],
+    ["overlap", "--cores", ""],
+    ["bogus"],
+    ["pingpong", "--sizes", "1,,x"],
+    ["pingpong", "--rank", "0"],
+    ["pingpong", "--no-spawn", "--rank", "2"],
+])
+def test_bad_input_is_a_usage_error(args):
+    p = run([os.path.join(BUILD, "fmx_perf")] + args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Try 'fmx_perf --help'" in p.stderr
+
+
+def test_rank_killed_mid_alltoall_fails_fast():
+    """A rank that dies ends the run with an error, never a hang."""
+    p = subprocess.Popen([os.path.join(BUILD, "fmx_perf"), "alltoall", "--np", "3", "--sizes",
+                          "1M", "--iters", "100000", "--quiet", "--timeout", "20"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ranks = []
+        deadline = time.time() + 20
+        while len(ranks) < 3 and time.time() < deadline:
+            out = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
+            ranks = out.stdout.split()
+            time.sleep(0.1)
+        assert len(ranks) == 3
+        time.sleep(0.5)
+        os.kill(int(ranks[1]), signal.SIGKILL)
+        t0 = time.time()
+        _, err = p.communicate(timeout=25)
+        assert p.returncode == 1
+        assert "killed by signal 9" in err
+        assert time.time() - t0 < 20  # ended by the death, not by the watchdog
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+MPIRUN = shutil.which("mpirun.openmpi")
+PERF_MPI = os.path.join(BUILD, "fmx_perf_mpi")
+mpi = pytest.mark.skipif(not (MPIRUN and os.path.exists(PERF_MPI)),
+                         reason="Open MPI or fmx_perf_mpi not installed/built")
+# Open MPI's own allocations are not ours to leak-check under ASan.
+MPI_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def mpirun(np_, *args):
+    return run([MPIRUN, "--allow-run-as-root", "-np", str(np_), PERF_MPI] + list(args)
+               + ["--json", "--quiet"], MPI_ENV)
+
+
+@mpi
+def test_mpi_same_kernels_same_json():
+    sizes = "0,8,64K,1M"
+    ours = rows_of(perf("pingpong", "--sizes", sizes, "--iters", "20", "--verify"))
+    theirs = rows_of(mpirun(2, "pingpong", "--sizes", sizes, "--iters", "20", "--verify"))
+    assert [r["size"] for r in theirs] == [r["size"] for r in ours]
+    assert [r["iters"] for r in theirs] == [r["iters"] for r in ours]
+    assert all(r["engine"] == "mpi" and r["library"].startswith("Open MPI") for r in theirs)
+    assert all(set(a) == set(b) for a, b in zip(ours, theirs))
+
+
+@mpi
+@pytest.mark.parametrize("kernel,np_", [("bw", 2), ("alltoall", 3), ("overlap", 2)])
+def test_mpi_kernels_verify(kernel, np_):
+    extra = ["--verify"] if kernel != "overlap" else []
+    rows = rows_of(mpirun(np_, kernel, "--sizes", "0,4K,2M", "--iters", "8", *extra))
+    assert [r["size"] for r in rows] == [0, 4096, 2 << 20]
+    assert all(r["np"] == np_ and r["kernel"] == kernel for r in rows)
+
+
+@mpi
+def test_mpi_rejects_native_options():
+    p = run([MPIRUN, "--allow-run-as-root", "-np", "2", PERF_MPI, "--engine", "cma"], MPI_ENV)
+    assert p.returncode != 0
+    assert "mpirun sets ranks and binding" in p.stderr

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * options.c - the command line of fmx_perf and fmx_perf_mpi (one parser, so
+ * the two accept the same kernels, sizes and output options), and messages.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "util.h"
+
+struct perf_opts perf_opt = {.kernel = PERF_PINGPONG, .window = 16, .timeout_ms = 30000,
+                             .np = 0, .rank = -1, .endpoint_id = -1};
+int perf_rank = -1;
+
+void perf_msg(const char *fmt, ...)
+{
+  /* One write per line: the ranks share stderr. */
+  char line[1024];
+  const char *prog = perf_opt.prog ? perf_opt.prog : "fmx_perf";
+  int n = perf_rank >= 0 ? snprintf(line, sizeof line, "%s: rank %d: ", prog, perf_rank)
+                         : snprintf(line, sizeof line, "%s: ", prog);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  strcat(line, "\n");
+  fputs(line, stderr);
+}
+
+#define usage_error(...)                                                                    \
+  (perf_msg(__VA_ARGS__), fprintf(stderr, "Try '%s --help'.\n", perf_opt.prog), exit(2))
+
+static void usage(FILE *f, bool native)
+{
+  fprintf(f,
+          "Usage: %s [pingpong|bw|alltoall|overlap] [options]\n"
+          "%s (default kernel: pingpong).\n\n"
+          "  pingpong         rank 0 sends, rank 1 answers; latency = round trip / 2\n"
+          "  bw               rank 0 streams windows of messages, rank 1 acks each window\n"
+          "  alltoall         every rank sends SIZE bytes to every other rank and receives\n"
+          "                   as much; time of one exchange (mean per rank, max over ranks)\n"
+          "  overlap          Tcopy: a transfer alone; then the same transfer with Tcompute\n"
+          "                   (1.2 x Tcopy) of computation between post and wait, no calls\n"
+          "                   into the library meanwhile; overlap = (Tcopy + Tcompute -\n"
+          "                   Ttotal) / Tcopy, on the receiving side and on the sending side\n\n"
+          "Options:\n"
+          "  --sizes LIST     comma list of sizes, suffixes K/M/G (powers of 1024),\n"
+          "                   e.g. 0,8,4K,1M (default 0,1,2,4,...,64M; alltoall to 1M)\n"
+          "  --iters N        measured iterations per size (default: scaled to the size,\n"
+          "                   10000 for small messages down to 20 at 64M)\n"
+          "  --window W       bw: messages in flight (default 16)\n"
+          "  --verify         check every received byte (timings then include the checks)\n"
+          "  --json           one JSON object per size per line\n"
+          "  --timeout SEC    give up when a peer is silent this long (default 30)\n"
+          "  --quiet          no progress line on stderr\n",
+          perf_opt.prog,
+          native ? "Benchmark over fmx; starts and pins its own ranks"
+                 : "The fmx_perf kernels over MPI; run it under mpirun/mpiexec");
+  if (native)
+    fprintf(f,
+            "  --np N           ranks (default 2; alltoall: every allowed core, at least 2)\n"
+            "  --engine NAME    force the bulk engine (sets FMX_BULK=NAME in every rank)\n"
+            "  --cores LIST     pin rank i to the i-th core of the list, round robin\n"
+            "                   (default: the allowed cores in order)\n"
+            "  --no-spawn       run one rank by hand; needs --rank; rank r opens endpoint\n"
+            "                   N+r (--endpoint-id N, default 0); the other ranks take\n"
+            "                   kernel, sizes and iterations from rank 0\n"
+            "  --rank R         with --no-spawn\n"
+            "  --endpoint-id N  with --no-spawn\n");
+  fprintf(f,
+          "  --help           this text\n\n"
+          "Columns: latency_us is half the round trip (bw: time per message; alltoall:\n"
+          "time of one exchange; overlap: Tcopy); bandwidth is size / latency in MB/s\n"
+          "(10^6 bytes/s; alltoall: bytes sent per rank). engine is the bulk engine of\n"
+          "the last large receive, \"eager\" below the rendezvous threshold, \"mpi\" over MPI.\n"
+          "Exit status: 0 ok, 1 error, 2 usage error.\n");
+}
+
+static void parse_sizes(const char *arg)
+{
+  char *copy = strdup(arg), *save = NULL, *tok;
+  if (!copy)
+    perf_die("out of memory");
+  perf_opt.nsizes = 0;
+  for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (perf_opt.nsizes == PERF_MAX_SIZES)
+      usage_error("--sizes: at most %d sizes", PERF_MAX_SIZES);
+    if (!parse_u64(tok, &perf_opt.sizes[perf_opt.nsizes], true))
+      usage_error("--sizes: bad size '%s' (want a number with an optional K, M or G)", tok);
+    perf_opt.nsizes++;
+  }
+  if (perf_opt.nsizes == 0)
+    usage_error("--sizes: empty list");
+  free(copy);
+}
+
+static long parse_int(const char *what, const char *s, long lo, long hi)
+{
+  uint64_t v;
+  if (!parse_u64(s, &v, false) || v < (uint64_t)lo || v > (uint64_t)hi)
+    usage_error("%s: bad value '%s' (want an integer in %ld..%ld)", what, s, lo, hi);
+  return (long)v;
+}
+
+static void parse_cores(char *arg)
+{
+  char *save = NULL, *tok;
+  perf_opt.ncores = 0;
+  for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (perf_opt.ncores == PERF_MAX_NP)
+      usage_error("--cores: at most %d cores", PERF_MAX_NP);
+    perf_opt.cores[perf_opt.ncores++] = (int)parse_int("--cores", tok, 0, CPU_SETSIZE - 1);
+  }
+  if (perf_opt.ncores == 0)
+    usage_error("--cores: empty list");
+}
+
+/* Cores this process may run on, in order; they become the default list. */
+static int allowed_cores(int *out, int max)
+{
+  cpu_set_t set;
+  int n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    perf_die("sched_getaffinity: %s", strerror(errno));
+  for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+    if (CPU_ISSET(c, &set))
+      out[n++] = c;
+  return n;
+}
+
+static void check_native(void)
+{
+  if (perf_opt.no_spawn && perf_opt.rank < 0)
+    usage_error("--no-spawn needs --rank");
+  if (!perf_opt.no_spawn && (perf_opt.rank >= 0 || perf_opt.endpoint_id >= 0))
+    usage_error("--rank and --endpoint-id only make sense with --no-spawn");
+  int allowed[PERF_MAX_NP];
+  int nallowed = allowed_cores(allowed, PERF_MAX_NP);
+  if (perf_opt.np == 0)
+    perf_opt.np = perf_opt.kernel == PERF_ALLTOALL && nallowed > 2 ? nallowed : 2;
+  if (perf_opt.kernel != PERF_ALLTOALL && perf_opt.np != 2)
+    usage_error("--np: %s runs on 2 ranks (only alltoall takes more)",
+                perf_opt.kernel == PERF_BW ? "bw" : perf_opt.kernel == PERF_OVERLAP
+                                                         ? "overlap" : "pingpong");
+  if (perf_opt.rank >= perf_opt.np)
+    usage_error("--rank %d: want 0..%d (--np %d)", perf_opt.rank, perf_opt.np - 1,
+                perf_opt.np);
+  if (perf_opt.ncores > 0) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int i = 0; i < perf_opt.ncores; i++)
+        if (!CPU_ISSET(perf_opt.cores[i], &set))
+          usage_error("--cores: core %d is not in this process's allowed CPU set",
+                      perf_opt.cores[i]);
+  } else if (!perf_opt.no_spawn) {
+    memcpy(perf_opt.cores, allowed, sizeof(int) * (size_t)nallowed);
+    perf_opt.ncores = nallowed;
+    if (nallowed < perf_opt.np && !perf_opt.quiet)
+      perf_msg("note: %d ranks on %d allowed cores; ranks share cores", perf_opt.np,
+               nallowed);
+  }
+}
+
+void perf_parse_args(int argc, char **argv, const char *prog, bool native)
+{
+  enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
+         O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_HELP };
+  static const struct option lopts[] = {
+      {"sizes", required_argument, 0, O_SIZES},   {"iters", required_argument, 0, O_ITERS},
+      {"window", required_argument, 0, O_WINDOW}, {"engine", required_argument, 0, O_ENGINE},
+      {"verify", no_argument, 0, O_VERIFY},       {"json", no_argument, 0, O_JSON},
+      {"cores", required_argument, 0, O_CORES},   {"timeout", required_argument, 0, O_TIMEOUT},
+      {"quiet", no_argument, 0, O_QUIET},         {"no-spawn", no_argument, 0, O_NOSPAWN},
+      {"rank", required_argument, 0, O_RANK},     {"endpoint-id", required_argument, 0, O_EID},
+      {"np", required_argument, 0, O_NP},         {"help", no_argument, 0, O_HELP},
+      {0, 0, 0, 0}};
+  static const char *const kernels[] = {[PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw",
+                                        [PERF_ALLTOALL] = "alltoall",
+                                        [PERF_OVERLAP] = "overlap"};
+  perf_opt.prog = prog;
+  perf_opt.native = native;
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    perf_opt.kernel = 0;
+    for (int k = PERF_PINGPONG; k <= PERF_OVERLAP; k++)
+      if (!strcmp(argv[1], kernels[k]))
+        perf_opt.kernel = (enum perf_kernel)k;
+    if (!perf_opt.kernel)
+      usage_error("unknown kernel '%s' (want pingpong, bw, alltoall or overlap)", argv[1]);
+    first = 2;
+  }
+  optind = first;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+    if (!native && (c == O_ENGINE || c == O_CORES || c == O_NOSPAWN || c == O_RANK ||
+                    c == O_EID || c == O_NP))
+      usage_error("option '%s' is fmx_perf's; under MPI, mpirun sets ranks and binding",
+                  argv[optind - 1]);
+    switch (c) {
+    case O_SIZES: parse_sizes(optarg); break;
+    case O_ITERS: perf_opt.iters = (uint64_t)parse_int("--iters", optarg, 1, 1000000000L); break;
+    case O_WINDOW:
+      perf_opt.window = (uint32_t)parse_int("--window", optarg, 1, PERF_MAX_WINDOW);
+      break;
+    case O_ENGINE:
+      if (!*optarg || strlen(optarg) > 63)
+        usage_error("--engine: bad engine name '%s'", optarg);
+      perf_opt.engine = optarg;
+      break;
+    case O_VERIFY: perf_opt.verify = true; break;
+    case O_JSON: perf_opt.json = true; break;
+    case O_CORES: parse_cores(optarg); break;
+    case O_TIMEOUT:
+      perf_opt.timeout_ms = (uint32_t)parse_int("--timeout", optarg, 1, 86400) * 1000u;
+      break;
+    case O_QUIET: perf_opt.quiet = true; break;
+    case O_NOSPAWN: perf_opt.no_spawn = true; break;
+    case O_RANK: perf_opt.rank = (int)parse_int("--rank", optarg, 0, PERF_MAX_NP - 1); break;
+    case O_EID: perf_opt.endpoint_id = parse_int("--endpoint-id", optarg, 0, 0x7ffffffe); break;
+    case O_NP: perf_opt.np = (int)parse_int("--np", optarg, 2, PERF_MAX_NP); break;
+    case 'h':
+    case O_HELP: usage(stdout, native); exit(0);
+    case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
+    default: usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    usage_error("unexpected argument '%s'", argv[optind]);
+  if (perf_opt.nsizes == 0) {
+    uint64_t max = perf_opt.kernel == PERF_ALLTOALL ? 1u << 20 : 64u << 20;
+    perf_opt.sizes[perf_opt.nsizes++] = 0;
+    for (uint64_t s = 1; s <= max; s <<= 1)
+      perf_opt.sizes[perf_opt.nsizes++] = s;
+  }
+  if (native)
+    check_native();
+}
