@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/* Copy routines and their selection (see copy.h). */
+#include "platform/copy.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define COPY_X86 1
+#else
+#define COPY_X86 0
+#endif
+
+static void copy_libc(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+
+static bool copy_always(void) { return true; }
+
+#if COPY_X86
+
+/* CPU features, read once. Racing first callers compute the same value, so
+ * a relaxed atomic store is enough (and keeps TSan quiet). */
+enum {
+  COPY_CPU_KNOWN = 1 << 0,
+  COPY_CPU_ERMS = 1 << 1,
+  COPY_CPU_AVX2 = 1 << 2,
+  COPY_CPU_AVX512F = 1 << 3,
+};
+static unsigned copy_cpu_flags;
+
+static unsigned copy_cpu(void) {
+  unsigned f = __atomic_load_n(&copy_cpu_flags, __ATOMIC_RELAXED);
+  if (f) return f;
+  f = COPY_CPU_KNOWN;
+  unsigned a, b, c, d;
+  /* ERMS has no __builtin_cpu_supports name in gcc 12: CPUID leaf 7, EBX
+   * bit 9. It needs no OS support, unlike the vector registers, whose XSAVE
+   * state __builtin_cpu_supports checks for us. */
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 9))) f |= COPY_CPU_ERMS;
+  __builtin_cpu_init(); /* in case we run before libgcc's constructor */
+  if (__builtin_cpu_supports("avx2")) f |= COPY_CPU_AVX2;
+  if (__builtin_cpu_supports("avx512f")) f |= COPY_CPU_AVX512F;
+  __atomic_store_n(&copy_cpu_flags, f, __ATOMIC_RELAXED);
+  return f;
+}
+
+static bool copy_movsb_usable(void) { return copy_cpu() & COPY_CPU_ERMS; }
+static bool copy_avx2_usable(void) { return copy_cpu() & COPY_CPU_AVX2; }
+static bool copy_avx512_usable(void) { return copy_cpu() & COPY_CPU_AVX512F; }
+
+static void copy_movsb(void *dst, const void *src, size_t n) {
+  /* The ABI guarantees DF = 0 (forward) at function entry. */
+  __asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+}
+
+/* Below this many bytes the NT loop is not worth its alignment head and the
+ * sfence: one unrolled iteration (4 vectors) of the widest routine plus its
+ * largest head. Such copies are also far below any cache-derived NT
+ * threshold, so this only matters when a routine is forced. */
+#define COPY_NT_MIN (4 * 64 + 64)
+
+/*
+ * The NT loops align the destination (streaming stores need it, and a store
+ * split across lines would defeat write combining) and load the source
+ * unaligned: an unaligned load costs little on current cores, and shifting
+ * source data by hand would cost more. The head and tail are copied with
+ * memcpy, so nothing outside [src, src+n) is read.
+ */
+__attribute__((target("avx2"))) static void copy_avx2_nt(void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  if (n < COPY_NT_MIN) {
+    memcpy(d, s, n);
+    return;
+  }
+  size_t head = (size_t)(-(uintptr_t)d & 31);
+  memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  for (; n >= 128; d += 128, s += 128, n -= 128) {
+    __m256i v0 = _mm256_loadu_si256((const __m256i_u *)(s + 0));
+    __m256i v1 = _mm256_loadu_si256((const __m256i_u *)(s + 32));
+    __m256i v2 = _mm256_loadu_si256((const __m256i_u *)(s + 64));
+    __m256i v3 = _mm256_loadu_si256((const __m256i_u *)(s + 96));
+    _mm256_stream_si256((__m256i *)(d + 0), v0);
+    _mm256_stream_si256((__m256i *)(d + 32), v1);
+    _mm256_stream_si256((__m256i *)(d + 64), v2);
+    _mm256_stream_si256((__m256i *)(d + 96), v3);
+  }
+  for (; n >= 32; d += 32, s += 32, n -= 32)
+    _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i_u *)s));
+  /* NT stores are weakly ordered: fence them before any later store, such
+   * as the flag that tells a peer the bytes are there. */
+  _mm_sfence();
+  memcpy(d, s, n);
+}
+
+__attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  if (n < COPY_NT_MIN) {
+    memcpy(d, s, n);
+    return;
+  }
+  size_t head = (size_t)(-(uintptr_t)d & 63);
+  memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  for (; n >= 256; d += 256, s += 256, n -= 256) {
+    __m512i v0 = _mm512_loadu_si512(s + 0);
+    __m512i v1 = _mm512_loadu_si512(s + 64);
+    __m512i v2 = _mm512_loadu_si512(s + 128);
+    __m512i v3 = _mm512_loadu_si512(s + 192);
+    _mm512_stream_si512((void *)(d + 0), v0);
+    _mm512_stream_si512((void *)(d + 64), v1);
+    _mm512_stream_si512((void *)(d + 128), v2);
+    _mm512_stream_si512((void *)(d + 192), v3);
+  }
+  for (; n >= 64; d += 64, s += 64, n -= 64) _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
+  _mm_sfence();
+  memcpy(d, s, n);
+}
+
+#endif /* COPY_X86 */
+
+static const struct fmx_copy_routine copy_table[] = {
+    {"memcpy", copy_libc, false, copy_always},
+#if COPY_X86
+    {"movsb", copy_movsb, false, copy_movsb_usable},
+    {"avx2_nt", copy_avx2_nt, true, copy_avx2_usable},
+    {"avx512_nt", copy_avx512_nt, true, copy_avx512_usable},
+#endif
+};
+#define COPY_NROUTINES (sizeof copy_table / sizeof copy_table[0])
+
+const struct fmx_copy_routine *copy_routines(size_t *count) {
+  if (count) *count = COPY_NROUTINES;
+  return copy_table;
+}
+
+const struct fmx_copy_routine *copy_routine_find(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < COPY_NROUTINES; i++)
+    if (strcmp(copy_table[i].name, name) == 0) return &copy_table[i];
+  return NULL;
+}
+
+/* The NT routine to use, in order of preference; NULL if the CPU has none.
+ * AVX2 first: memory-bound, 64-byte stores move no more than 32-byte ones
+ * (measured equal on Ice Lake, issue 4), and 512-bit instructions can cost a
+ * frequency licence on Skylake-SP-class cores and gain nothing on Zen 4's
+ * 256-bit datapath. avx512_nt stays available through FMX_COPY. */
+static const struct fmx_copy_routine *copy_nt(void) {
+  static const char *const pref[] = {"avx2_nt", "avx512_nt"};
+  for (size_t i = 0; i < sizeof pref / sizeof pref[0]; i++) {
+    const struct fmx_copy_routine *r = copy_routine_find(pref[i]);
+    if (r && r->usable()) return r;
+  }
+  return NULL;
+}
+
+const struct fmx_copy_routine *copy_select(size_t n, size_t cache_bytes) {
+  /* Past half the cache the source and destination of a regular copy no
+   * longer both fit: the destination's first lines are evicted before the
+   * reader gets to them, so the RFO and the write-back through the cache buy
+   * nothing (copy.h). */
+  if (cache_bytes && n > cache_bytes / 2) {
+    const struct fmx_copy_routine *r = copy_nt();
+    if (r) return r;
+  }
+  /* Regular stores: the C library's memcpy, not rep movsb. glibc's memcpy
+   * is itself a size dispatcher (vector moves below 2 KiB, rep movsb on ERMS
+   * CPUs up to its own NT threshold, NT above it), so movsb alone only adds
+   * its start-up cost to short copies (2x slower at 256-512 B misaligned,
+   * even with FSRM, on Ice Lake) and, where the cache size is unknown, loses
+   * glibc's NT path for huge ones (issue 4). movsb stays forceable. */
+  return &copy_table[0];
+}
+
+int copy_select_forced(const char *name, const struct fmx_copy_routine **out) {
+  *out = NULL;
+  if (!name || !*name || strcmp(name, "auto") == 0) return 0;
+  const struct fmx_copy_routine *r = copy_routine_find(name);
+  if (!r) return -ENOENT;
+  if (!r->usable()) return -ENOTSUP;
+  *out = r;
+  return 0;
+}
+
+void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes) {
+  copy_select(n, cache_bytes)->fn(dst, src, n);
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy.h - the copy routines every user-space copy of message bytes goes
+ * through (DESIGN.md section 6, "Copy routines").
+ *
+ * Routines, in table order:
+ *   memcpy     the C library's memcpy; always usable
+ *   movsb      `rep movsb`; x86-64 with ERMS (enhanced rep movsb)
+ *   avx2_nt    AVX2 loads, 32-byte non-temporal (streaming) stores; x86-64 AVX2
+ *   avx512_nt  AVX-512 loads, 64-byte non-temporal stores; x86-64 AVX-512F
+ * Usability is decided from CPUID at run time (the CPU and the OS must both
+ * support the instructions); the file is compiled without -mavx flags, so
+ * one build runs everywhere. Other architectures have memcpy only.
+ *
+ * Why two kinds of store. A regular store first reads the destination line
+ * into the cache (read-for-ownership) and later writes it back: three
+ * memory passes (src read, dst read, dst write) where two suffice, and the
+ * destination evicts whatever was cached. A non-temporal store writes whole
+ * lines through write-combining buffers straight to memory: no RFO, no
+ * pollution, but the data is not in cache afterwards. So NT wins exactly when
+ * the data would not have stayed in cache anyway: when the copy does not fit
+ * in the cache the reader of the destination will use. See copy_select.
+ *
+ * Every routine has memcpy's contract: dst and src do not overlap, n may be
+ * 0, no alignment is required, and no byte outside [src, src+n) is read nor
+ * outside [dst, dst+n) written (the NT routines copy the unaligned head and
+ * tail with memcpy). The NT routines end with an sfence, so their stores are
+ * ordered before any later store (a release flag written after the copy is
+ * seen after the data by another core).
+ *
+ * Thread safety: every function may be called from any thread at any time.
+ */
+#ifndef FMX_PLATFORM_COPY_H
+#define FMX_PLATFORM_COPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef void (*copy_fn)(void *dst, const void *src, size_t n);
+
+struct fmx_copy_routine {
+  const char *name;    /* "memcpy", "movsb", "avx2_nt", "avx512_nt" */
+  copy_fn fn;          /* memcpy's contract, see above */
+  bool nontemporal;    /* stores bypass the cache */
+  bool (*usable)(void); /* this CPU and OS can run fn; cheap after the first call */
+};
+
+/* The whole table, usable or not (for fmx_info and the benchmarks); *count
+ * receives its length. Entries are valid for the life of the process. */
+const struct fmx_copy_routine *copy_routines(size_t *count);
+
+/* The routine called `name`, usable or not; NULL if there is none. */
+const struct fmx_copy_routine *copy_routine_find(const char *name);
+
+/*
+ * The routine for a copy of n bytes, given cache_bytes, the cache the
+ * destination would live in until it is read. The caller decides (this
+ * module does not read the topology); the default to pass is the copying
+ * core's share of the last-level cache, topo l3.size / l3.nshare (l2 where
+ * there is no L3): on the 2-vCPU Ice Lake of issue 4 (48 MiB L3, 2 sharing)
+ * that is 24 MiB, so NT from 12 MiB, where regular stores measurably fall to
+ * DRAM speed (16 MiB: 5 GB/s regular, 9-11 GB/s NT) while up to 8 MiB a
+ * regular copy followed by a read of the destination beats NT. 0 means
+ * unknown. n is the whole destination this copy is part of (the whole
+ * message when a message is copied in chunks): a 64 MiB message copied in
+ * 128 KiB chunks evicts the cache just the same.
+ *
+ *   n <= cache_bytes / 2  regular stores: memcpy (glibc's memcpy already
+ *                         picks vector moves or rep movsb by size; movsb
+ *                         alone was never faster, copy.c);
+ *   n >  cache_bytes / 2  the preferred usable non-temporal routine
+ *                         (avx2_nt, else avx512_nt, else memcpy).
+ * Half, because a regular copy keeps both the source and the destination in
+ * that cache: past half, the copy evicts its own first lines before the
+ * reader comes, so caching them was pure cost. cache_bytes == 0 (unknown
+ * cache) never picks NT. Never returns NULL.
+ */
+const struct fmx_copy_routine *copy_select(size_t n, size_t cache_bytes);
+
+/*
+ * The override for the FMX_COPY tunable, resolved once (at endpoint open),
+ * not per copy. name NULL, "" or "auto": *out = NULL (no override: call
+ * copy_select per copy), returns 0. The name of a usable routine: *out = it,
+ * returns 0. Returns -ENOENT for an unknown name and -ENOTSUP for a routine
+ * this CPU cannot run; *out is then NULL, so a caller that only warns can go
+ * on with copy_select.
+ */
+int copy_select_forced(const char *name, const struct fmx_copy_routine **out);
+
+/* Convenience: copy_select(n, cache_bytes)->fn(dst, src, n). */
+void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes);
+
+#endif /* FMX_PLATFORM_COPY_H */
