@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared part of the bulk engines: registry, selection, chunking. */
+#include <errno.h>
 #include <string.h>
 
 #include "bulk/engine.h"
@@ -32,6 +33,18 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     e = &bulk_ring;
   }
   return e;
+}
+
+copy_fn bulk_copy_fn(uint64_t msg_len) {
+  if (strcmp(fmx_cfg.copy, "auto") != 0) {
+    const struct fmx_copy_routine *c = NULL;
+    int rc = copy_select_forced(fmx_cfg.copy, &c);
+    if (rc == 0 && c) return c->fn;
+    log_warn_once("FMX-COPY-UNKNOWN", "FMX_COPY=%s: %s; automatic choice used", fmx_cfg.copy,
+                  rc == -ENOTSUP ? "this CPU cannot run it" : "no such copy routine");
+  }
+  /* copy_select goes non-temporal above half the cache it is given. */
+  return copy_select(msg_len, 2 * fmx_cfg.copy_nt_threshold)->fn;
 }
 
 int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max) {

@@ -42,6 +42,10 @@ extern const struct fmx_bulk_engine *const bulk_engines[];
 const struct fmx_bulk_engine *bulk_find(const char *name);
 /* The engine for a message of `len` bytes from p (receiver's choice). */
 const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len);
+/* The copy routine for user-space copies into a destination of msg_len
+ * bytes: FMX_COPY if forced (and usable), else non-temporal above
+ * FMX_COPY_NT_THRESHOLD, else memcpy. */
+copy_fn bulk_copy_fn(uint64_t msg_len);
 /* iovecs covering [off, off+len) of the request's own segments. */
 int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max);
 /* iovecs covering [off, off+len) of remote segments. */

@@ -25,6 +25,9 @@ static int ring_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct bulk_slots *s = &r->chan->rx_slots;
   uint64_t me = req_id(r);
   int moved = 0;
+  /* Out of the slot into the user's buffer: non-temporal above the
+   * threshold, where the destination would not stay in cache anyway. */
+  copy_fn out = bulk_copy_fn(r->want);
   for (uint64_t k = 0; k < s->n && r->done < r->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (!__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
@@ -37,7 +40,7 @@ static int ring_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
     } else {
       /* A peer may write anything in shared memory: check before copying. */
       if (len > s->size || off != r->done || len > r->want - r->done) return -FMX_MESSAGE_ABORTED;
-      req_copy(r, off, chan_slot_data(s, s->next % s->n), len, 1);
+      req_copy(r, off, chan_slot_data(s, s->next % s->n), len, 1, out);
       r->done += len;
       ep->counters[CNT_BULK_RING_BYTES] += len;
     }
@@ -60,7 +63,8 @@ static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
     uint64_t len = sr->want - sr->done < s->size ? sr->want - sr->done : s->size;
-    req_copy(sr, sr->done, chan_slot_data(s, s->next % s->n), len, 0);
+    /* Regular stores: the slot must stay in cache for the receiver. */
+    req_copy(sr, sr->done, chan_slot_data(s, s->next % s->n), len, 0, NULL);
     h->rreq = sr->rreq;
     h->off = sr->done;
     h->len = len;

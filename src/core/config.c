@@ -38,6 +38,12 @@ static struct cfg_entry table[] = {
     {"FMX_BULK_SLOTS", CFG_INT, "4", "slots of the ring engine per connection and direction", F(bulk_slots), NULL, {0}},
     {"FMX_BULK_SLOT_SIZE", CFG_SIZE, "256K",
      "bytes per ring-engine slot; default from the L2 size so the slots stay in cache", F(bulk_slot_size), NULL, {0}},
+    {"FMX_COPY", CFG_STRING, "auto",
+     "copy routine of the user-space copies of large messages: auto, memcpy, movsb, avx2_nt, avx512_nt",
+     F(copy), NULL, {0}},
+    {"FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M",
+     "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share",
+     F(copy_nt_threshold), NULL, {0}},
     {"FMX_CHUNK_MAX", CFG_SIZE, "4M",
      "largest chunk one progress call copies (1024 pages): bounds the stall of other peers", F(chunk_max), NULL, {0}},
     {"FMX_SPIN_US", CFG_INT, "100", "microseconds a waiter polls before it blocks on its futex", F(spin_us), NULL, {0}},
@@ -171,7 +177,9 @@ static void load_file(const char *path) {
  *  - eager ring = 8 x threshold per direction, so eight maximal eager
  *    messages fit in flight before a sender waits;
  *  - the ring engine's slots together take at most half the L2 of one core,
- *    so both sides' copies stay in cache. */
+ *    so both sides' copies stay in cache;
+ *  - non-temporal copies above half this core's share of the last-level
+ *    cache. */
 static void derive_from_topology(void) {
   const struct topo_info *t = topo_get();
   if (t->l2.size) {
@@ -187,6 +195,14 @@ static void derive_from_topology(void) {
     if (slot < 64 * 1024) slot = 64 * 1024;
     slot &= ~(uint64_t)4095;
     config_set_derived("FMX_BULK_SLOT_SIZE", slot, "topology");
+  }
+  /* A destination larger than half the cache the copying core may fill
+   * evicts its own first lines before the reader comes: non-temporal stores
+   * then save the read-for-ownership and spare the cache (platform/copy.h). */
+  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
+  if (llc->size) {
+    uint64_t share = llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
+    config_set_derived("FMX_COPY_NT_THRESHOLD", share / 2, "topology");
   }
 }
 

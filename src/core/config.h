@@ -15,6 +15,8 @@ struct fmx_config {
   int cma;                  /* FMX_CMA */
   uint64_t bulk_slots;      /* FMX_BULK_SLOTS: ring engine slots */
   uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */
+  const char *copy;         /* FMX_COPY: auto or a copy routine's name */
+  uint64_t copy_nt_threshold; /* FMX_COPY_NT_THRESHOLD */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */

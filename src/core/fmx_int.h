@@ -9,6 +9,7 @@
 
 #include "core/counters.h"
 #include "core/list.h"
+#include "platform/copy.h"
 #include "core/match.h"
 #include "fmx.h"
 #include "proto/proto.h"
@@ -152,7 +153,9 @@ int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg);
 void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code);
 void req_pool_fini(struct fmx_endpoint *ep);
 /* copy `len` bytes at `off` into (to_req=1) or out of the request's segments */
-void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req);
+/* Copy between the request's segments at `off` and buf; fn is the copy
+ * routine (platform/copy.h), NULL for memcpy. */
+void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req, copy_fn fn);
 
 /* endpoint.c */
 int lib_ready(void); /* fmx_init done and not finalized */

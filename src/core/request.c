@@ -83,8 +83,11 @@ int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg) {
   return 0;
 }
 
-void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req) {
+static void memcpy_fn(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+
+void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req, copy_fn fn) {
   uint8_t *b = buf;
+  if (!fn) fn = memcpy_fn;
   for (uint32_t i = 0; i < r->nseg && len; i++) {
     fmx_seg_t *s = &r->segs[i];
     if (off >= s->len) {
@@ -93,9 +96,9 @@ void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int 
     }
     uint64_t n = s->len - off < len ? s->len - off : len;
     if (to_req)
-      memcpy((uint8_t *)s->ptr + off, b, n);
+      fn((uint8_t *)s->ptr + off, b, n);
     else
-      memcpy(b, (uint8_t *)s->ptr + off, n);
+      fn(b, (uint8_t *)s->ptr + off, n);
     b += n;
     len -= n;
     off = 0;

@@ -18,7 +18,7 @@ static void fill_status(struct fmx_request *r, struct partner *p, uint64_t match
 static void eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
                            const void *data, uint64_t len) {
   fill_status(r, p, match, len);
-  req_copy(r, 0, (void *)data, r->status.xfer_length, 1);
+  req_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
   CNT(ep, RECV_EAGER);
   if (r->status.xfer_length < len) CNT(ep, TRUNCATED);
   req_complete(ep, r, r->status.xfer_length < len ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);

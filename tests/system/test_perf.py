@@ -156,3 +156,17 @@ def test_mpi_rejects_native_options():
     p = run([MPIRUN, "--allow-run-as-root", "-np", "2", PERF_MPI, "--engine", "cma"], MPI_ENV)
     assert p.returncode != 0
     assert "mpirun sets ranks and binding" in p.stderr
+
+
+@pytest.mark.parametrize("routine", ["auto", "memcpy", "movsb", "avx2_nt", "avx512_nt", "bogus"])
+def test_ring_engine_every_copy_routine(routine):
+    """The ring engine's copy-out with each routine (forced, or auto with a
+    low non-temporal threshold) delivers every byte, odd sizes included; an
+    unknown or unusable routine is a warning and the automatic choice."""
+    env = {"FMX_COPY": routine, "FMX_COPY_NT_THRESHOLD": "1M"}
+    p = run([os.path.join(BUILD, "fmx_perf"), "pingpong", "--engine", "ring", "--sizes",
+             "100001,1000001,3M", "--iters", "3", "--verify", "--json", "--quiet"], env)
+    rows = rows_of(p)
+    assert all(r["engine"] == "ring" for r in rows if r["size"] > 200000)
+    if routine == "bogus":
+        assert "FMX-COPY-UNKNOWN" in p.stderr
