@@ -46,7 +46,7 @@ static struct cfg_entry table[] = {
      F(copy_nt_threshold), NULL, {0}},
     {"FMX_CHUNK_MAX", CFG_SIZE, "4M",
      "largest chunk one progress call copies (1024 pages): bounds the stall of other peers", F(chunk_max), NULL, {0}},
-    {"FMX_SPIN_US", CFG_INT, "100", "microseconds a waiter polls before it blocks on its futex", F(spin_us), NULL, {0}},
+    {"FMX_SPIN_US", CFG_INT, "1000", "longest a waiter polls (yielding the core after 5 us) before it blocks on its futex", F(spin_us), NULL, {0}},
     {"FMX_ENDPOINT_MAX", CFG_INT, "256", "endpoint ids per board (0..max-1)", F(endpoint_max), NULL, {0}},
     {"FMX_REQUEST_TIMEOUT_MS", CFG_INT, "0",
      "default request timeout (sends not delivered, connects not answered); 0 = none", F(request_timeout_ms), NULL, {0}},

@@ -9,7 +9,8 @@
  *
  * The spin adapts per endpoint: a wait that ends while spinning lets the
  * next one spin a little longer (up to FMX_SPIN_US); one that had to sleep
- * halves the next spin (down to FMX_SPIN_US / 64). A ping-pong keeps the
+ * but ended within FMX_SPIN_US makes the next spin twice its length; one
+ * longer than FMX_SPIN_US halves the next spin (down to FMX_SPIN_US / 64). A ping-pong keeps the
  * full spin; a rank that waits long behind others (more ranks than cores)
  * stops burning the CPU they need.
  */
@@ -17,6 +18,12 @@
 #include "core/config.h"
 #include "core/fmx_int.h"
 #include "platform/sys.h"
+
+#include <sched.h>
+
+/* Longer than a small message's round trip (0.3-1 us here, more in a VM
+ * under load): a wait this long is not a ping-pong about to end. */
+#define YIELD_AFTER_NS 5000
 
 /* Work only we can do (a receiver-driven copy): never sleep on it. */
 static int has_local_work(struct fmx_endpoint *ep) {
@@ -39,8 +46,19 @@ static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *
   return r;
 }
 
-static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin, int slept) {
-  uint64_t next = slept ? spin / 2 : spin + spin / 8 + 1000;
+/* waited: how long this wait took in all. A wait that slept but ended
+ * within the longest spin would have been caught by spinning that long: spin
+ * twice as long next time (a rendezvous ping-pong whose waits are a copy
+ * long must not fall into sleeping on every message, which costs a futex
+ * wake on both sides). Only waits longer than the longest spin shrink it. */
+static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin, int slept, uint64_t waited) {
+  uint64_t next;
+  if (!slept)
+    next = spin + spin / 8 + 1000;
+  else if (waited < max_spin)
+    next = 2 * waited > spin ? 2 * waited : spin;
+  else
+    next = spin / 2;
   if (next < max_spin / 64) next = max_spin / 64;
   if (next > max_spin) next = max_spin;
   __atomic_store_n(&ep->spin_ns, next, __ATOMIC_RELAXED);
@@ -60,7 +78,7 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     int busy = 0;
     int r = poll_once(ep, check, arg, &busy);
     if (r) {
-      adapt_spin(ep, spin, max_spin, slept);
+      adapt_spin(ep, spin, max_spin, slept, slept ? sys_now_ns() - start : 0);
       return r;
     }
     if (__atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) != wgen) return 0;
@@ -68,7 +86,14 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     if (spins % 16) continue;
     uint64_t now = sys_now_ns();
     if (now >= deadline) return 0;
-    if (now < spin_end || busy == 1) continue;
+    if (now < spin_end || busy == 1) {
+      /* Past a small message's round trip, give the core to whoever else
+       * may run on it: with more ranks than cores the one we wait for may
+       * be queued behind us. Costs a system call per 16 polls when nobody
+       * else is runnable. */
+      if (now - start > YIELD_AFTER_NS) sched_yield();
+      continue;
+    }
     __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
     uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
     /* Wakers skip their fence (ep_wake): fence every CPU for them, so a
@@ -88,7 +113,7 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
     slept = 1;
     if (r) {
-      adapt_spin(ep, spin, max_spin, slept);
+      adapt_spin(ep, spin, max_spin, slept, sys_now_ns() - start);
       return r;
     }
     /* Back from sleep: spin a little again before the next block. */
