@@ -1,12 +1,17 @@
-# The README's two commands: `make demo` and `make check`.
+# The README's two commands: `make demo` and `make check`; and `make bench`.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 PYTEST     ?= python3 -m pytest
 CMAKE_FLAGS ?= -DFMX_WERROR=ON
+# make bench: Debian's python3 has python3-matplotlib (a pyenv python3 may not)
+BENCH_PY   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+REPS       ?= 3
+IMPI_VENV  ?= /opt/fmx-bench/impi
 
-.PHONY: all deps build build-asan build-tsan demo check check-unit check-system clean
+.PHONY: all deps build build-asan build-tsan demo check check-unit check-system clean \
+        bench bench-deps check-bench
 
 all: build
 
@@ -36,12 +41,26 @@ check: build build-asan build-tsan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) --no-print-directory check-unit check-system BUILD=$(ASAN_BUILD)
 	TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check-unit BUILD=$(TSAN_BUILD)
+	$(MAKE) --no-print-directory check-bench
 
 check-unit:
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 check-system:
 	FMX_BUILD_DIR=$(abspath $(BUILD)) $(PYTEST) -q tests/system
+
+# Peer comparison (bench/run.py): fmx against Open MPI, MPICH, UCX, libfabric
+# shm and Intel MPI, interleaved. QUICK=1: one short rep under BUILD/bench-quick,
+# checked (every configuration ran or is skipped with a reason), docs untouched.
+bench-deps:
+	@IMPI_VENV=$(IMPI_VENV) sh scripts/install-bench-deps.sh
+
+bench: build bench-deps
+	$(BENCH_PY) bench/run.py --build $(BUILD) --impi $(IMPI_VENV) --reps $(REPS) \
+	  $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(CHECK)),--check)
+
+check-bench:
+	$(MAKE) --no-print-directory bench QUICK=1
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -1,0 +1,584 @@
+"""The configurations `make bench` compares: how each is prepared (found,
+built, or skipped with a reason) and how one kernel run of it is launched and
+parsed into records {"kernel","size","latency_us","bandwidth_MBps",...}.
+
+Every configuration runs on the same two cores (`cores`) with the same sizes.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+KERNELS = ("pingpong", "bw", "alltoall")
+
+
+class RunError(Exception):
+    """A run that produced no usable numbers; str() is the reason."""
+
+
+def _tail(text, n=4):
+    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])[-600:]
+
+
+def fmt_size(s):
+    for unit, k in (("M", 1 << 20), ("K", 1 << 10)):
+        if s >= k and s % k == 0:
+            return "%d%s" % (s // k, unit)
+    return str(s)
+
+
+def parse_json_lines(text, kernel):
+    """Records from fmx_perf / fmx_perf_mpi --json (lines starting with '{')."""
+    recs = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        r.setdefault("kernel", kernel)
+        if "size" in r and "latency_us" in r:
+            recs.append(r)
+    return recs
+
+
+class Config:
+    """One configuration. Subclasses set name/label/kernels and implement
+    prepare() (return None when runnable, else ("skipped"|"failed", reason))
+    and command(kernel, sizes, iters) -> (argv, env_additions)."""
+    name = ""
+    label = ""
+    kernels = KERNELS
+    peer = True            # counts as a peer for the fmx/best-peer ratio
+    note = ""
+
+    def __init__(self, ctx):
+        self.ctx = ctx     # dict: build, work, cores, quick, root
+
+    def prepare(self):
+        return None
+
+    def run(self, kernel, sizes, iters, timeout):
+        argv, env = self.command(kernel, sizes, iters)
+        out = _execute(argv, env, timeout)
+        recs = parse_json_lines(out, kernel)
+        if not recs:
+            raise RunError("no numbers from: %s" % _tail(out))
+        return recs, argv
+
+    def explain_failure(self):
+        """A legitimate reason this configuration cannot run here, or None."""
+        return None
+
+
+def _execute(argv, env_add, timeout, stdin=subprocess.DEVNULL):
+    env = dict(os.environ)
+    env.update(env_add or {})
+    try:
+        p = subprocess.run(argv, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                           start_new_session=True)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout or ""
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        raise RunError("timed out after %ds: %s" % (timeout, _tail(out)))
+    except OSError as e:
+        raise RunError("cannot start %s: %s" % (argv[0], e))
+    if p.returncode != 0:
+        raise RunError("exit %d: %s" % (p.returncode, _tail(p.stdout)))
+    return p.stdout
+
+
+def scaled_iters(size):
+    """Iterations for tools without their own scaling: 10000 for small
+    messages, down to 20 for 64 MiB (about 512 MiB moved per size)."""
+    return max(20, min(10000, (512 << 20) // max(size, 1)))
+
+
+def _iters_args(iters):
+    return ["--iters", str(iters)] if iters else []
+
+
+# ---------------------------------------------------------------- fmx native
+class Fmx(Config):
+    peer = False
+
+    def __init__(self, ctx, engine=None):
+        super().__init__(ctx)
+        self.engine = engine
+        self.name = "fmx" if engine is None else "fmx-" + engine
+        self.label = "fmx (auto)" if engine is None else "fmx --engine %s" % engine
+
+    def prepare(self):
+        if not os.access(os.path.join(self.ctx["build"], "fmx_perf"), os.X_OK):
+            return ("failed", "%s/fmx_perf missing: run `make build` first" % self.ctx["build"])
+        return None
+
+    def command(self, kernel, sizes, iters):
+        argv = [os.path.join(self.ctx["build"], "fmx_perf"), kernel, "--np", "2",
+                "--sizes", ",".join(map(str, sizes)), "--json", "--quiet",
+                "--cores", ",".join(map(str, self.ctx["cores"]))] + _iters_args(iters)
+        if self.engine:
+            argv += ["--engine", self.engine]
+        return argv, {}
+
+
+def fmx_engines(build):
+    """Engine names from `fmx_info --json` (key "engines"), else cma and ring."""
+    try:
+        out = subprocess.run([os.path.join(build, "fmx_info"), "--json"], text=True,
+                             capture_output=True, timeout=30).stdout
+        eng = json.loads(out).get("engines")
+        if isinstance(eng, dict) and eng:
+            return list(eng)
+        if isinstance(eng, list) and eng:
+            return [e if isinstance(e, str) else e.get("name") for e in eng]
+    except (OSError, ValueError, subprocess.SubprocessError, AttributeError):
+        pass
+    return ["cma", "ring"]
+
+
+# ------------------------------------------------------------ fmx_perf_mpi
+def build_perf_mpi(ctx, tag, cc, flags=()):
+    """Build fmx_perf_mpi for one MPI into BUILD/bench/; cached per session."""
+    out = os.path.join(ctx["build"], "bench", "fmx_perf_mpi-" + tag)
+    cache = ctx.setdefault("built", {})
+    if tag in cache:
+        return cache[tag]
+    script = os.path.join(ctx["root"], "scripts", "build-perf-mpi.sh")
+    try:
+        p = subprocess.run(["sh", script, cc, out] + list(flags), text=True,
+                           capture_output=True, timeout=300)
+        res = (out, None) if p.returncode == 0 else \
+              (None, "building fmx_perf_mpi with %s failed: %s" % (cc, _tail(p.stdout + p.stderr)))
+    except (OSError, subprocess.SubprocessError) as e:
+        res = (None, "building fmx_perf_mpi with %s failed: %s" % (cc, e))
+    cache[tag] = res
+    return res
+
+
+class OpenMPI(Config):
+    mca = []          # extra mpirun arguments
+    env = {}
+
+    def __init__(self, ctx, name, label, args, note=""):
+        super().__init__(ctx)
+        self.name, self.label, self.mca, self.note = name, label, list(args), note
+
+    def prepare(self):
+        if not shutil.which("mpirun.openmpi") or not shutil.which("mpicc.openmpi"):
+            return ("skipped", "Open MPI not installed (openmpi-bin, libopenmpi-dev)")
+        self.exe, err = build_perf_mpi(self.ctx, "openmpi", "mpicc.openmpi")
+        return ("failed", err) if err else None
+
+    def command(self, kernel, sizes, iters):
+        argv = ["mpirun.openmpi", "-np", "2", "--bind-to", "core", "--map-by", "core"]
+        if os.geteuid() == 0:
+            argv.append("--allow-run-as-root")
+        argv += self.mca + [self.exe, kernel, "--sizes", ",".join(map(str, sizes)),
+                            "--json", "--quiet"] + _iters_args(iters)
+        return argv, {}
+
+
+class OpenMPIOfi(OpenMPI):
+    """Open MPI through a libfabric provider (cm PML, ofi MTL)."""
+
+    def __init__(self, ctx, name, label, provider, prov_path=None):
+        args = ["--mca", "pml", "cm", "--mca", "mtl", "ofi",
+                "--mca", "mtl_ofi_provider_include", provider]
+        if prov_path:
+            args += ["-x", "FI_PROVIDER_PATH=" + prov_path, "-x", "FI_PROVIDER=" + provider]
+        super().__init__(ctx, name, label, args,
+                         "mtl_ofi_provider_include alone: Open MPI 4.1 refuses it together "
+                         "with mtl_ofi_provider_exclude (mutually exclusive), and an include "
+                         "list overrides the default exclusion of shm")
+        self.provider, self.prov_path = provider, prov_path
+
+    def explain_failure(self):
+        # The caps Open MPI 4.1's ofi MTL asks for (see shared OFI notes).
+        caps = "FI_TAGGED|FI_LOCAL_COMM|FI_REMOTE_COMM|FI_DIRECTED_RECV"
+        env = dict(os.environ)
+        if self.prov_path:
+            env["FI_PROVIDER_PATH"] = self.prov_path
+        try:
+            p = subprocess.run(["fi_info", "-p", self.provider, "-t", "FI_EP_RDM", "-c", caps],
+                               env=env, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if p.returncode != 0:
+            ver = subprocess.run(["fi_info", "--version"], capture_output=True, text=True).stdout
+            m = re.search(r"libfabric:\s*(\S+)", ver)
+            ver = "libfabric " + (m.group(1) if m else "?")
+            return ("libfabric's %s provider (%s) offers no FI_EP_RDM endpoint with the "
+                    "capabilities Open MPI 4.1's ofi MTL asks for (%s): `fi_info -p %s -t "
+                    "FI_EP_RDM -c '%s'` -> %s, so `PML cm cannot be selected`"
+                    % (self.provider, ver, caps, self.provider, caps,
+                       _tail(p.stdout + p.stderr, 1) or "exit %d" % p.returncode))
+        return None
+
+
+class FmxFi(OpenMPIOfi):
+    def __init__(self, ctx):
+        super().__init__(ctx, "ompi-ofi-fmx", "Open MPI, ofi MTL, fmx libfabric provider",
+                         "fmx", prov_path=ctx["build"])
+        self.peer = False
+
+    def prepare(self):
+        lib = os.path.join(self.ctx["build"], "libfmx-fi.so")
+        if not os.path.exists(lib):
+            return ("skipped", "fmx's libfabric provider is not built yet (%s missing; a later issue)" % lib)
+        return super().prepare()
+
+
+class Mpich(Config):
+    def __init__(self, ctx, name, label, genv, note=""):
+        super().__init__(ctx)
+        self.name, self.label, self.genv, self.note = name, label, genv, note
+
+    def prepare(self):
+        if not shutil.which("mpiexec.mpich") or not shutil.which("mpicc.mpich"):
+            return ("skipped", "MPICH not installed (mpich, libmpich-dev)")
+        self.exe, err = build_perf_mpi(self.ctx, "mpich", "mpicc.mpich")
+        return ("failed", err) if err else None
+
+    def command(self, kernel, sizes, iters):
+        argv = ["mpiexec.mpich", "-n", "2", "-bind-to", "core:1", "-map-by", "core"]
+        for k, v in self.genv.items():
+            argv += ["-genv", k, v]
+        argv += [self.exe, kernel, "--sizes", ",".join(map(str, sizes)),
+                 "--json", "--quiet"] + _iters_args(iters)
+        return argv, {}
+
+
+def mpich_device():
+    try:
+        out = subprocess.run(["mpichversion"], capture_output=True, text=True, timeout=30).stdout
+        m = re.search(r"MPICH Device:\s*(\S+)", out)
+        return m.group(1) if m else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+# ------------------------------------------------------------------- UCX
+class UcxPerftest(Config):
+    name = "ucx-perftest"
+    label = "ucx_perftest (tag_lat / tag_bw)"
+    kernels = ("pingpong", "bw")
+    note = "UCP tag matching over UCX's shared memory transports, server and client pinned"
+
+    def prepare(self):
+        if not shutil.which("ucx_perftest"):
+            return ("skipped", "ucx_perftest not installed (ucx-utils)")
+        return None
+
+    def _iters(self, size, iters):
+        return iters or scaled_iters(size)
+
+    def run(self, kernel, sizes, iters, timeout):
+        test = "tag_lat" if kernel == "pingpong" else "tag_bw"
+        a, b = self.ctx["cores"][:2]
+        recs, cmds = [], []
+        port = self.ctx.setdefault("ucx_port", 13400 + os.getpid() % 2000)
+        for s in sizes:
+            self.ctx["ucx_port"] = port = port + 1
+            n = self._iters(s, iters)
+            srv = ["ucx_perftest", "-c", str(a), "-p", str(port)]
+            cli = ["ucx_perftest", "127.0.0.1", "-c", str(b), "-p", str(port), "-t", test,
+                   "-s", str(s), "-n", str(n), "-w", str(max(10, n // 10)), "-f"]
+            cmds.append(" ".join(cli))
+            server = subprocess.Popen(srv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                out = None
+                for _ in range(50):     # the server needs a moment to listen
+                    try:
+                        out = _execute(cli, {}, timeout)
+                        break
+                    except RunError as e:
+                        if "Connection refused" not in str(e) and "connect" not in str(e).lower():
+                            raise
+                        if server.poll() is not None:
+                            raise RunError("ucx_perftest server exited %d" % server.returncode)
+                        time.sleep(0.1)
+                if out is None:
+                    raise RunError("ucx_perftest client could not connect")
+            finally:
+                try:
+                    server.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+            row = None
+            for line in out.splitlines():
+                f = line.replace("Final:", "").split()
+                if len(f) == 8 and all(re.match(r"^[\d.]+$", x) for x in f):
+                    row = f
+            if row is None:
+                raise RunError("no result line from ucx_perftest (size %d): %s" % (s, _tail(out)))
+            lat = float(row[3])     # overall latency (lat) / overhead per message (bw), µs
+            recs.append({"kernel": kernel, "np": 2, "size": s, "iters": int(row[0]),
+                         "latency_us": lat,
+                         "bandwidth_MBps": s / lat if lat > 0 else 0.0,
+                         "engine": "ucx", "library": self.ctx.get("ucx_version", "UCX")})
+        return recs, "; ".join(cmds)
+
+
+# -------------------------------------------------------------- libfabric
+class FiPingpong(Config):
+    """libfabric's shm provider measured directly, with libfabric's own
+    fi_pingpong (tagged messages over an RDM endpoint), since Open MPI 4.1's
+    ofi MTL cannot select shm (see OpenMPIOfi.explain_failure)."""
+    name = "fi-shm"
+    label = "libfabric shm (fi_pingpong, tagged, RDM)"
+    kernels = ("pingpong",)
+    note = "fi_pingpong -p shm -e rdm -m tagged, server and client pinned; no warm-up of its own"
+
+    def prepare(self):
+        if not shutil.which("fi_pingpong"):
+            return ("skipped", "fi_pingpong not installed (libfabric-bin)")
+        return None
+
+    def run(self, kernel, sizes, iters, timeout):
+        a, b = self.ctx["cores"][:2]
+        recs, cmds = [], []
+        port = self.ctx.setdefault("fi_port", 15400 + os.getpid() % 2000)
+        for s in sizes:
+            self.ctx["fi_port"] = port = port + 1
+            n = iters or scaled_iters(s)
+            base = ["fi_pingpong", "-p", "shm", "-e", "rdm", "-m", "tagged", "-I", str(n),
+                    "-S", str(s)]
+            srv = ["taskset", "-c", str(a)] + base + ["-B", str(port)]
+            cli = ["taskset", "-c", str(b)] + base + ["-P", str(port), "127.0.0.1"]
+            cmds.append(" ".join(cli))
+            server = subprocess.Popen(srv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                out = None
+                for _ in range(50):     # the server needs a moment to listen
+                    try:
+                        out = _execute(cli, {}, timeout)
+                        break
+                    except RunError:
+                        if server.poll() is not None:
+                            raise RunError("fi_pingpong server exited %d" % server.returncode)
+                        time.sleep(0.1)
+                if out is None:
+                    raise RunError("fi_pingpong client could not connect")
+            finally:
+                try:
+                    server.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+            row = None
+            for line in out.splitlines():
+                f = line.split()
+                # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+                if len(f) == 8 and f[2].startswith("=") and re.match(r"^[\d.]+$", f[6]):
+                    row = f
+            if row is None:
+                raise RunError("no result line from fi_pingpong (size %d): %s" % (s, _tail(out)))
+            lat = float(row[6])     # usec/xfer: one transfer, half a round trip
+            recs.append({"kernel": kernel, "np": 2, "size": s, "iters": n, "latency_us": lat,
+                         "bandwidth_MBps": s / lat if lat > 0 else 0.0,
+                         "engine": "ofi", "library": self.ctx.get("fi_version", "libfabric")})
+        return recs, "; ".join(cmds)
+
+
+# -------------------------------------------------------------- Intel MPI
+def impi_env(venv):
+    return {"I_MPI_ROOT": venv,
+            "PATH": os.path.join(venv, "bin") + ":" + os.environ.get("PATH", ""),
+            "LD_LIBRARY_PATH": os.path.join(venv, "lib") + (
+                ":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")}
+
+
+def impi_missing(venv):
+    if os.access(os.path.join(venv, "bin", "mpiexec"), os.X_OK):
+        return None
+    why = "Intel MPI not installed in %s" % venv
+    try:
+        with open(venv + ".skip") as f:
+            why += ": " + f.read().strip()
+    except OSError:
+        pass
+    return why
+
+
+class ImpiImb(Config):
+    name = "impi-imb"
+    label = "Intel MPI, IMB-MPI1"
+    kernels = ("pingpong", "alltoall")
+    note = "Intel MPI's own shared memory; IMB-MPI1 PingPong and Alltoall"
+
+    def prepare(self):
+        why = impi_missing(self.ctx["impi"])
+        if why:
+            return ("skipped", why)
+        if not os.access(os.path.join(self.ctx["impi"], "bin", "IMB-MPI1"), os.X_OK):
+            return ("skipped", "IMB-MPI1 missing from %s" % self.ctx["impi"])
+        return None
+
+    def run(self, kernel, sizes, iters, timeout):
+        # IMB's own repetition policies either run 1000+ repetitions of 64 MiB
+        # or time out: one IMB run per group of sizes that share a count
+        # (`-iter N -iter_policy off`), counts scaled as ucx_perftest's.
+        groups = {}
+        for s in sizes:
+            groups.setdefault(iters or scaled_iters(s), []).append(s)
+        recs, cmds = [], []
+        for n, group in groups.items():
+            r, argv = self._run_group(kernel, group, n, timeout)
+            recs += r
+            cmds.append(" ".join(argv))
+        return recs, "; ".join(cmds)
+
+    def _run_group(self, kernel, sizes, iters, timeout):
+        venv = self.ctx["impi"]
+        lens = os.path.join(self.ctx["work"], "imb-msglen")
+        with open(lens, "w") as f:
+            f.write("".join("%d\n" % s for s in sizes))
+        bench = {"pingpong": "PingPong", "alltoall": "Alltoall"}[kernel]
+        top = max(1, (max(sizes) - 1).bit_length())    # -msglog's top lifts IMB's 4 MiB cap
+        argv = [os.path.join(venv, "bin", "mpiexec"), "-n", "2",
+                "-genv", "I_MPI_PIN_PROCESSOR_LIST", ",".join(map(str, self.ctx["cores"][:2])),
+                os.path.join(venv, "bin", "IMB-MPI1"), bench, "-msglog", "%d:%d" % (top, top),
+                "-msglen", lens, "-iter", str(iters), "-iter_policy", "off", "-npmin", "2",
+                "-time", "600"]
+        out = _execute(argv, impi_env(venv), timeout)
+        recs = []
+        want = set(sizes)
+        for line in out.splitlines():
+            f = line.split()
+            if not f or not re.match(r"^\d+$", f[0]) or int(f[0]) not in want:
+                continue
+            try:
+                nums = [float(x) for x in f]
+            except ValueError:
+                continue
+            s = int(f[0])
+            if kernel == "pingpong" and len(nums) == 4:
+                lat = nums[2]
+                recs.append({"kernel": kernel, "np": 2, "size": s, "iters": int(nums[1]),
+                             "latency_us": lat, "bandwidth_MBps": s / lat if lat > 0 else 0.0})
+            elif kernel == "alltoall" and len(nums) == 5:
+                lat = nums[3]      # t_max, as fmx_perf's "max over ranks"
+                recs.append({"kernel": kernel, "np": 2, "size": s, "iters": int(nums[1]),
+                             "latency_us": lat, "min_us": nums[2], "max_us": nums[3],
+                             "avg_us": nums[4],
+                             "bandwidth_MBps": s / lat if lat > 0 else 0.0})
+        for r in recs:
+            r.update({"engine": "mpi", "library": self.ctx.get("impi_version", "Intel MPI")})
+        if {r["size"] for r in recs} != set(sizes):
+            raise RunError("IMB gave sizes %s of %s: %s" % (
+                sorted({r["size"] for r in recs}), sizes, _tail(out)))
+        return recs, argv
+
+
+class ImpiPerf(Config):
+    name = "impi"
+    label = "Intel MPI (fmx_perf_mpi)"
+    note = "Intel MPI's own shared memory, the fmx_perf kernels"
+
+    def prepare(self):
+        venv = self.ctx["impi"]
+        why = impi_missing(venv)
+        if why:
+            return ("skipped", why)
+        if not os.path.exists(os.path.join(venv, "include", "mpi.h")):
+            return ("skipped", "Intel MPI headers missing (impi-devel not installed in %s)" % venv)
+        lib = os.path.join(venv, "lib")
+        self.exe, err = build_perf_mpi(self.ctx, "impi", "cc",
+                                       ["-I" + os.path.join(venv, "include"), "-L" + lib,
+                                        "-Wl,-rpath," + lib, "-lmpi"])
+        return ("failed", err) if err else None
+
+    def command(self, kernel, sizes, iters):
+        venv = self.ctx["impi"]
+        argv = [os.path.join(venv, "bin", "mpiexec"), "-n", "2",
+                "-genv", "I_MPI_PIN_PROCESSOR_LIST", ",".join(map(str, self.ctx["cores"][:2])),
+                self.exe, kernel, "--sizes", ",".join(map(str, sizes)), "--json",
+                "--quiet"] + _iters_args(iters)
+        return argv, impi_env(venv)
+
+
+# ------------------------------------------------------- raw CMA (reference)
+class CmaRaw(Config):
+    """bench/cma_raw.c: back-to-back process_vm_readv between two pinned
+    processes (cores 0 and 1), the kernel's single copy with nothing around
+    it: the ceiling for the cma engine, not a peer."""
+    name = "cma-raw"
+    label = "raw process_vm_readv (reference)"
+    kernels = ("bw",)
+    peer = False
+    note = "bench/cma_raw.c, one stream of process_vm_readv, cores 0 and 1; a ceiling, not a peer"
+
+    def prepare(self):
+        self.exe = os.path.join(self.ctx["build"], "bench", "cma_raw")
+        try:
+            p = subprocess.run(["cc", "-O2", "-o", self.exe,
+                                os.path.join(self.ctx["root"], "bench", "cma_raw.c")],
+                               capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as e:
+            return ("failed", "building cma_raw: %s" % e)
+        if p.returncode != 0:
+            return ("failed", "building cma_raw: %s" % _tail(p.stderr))
+        return None
+
+    def run(self, kernel, sizes, iters, timeout):
+        argv = [self.exe] + [str(s) for s in sizes]
+        out = _execute(argv, {}, timeout)
+        recs = []
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[0].isdigit():
+                s, n, bw = int(f[0]), int(f[1]), float(f[2])
+                recs.append({"kernel": kernel, "np": 2, "size": s, "iters": n,
+                             "latency_us": s / bw if bw > 0 else 0.0, "bandwidth_MBps": bw,
+                             "engine": "cma", "library": "kernel"})
+        if not recs:
+            raise RunError("no numbers from cma_raw: %s" % _tail(out))
+        return recs, argv
+
+
+# ------------------------------------------------------------------ list
+def configurations(ctx):
+    """Every configuration, in run order (fmx first)."""
+    cfgs = [Fmx(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
+    ucx_any = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
+               "--mca", "pml_ucx_devices", "any"]
+    cfgs += [
+        OpenMPI(ctx, "ompi-vader", "Open MPI vader (CMA single copy)", [],
+                "default shared memory BTL"),
+        OpenMPI(ctx, "ompi-vader-2copy", "Open MPI vader two-copy",
+                ["--mca", "btl_vader_single_copy_mechanism", "none"]),
+        OpenMPI(ctx, "ompi-ucx", "Open MPI over UCX", ucx_any,
+                "pml_ucx_tls/devices=any: Debian's Open MPI enables the UCX PML only on "
+                "InfiniBand/RoCE devices otherwise"),
+        OpenMPI(ctx, "ompi-ucx-posix", "Open MPI over UCX, UCX_TLS=posix,self",
+                ucx_any + ["-x", "UCX_TLS=posix,self"]),
+    ]
+    dev = mpich_device()
+    ctx["mpich_device"] = dev
+    cfgs += [
+        Mpich(ctx, "mpich", "MPICH (%s, intra-node CH4 shm)" % dev, {},
+              "Debian's MPICH is built --with-device=%s; within a node CH4 uses its own "
+              "POSIX shared memory module, not the netmod" % dev),
+        Mpich(ctx, "mpich-ucx", "MPICH over UCX (MPIR_CVAR_NOLOCAL=1)",
+              {"MPIR_CVAR_NOLOCAL": "1"},
+              "MPIR_CVAR_NOLOCAL=1 sends intra-node traffic through the %s netmod" % dev),
+        UcxPerftest(ctx),
+        CmaRaw(ctx),
+        OpenMPIOfi(ctx, "ompi-ofi-shm", "Open MPI, ofi MTL, libfabric shm", "shm"),
+        FiPingpong(ctx),
+        ImpiImb(ctx),
+        ImpiPerf(ctx),
+        FmxFi(ctx),
+    ]
+    return cfgs
