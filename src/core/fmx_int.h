@@ -97,6 +97,7 @@ struct fmx_request {
   uint64_t rreq;          /* receiver's id (sender side, ring engine) */
   uint64_t want;          /* bytes to move */
   uint64_t done;          /* bytes moved */
+  uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
   struct list_node bnode; /* ep->bulk list */
   uint64_t deadline_ns;
 };

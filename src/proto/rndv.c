@@ -11,6 +11,7 @@
 
 #include "bulk/engine.h"
 #include "core/log.h"
+#include "platform/sys.h"
 #include "proto/proto_int.h"
 
 static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
@@ -64,6 +65,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
     struct proto_hdr cts = {.type = PROTO_CTS, .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
     proto_send_ctl(ep, p, &cts);
   }
+  r->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &r->bnode);
 }
 
@@ -77,6 +79,7 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
   s->rreq = h->rreq;
   s->want = h->msg_len;
   s->done = 0;
+  s->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &s->bnode);
 }
 
@@ -100,14 +103,17 @@ void rndv_progress(struct fmx_endpoint *ep) {
   struct list_node *pos, *tmp;
   list_for_each_safe(pos, tmp, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    uint64_t before = r->done;
     if (r->kind == REQ_RECV) {
       int rc = r->engine->recv_progress(ep, r);
+      if (r->done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         recv_finish(ep, r, FMX_SUCCESS);
       else if (rc < 0)
         recv_finish(ep, r, (fmx_return_t)-rc);
     } else {
       int rc = r->engine->send_progress(ep, r);
+      if (r->done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         list_del(&r->bnode); /* all pushed: completes on FIN */
       else if (rc < 0)
