@@ -87,6 +87,8 @@ static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
 
 const struct fmx_bulk_engine bulk_cma = {
     .name = "cma",
+    .cost_cfg = &fmx_cfg.cost_cma,
+    .cost_var = "FMX_COST_CMA",
     .probe = cma_probe,
     .usable = cma_usable,
     .needs_cts = 0,

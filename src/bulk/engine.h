@@ -25,6 +25,10 @@
 
 struct fmx_bulk_engine {
   const char *name;
+  /* Measured cost per topology level ("L3:3.1:8200;NUMA:..."), written by
+   * fmx_tune into the tuning file: FMX_COST_<NAME>. "" = not measured. */
+  const char *const *cost_cfg;
+  const char *cost_var; /* that tunable's name, for messages */
   /* Peer-independent probe (a real attempt); 0 usable, else -1 and reason. */
   int (*probe)(char *reason, size_t len);
   /* Usable with this peer (from its connect-time probe)? */
@@ -40,6 +44,17 @@ extern const struct fmx_bulk_engine bulk_ring;
 extern const struct fmx_bulk_engine *const bulk_engines[];
 
 const struct fmx_bulk_engine *bulk_find(const char *name);
+
+/* Parse a cost spec "LEVEL:STARTUP_US:MBPS[;LEVEL:...]" (LEVEL one of CPU L1
+ * L2 L3 NUMA SYS, enum topo_level order) and take the entry for `level`, or
+ * the nearest level measured. Returns 0 (exact level), 1 (another level), -1
+ * (empty spec) or -2 (malformed: nothing taken). */
+int bulk_cost_parse(const char *spec, int level, struct bulk_cost *out);
+/* Predicted microseconds for len bytes. */
+double bulk_cost_time(const struct bulk_cost *c, uint64_t len);
+/* Among n candidates with known costs (known[i] != 0) the cheapest for len;
+ * -1 if none is known. Ties go to the lower index. */
+int bulk_cost_pick(const struct bulk_cost *cost, const int *known, int n, uint64_t len);
 /* The engine for a message of `len` bytes from p (receiver's choice). */
 const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len);
 /* The copy routine for user-space copies into a destination of msg_len

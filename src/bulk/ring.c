@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
+#include "core/config.h"
 #include "core/transport.h"
 #include "shm/channel.h"
 
@@ -83,6 +84,8 @@ static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
 
 const struct fmx_bulk_engine bulk_ring = {
     .name = "ring",
+    .cost_cfg = &fmx_cfg.cost_ring,
+    .cost_var = "FMX_COST_RING",
     .probe = ring_probe,
     .usable = ring_usable,
     .needs_cts = 1,

@@ -17,6 +17,8 @@ struct fmx_config {
   uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */
   const char *copy;         /* FMX_COPY: auto or a copy routine's name */
   uint64_t copy_nt_threshold; /* FMX_COPY_NT_THRESHOLD */
+  const char *cost_cma;     /* FMX_COST_CMA: "LEVEL:STARTUP_US:MBPS;..." or "" */
+  const char *cost_ring;    /* FMX_COST_RING */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */

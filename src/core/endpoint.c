@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/transport.h"
 #include "platform/sys.h"
+#include "platform/topo.h"
 #include "proto/proto_int.h"
 #include "shm/channel.h"
 #include "shm/connect.h"
@@ -106,6 +107,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep) {
   p->index = ep->npartners;
   p->gen = (uint32_t)sys_random64() | 1;
   p->pidfd = -1;
+  p->cpu = -1;
   list_init(&p->outq);
   list_init(&p->reqs);
   ep->partners[ep->npartners++] = p;
@@ -207,6 +209,7 @@ static int open_self(struct fmx_endpoint *ep) {
   if (!p->chan[0]) return -1;
   p->nchan = 1;
   p->is_self = 1;
+  p->cpu = ep->cpu;
   p->nic = ep->nic;
   p->eid = ep->eid;
   p->session = ep->session;
@@ -280,6 +283,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->nic = sys_host_id();
   ep->session = (uint32_t)sys_random64();
   ep->probe_word = sys_random64();
+  ep->cpu = topo_current_cpu();
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   list_init(&ep->completed);
   list_init(&ep->bulk);

@@ -32,6 +32,13 @@ struct ep_desc {
 
 enum partner_state { PARTNER_ALIVE = 0, PARTNER_DEAD, PARTNER_CLOSED, PARTNER_DISCONNECTED };
 
+/* A bulk engine's cost with one peer: time(len) = startup_us + len / mbps
+ * (MB/s = bytes per microsecond); see bulk/engine.h. */
+struct bulk_cost {
+  double startup_us, mbps;
+};
+#define BULK_MAX_ENGINES 8
+
 struct partner {
   uint32_t index;
   uint32_t gen;
@@ -46,6 +53,10 @@ struct partner {
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
+  int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
+  int cost_ready;                         /* cost[] filled (first rendezvous) */
+  int cost_known[BULK_MAX_ENGINES];       /* per bulk_engines[] index: tuned? */
+  struct bulk_cost cost[BULK_MAX_ENGINES];
   int cma_ok;
   char cma_reason[96];
   struct list_node outq;   /* records waiting for ring room, in order */
@@ -118,6 +129,7 @@ struct fmx_endpoint {
   int desc_fd;
   struct ep_desc *desc;
   uint64_t probe_word; /* peers read it to prove CMA works */
+  int cpu;             /* our CPU at open (pinned: exact; else a hint), -1 unknown */
 
   struct partner **partners;
   uint32_t npartners;

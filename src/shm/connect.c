@@ -170,6 +170,7 @@ static struct partner *adopt(struct fmx_endpoint *ep, const struct shm_hello *h,
       return NULL;
     }
     probe_cma(p, h->probe_addr, h->probe_val);
+    p->cpu = h->cpu;
   }
   if (ch) {
     if (p->nchan < 2)
@@ -191,6 +192,7 @@ static void fill_hello(struct fmx_endpoint *ep, struct shm_hello *h, int type) {
   h->nic = ep->nic;
   h->probe_addr = (uint64_t)(uintptr_t)&ep->probe_word;
   h->probe_val = ep->probe_word;
+  h->cpu = ep->cpu;
 }
 
 /* The acceptor side of one handshake (watcher thread). */

@@ -22,7 +22,7 @@ struct fmx_endpoint;
 struct partner;
 
 #define SHM_HELLO_MAGIC 0x464d5848u /* "FMXH" */
-#define SHM_HELLO_VERSION 1
+#define SHM_HELLO_VERSION 2 /* 2: cpu */
 enum { SHM_HELLO = 1, SHM_REPLY = 2 };
 
 struct shm_hello {
@@ -37,7 +37,10 @@ struct shm_hello {
   uint64_t nic;
   uint64_t probe_addr; /* a word the peer may read with process_vm_readv */
   uint64_t probe_val;
+  int32_t cpu; /* the CPU the sender's process runs on (a hint), -1 unknown */
+  uint32_t reserved;
 };
+_Static_assert(sizeof(struct shm_hello) == 64, "hello layout");
 
 /* Bind the listening socket; 0, or -errno (-EADDRINUSE: id taken). */
 int shm_listen(struct fmx_endpoint *ep);

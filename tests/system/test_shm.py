@@ -145,14 +145,14 @@ def test_other_uid_refused():
 import os, socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(b"\0fmx/0/0/70")
-hello = struct.pack("<8I3Q", 0x464d5848, 1, 1, 0, 0x5eed, 99, 1, 0, 1, 0, 0)
+hello = struct.pack("<8I3QiI", 0x464d5848, 2, 1, 0, 0x5eed, 99, 1, 0, 1, 0, 0, -1, 0)
 fds = [os.memfd_create("x"), os.memfd_create("y")]
 for fd in fds:
     os.ftruncate(fd, 1 << 20)
 socket.send_fds(s, [hello], fds)
 s.settimeout(5)
 rep = s.recv(64)
-print(struct.unpack("<8I3Q", rep)[3])
+print(struct.unpack("<8I3QiI", rep)[3])
 '''
         p = subprocess.run(nobody + ["python3", "-c", code], capture_output=True, text=True, timeout=30)
         assert p.returncode == 0, p.stderr
@@ -167,7 +167,9 @@ def test_malformed_hello_dropped():
     srv = spawn("issend", 0, 2, 80)
     try:
         time.sleep(0.3)
-        for payload in (b"", b"garbage", struct.pack("<8I3Q", 0x464d5848, 99, 1, 0, 0, 0, 0, 0, 0, 0, 0)):
+        for payload in (b"", b"garbage", struct.pack("<8I3QiI", 0x464d5848, 99, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+                        # a version-1 hello (56 bytes, before the cpu field)
+                        struct.pack("<8I3Q", 0x464d5848, 1, 1, 0, 0x5eed, 1, 1, 0, 1, 0, 0)):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             s.connect(b"\0fmx/%d/0/80" % os.getuid())
             if payload:
@@ -177,7 +179,7 @@ def test_malformed_hello_dropped():
                 rep = s.recv(64)
             except (socket.timeout, ConnectionResetError):
                 rep = b""
-            assert rep == b"" or struct.unpack("<8I3Q", rep)[3] != 0
+            assert rep == b"" or struct.unpack("<8I3QiI", rep)[3] != 0
             s.close()
         # still serves a real peer afterwards
         peer = spawn("issend", 1, 2, 80)

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* The bulk-engine selector: cost specs (what fmx_tune writes), the cheapest
+ * engine per size, and decisions against synthetic topologies (two packages:
+ * CPUs 0,1 share an L3; CPU 2 shares nothing with CPU 0). */
+#include <math.h>
+#include <string.h>
+
+#include "bulk/engine.h"
+#include "check.h"
+#include "core/config.h"
+#include "platform/topo.h"
+
+static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
+  struct fmx_endpoint ep;
+  struct partner p;
+  memset(&ep, 0, sizeof ep);
+  memset(&p, 0, sizeof p);
+  ep.cpu = my_cpu;
+  p.cpu = peer_cpu;
+  p.cma_ok = cma_ok;
+  return bulk_select(&ep, &p, len)->name;
+}
+
+int main(void) {
+  struct bulk_cost c;
+  config_load();
+
+  /* Parsing: exact level, nearest level, empty, malformed. */
+  CHECK_EQ(bulk_cost_parse("L3:2.5:9000", TOPO_LEVEL_L3, &c), 0);
+  CHECK(fabs(c.startup_us - 2.5) < 1e-9 && fabs(c.mbps - 9000) < 1e-9);
+  CHECK_EQ(bulk_cost_parse("L2:1:100;NUMA:4:400", TOPO_LEVEL_L3, &c), 1);
+  CHECK(fabs(c.mbps - 100) < 1e-9); /* L2 and NUMA equally near: the first */
+  CHECK_EQ(bulk_cost_parse("L2:1:100; SYS:7:700", TOPO_LEVEL_NONE, &c), 0);
+  CHECK(fabs(c.startup_us - 7) < 1e-9);
+  CHECK_EQ(bulk_cost_parse("", TOPO_LEVEL_L3, &c), -1);
+  CHECK_EQ(bulk_cost_parse(NULL, TOPO_LEVEL_L3, &c), -1);
+  const char *bad[] = {"L3", "L3:1", "L9:1:2", "L3:1:0", "L3:-1:5", "L3:1:2x", "l3:1:2",
+                       "L3:nan:5", "L3:1:inf", ";"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    c = (struct bulk_cost){42, 42};
+    int rc = bulk_cost_parse(bad[i], TOPO_LEVEL_L3, &c);
+    if (rc != -2) fprintf(stderr, "accepted '%s'\n", bad[i]);
+    CHECK_EQ(rc, -2);
+    CHECK(c.startup_us == 42); /* nothing taken */
+  }
+
+  /* The cheapest engine: low startup wins small, high bandwidth wins big. */
+  struct bulk_cost two[2] = {{2, 4000}, {10, 8000}};
+  int known[2] = {1, 1};
+  CHECK_EQ(bulk_cost_pick(two, known, 2, 1 << 15), 0);
+  CHECK_EQ(bulk_cost_pick(two, known, 2, 64 << 20), 1);
+  CHECK_EQ(bulk_cost_pick(two, known, 2, 64000), 0); /* the crossover: a tie goes low */
+  known[0] = 0;
+  CHECK_EQ(bulk_cost_pick(two, known, 2, 1 << 15), 1);
+  known[1] = 0;
+  CHECK_EQ(bulk_cost_pick(two, known, 2, 1 << 15), -1);
+
+  /* No measured costs: cma wherever the peer allows it, else ring. */
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 0, 64 << 20), "ring") == 0);
+
+  /* Measured costs on a two-package machine: ring wins large messages
+   * between cores that share the L3, cma everything across packages. */
+  CHECK_EQ(topo_load_synthetic("pack:2 l3:1 l2:2 core:1 pu:1"), 0);
+  CHECK_EQ(topo_shared_level(0, 1), TOPO_LEVEL_L3);
+  CHECK_EQ(topo_shared_level(0, 2), TOPO_LEVEL_NUMA); /* one NUMA node */
+  CHECK_EQ(config_set("FMX_COST_CMA", "L3:2:4000;NUMA:2:3000", "environment"), 0);
+  CHECK_EQ(config_set("FMX_COST_RING", "L3:10:8000;NUMA:10:1500", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 15), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma") == 0);
+  /* A peer that refuses CMA leaves ring, whatever the costs. */
+  CHECK(strcmp(pick(0, 2, 0, 1 << 15), "ring") == 0);
+  /* Unknown CPUs count as NUMA. */
+  CHECK(strcmp(pick(-1, 1, 1, 64 << 20), "cma") == 0);
+  /* Only one engine measured: it is chosen whenever usable. */
+  CHECK_EQ(config_set("FMX_COST_CMA", "", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 15), "ring") == 0);
+  /* A malformed spec is ignored (warned once), not half-used. */
+  CHECK_EQ(config_set("FMX_COST_RING", "L3:fast", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  /* FMX_BULK forces, costs or not. */
+  CHECK_EQ(config_set("FMX_COST_RING", "L3:10:8000", "environment"), 0);
+  CHECK_EQ(config_set("FMX_BULK", "cma", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK_DONE("test_select");
+  return 0;
+}
