@@ -21,45 +21,62 @@ const struct fmx_bulk_engine *bulk_find(const char *name) {
 static const char *const level_names[] = {"CPU", "L1", "L2", "L3", "NUMA", "SYS"};
 #define NLEVELS ((int)(sizeof level_names / sizeof level_names[0]))
 
-int bulk_cost_parse(const char *spec, int level, struct bulk_cost *out) {
+int bulk_cost_parse(const char *spec, int level, struct bulk_model *out) {
+  out->n = 0;
   if (!spec || !*spec) return -1;
   char buf[256];
   if (strlen(spec) >= sizeof buf) return -2;
   strcpy(buf, spec);
-  int best = -1, best_dist = NLEVELS + 1;
-  struct bulk_cost best_c = {0, 0};
+  struct {
+    int level;
+    struct bulk_cost c;
+  } e[16];
+  int ne = 0, best_dist = NLEVELS + 1, best = -1;
   char *save = NULL;
   for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
     char name[8];
     double st, bw;
+    unsigned long long from = 0;
     int used = 0;
-    if (sscanf(tok, " %7[A-Z0-9] : %lf : %lf %n", name, &st, &bw, &used) != 3 || tok[used] != '\0')
+    if (ne == 16) return -2;
+    if (sscanf(tok, " %7[A-Z0-9] @ %llu : %lf : %lf %n", name, &from, &st, &bw, &used) != 4 &&
+        sscanf(tok, " %7[A-Z0-9] : %lf : %lf %n", name, &st, &bw, &used) != 3)
       return -2;
+    if (tok[used] != '\0') return -2;
     int l = -1;
     for (int i = 0; i < NLEVELS; i++)
       if (strcmp(name, level_names[i]) == 0) l = i;
     /* A cost is a time and a bandwidth: both finite, bandwidth positive. */
     if (l < 0 || !(st >= 0 && st < 1e9) || !(bw > 0 && bw < 1e9)) return -2;
+    e[ne].level = l;
+    e[ne++].c = (struct bulk_cost){st, bw, from};
     int d = l > level ? l - level : level - l;
-    if (d < best_dist) {
-      best_dist = d;
-      best = l;
-      best_c = (struct bulk_cost){st, bw};
-    }
+    if (d < best_dist) best_dist = d, best = l;
   }
   if (best < 0) return -2;
-  *out = best_c;
+  /* The chosen level's segments, sorted by `from` (insertion; a handful). */
+  for (int i = 0; i < ne; i++) {
+    if (e[i].level != best) continue;
+    if (out->n == BULK_COST_SEGS) return out->n = 0, -2;
+    int j = out->n++;
+    while (j > 0 && out->seg[j - 1].from > e[i].c.from) out->seg[j] = out->seg[j - 1], j--;
+    out->seg[j] = e[i].c;
+  }
   return best == level ? 0 : 1;
 }
 
-double bulk_cost_time(const struct bulk_cost *c, uint64_t len) { return c->startup_us + (double)len / c->mbps; }
+double bulk_cost_time(const struct bulk_model *m, uint64_t len) {
+  int k = 0;
+  while (k + 1 < m->n && m->seg[k + 1].from <= len) k++;
+  return m->seg[k].startup_us + (double)len / m->seg[k].mbps;
+}
 
-int bulk_cost_pick(const struct bulk_cost *cost, const int *known, int n, uint64_t len) {
+int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_t len) {
   int best = -1;
   double best_t = 0;
   for (int i = 0; i < n; i++) {
-    if (!known[i]) continue;
-    double t = bulk_cost_time(&cost[i], len);
+    if (!usable[i] || m[i].n == 0) continue;
+    double t = bulk_cost_time(&m[i], len);
     if (best < 0 || t < best_t) {
       best = i;
       best_t = t;
@@ -77,9 +94,8 @@ static void partner_costs(struct partner *p, int my_cpu) {
   for (int i = 0; bulk_engines[i] && i < BULK_MAX_ENGINES; i++) {
     const struct fmx_bulk_engine *e = bulk_engines[i];
     int rc = bulk_cost_parse(*e->cost_cfg, level, &p->cost[i]);
-    p->cost_known[i] = rc >= 0;
     if (rc == -2)
-      log_warn_once("FMX-COST-BAD", "%s='%s' is malformed (want LEVEL:STARTUP_US:MBPS;...); ignored",
+      log_warn_once("FMX-COST-BAD", "%s='%s' is malformed (want LEVEL[@FROM]:STARTUP_US:MBPS;...); ignored",
                     e->cost_var, *e->cost_cfg);
   }
   p->cost_ready = 1;
@@ -96,10 +112,9 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
      * peer. Without them: the one copy of cma beats the two copies of ring
      * wherever cma is allowed (docs/engines.md). */
     if (!p->cost_ready) partner_costs(p, ep->cpu);
-    int known[BULK_MAX_ENGINES] = {0}, n = 0;
-    for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++)
-      known[n] = p->cost_known[n] && bulk_engines[n]->usable(ep, p);
-    int i = bulk_cost_pick(p->cost, known, n, len);
+    int usable[BULK_MAX_ENGINES] = {0}, n = 0;
+    for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++) usable[n] = bulk_engines[n]->usable(ep, p);
+    int i = bulk_cost_pick(p->cost, usable, n, len);
     e = i >= 0 ? bulk_engines[i] : &bulk_cma;
   }
   if (!e->usable(ep, p)) {

@@ -45,16 +45,18 @@ extern const struct fmx_bulk_engine *const bulk_engines[];
 
 const struct fmx_bulk_engine *bulk_find(const char *name);
 
-/* Parse a cost spec "LEVEL:STARTUP_US:MBPS[;LEVEL:...]" (LEVEL one of CPU L1
- * L2 L3 NUMA SYS, enum topo_level order) and take the entry for `level`, or
- * the nearest level measured. Returns 0 (exact level), 1 (another level), -1
- * (empty spec) or -2 (malformed: nothing taken). */
-int bulk_cost_parse(const char *spec, int level, struct bulk_cost *out);
-/* Predicted microseconds for len bytes. */
-double bulk_cost_time(const struct bulk_cost *c, uint64_t len);
-/* Among n candidates with known costs (known[i] != 0) the cheapest for len;
- * -1 if none is known. Ties go to the lower index. */
-int bulk_cost_pick(const struct bulk_cost *cost, const int *known, int n, uint64_t len);
+/* Parse a cost spec "LEVEL[@FROM]:STARTUP_US:MBPS[;...]" (LEVEL one of CPU
+ * L1 L2 L3 NUMA SYS, enum topo_level order; an entry applies to messages of
+ * FROM bytes and more, FROM 0 when absent) and take the segments of `level`,
+ * or of the nearest level measured. Returns 0 (exact level), 1 (another
+ * level), -1 (empty spec) or -2 (malformed: out->n = 0). */
+int bulk_cost_parse(const char *spec, int level, struct bulk_model *out);
+/* Predicted microseconds for len bytes: the segment with the largest
+ * from <= len (the first segment below all of them). */
+double bulk_cost_time(const struct bulk_model *m, uint64_t len);
+/* Among n models the cheapest usable one (usable[i] && models[i].n) for len;
+ * -1 if none. Ties go to the lower index. */
+int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_t len);
 /* The engine for a message of `len` bytes from p (receiver's choice). */
 const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len);
 /* The copy routine for user-space copies into a destination of msg_len

@@ -32,10 +32,17 @@ struct ep_desc {
 
 enum partner_state { PARTNER_ALIVE = 0, PARTNER_DEAD, PARTNER_CLOSED, PARTNER_DISCONNECTED };
 
-/* A bulk engine's cost with one peer: time(len) = startup_us + len / mbps
- * (MB/s = bytes per microsecond); see bulk/engine.h. */
+/* A bulk engine's cost with one peer, in segments: for len >= from,
+ * time(len) = startup_us + len / mbps (MB/s = bytes per microsecond); the
+ * segments follow the cache regimes (in cache, out of it). bulk/engine.h. */
 struct bulk_cost {
   double startup_us, mbps;
+  uint64_t from;
+};
+#define BULK_COST_SEGS 4
+struct bulk_model {
+  int n; /* segments, sorted by from; 0 = not measured */
+  struct bulk_cost seg[BULK_COST_SEGS];
 };
 #define BULK_MAX_ENGINES 8
 
@@ -54,9 +61,8 @@ struct partner {
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
   int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
-  int cost_ready;                         /* cost[] filled (first rendezvous) */
-  int cost_known[BULK_MAX_ENGINES];       /* per bulk_engines[] index: tuned? */
-  struct bulk_cost cost[BULK_MAX_ENGINES];
+  int cost_ready;                          /* cost[] filled (first rendezvous) */
+  struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
   int cma_ok;
   char cma_reason[96];
   struct list_node outq;   /* records waiting for ring room, in order */

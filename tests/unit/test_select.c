@@ -22,38 +22,49 @@ static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
 }
 
 int main(void) {
-  struct bulk_cost c;
+  struct bulk_model c;
   config_load();
 
-  /* Parsing: exact level, nearest level, empty, malformed. */
+  /* Parsing: exact level, nearest level, segments, empty, malformed. */
   CHECK_EQ(bulk_cost_parse("L3:2.5:9000", TOPO_LEVEL_L3, &c), 0);
-  CHECK(fabs(c.startup_us - 2.5) < 1e-9 && fabs(c.mbps - 9000) < 1e-9);
+  CHECK(c.n == 1 && fabs(c.seg[0].startup_us - 2.5) < 1e-9 && fabs(c.seg[0].mbps - 9000) < 1e-9);
   CHECK_EQ(bulk_cost_parse("L2:1:100;NUMA:4:400", TOPO_LEVEL_L3, &c), 1);
-  CHECK(fabs(c.mbps - 100) < 1e-9); /* L2 and NUMA equally near: the first */
+  CHECK(c.n == 1 && fabs(c.seg[0].mbps - 100) < 1e-9); /* L2 and NUMA equally near: the first */
   CHECK_EQ(bulk_cost_parse("L2:1:100; SYS:7:700", TOPO_LEVEL_NONE, &c), 0);
-  CHECK(fabs(c.startup_us - 7) < 1e-9);
+  CHECK(fabs(c.seg[0].startup_us - 7) < 1e-9);
+  /* Segments of one level, given in any order, sorted by their start. */
+  CHECK_EQ(bulk_cost_parse("L3@4194304:0:2000;L2:9:9;L3:1:10000", TOPO_LEVEL_L3, &c), 0);
+  CHECK_EQ(c.n, 2);
+  CHECK_EQ(c.seg[0].from, 0);
+  CHECK_EQ(c.seg[1].from, 4194304);
+  CHECK(fabs(bulk_cost_time(&c, 1000000) - 101) < 1e-9);   /* 1 + 1e6 / 1e4 */
+  CHECK(fabs(bulk_cost_time(&c, 8000000) - 4000) < 1e-9);  /* 0 + 8e6 / 2e3 */
   CHECK_EQ(bulk_cost_parse("", TOPO_LEVEL_L3, &c), -1);
   CHECK_EQ(bulk_cost_parse(NULL, TOPO_LEVEL_L3, &c), -1);
-  const char *bad[] = {"L3", "L3:1", "L9:1:2", "L3:1:0", "L3:-1:5", "L3:1:2x", "l3:1:2",
-                       "L3:nan:5", "L3:1:inf", ";"};
+  const char *bad[] = {"L3", "L3:1", "L9:1:2", "L3:1:0", "L3:-1:5", "L3:1:2x", "l3:1:2", "L3:nan:5",
+                       "L3:1:inf", ";", "L3@:1:2", "L3@x:1:2", "L3@1:1:2;L3@2:1:2;L3@3:1:2;L3@4:1:2;L3@5:1:2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    c = (struct bulk_cost){42, 42};
     int rc = bulk_cost_parse(bad[i], TOPO_LEVEL_L3, &c);
     if (rc != -2) fprintf(stderr, "accepted '%s'\n", bad[i]);
     CHECK_EQ(rc, -2);
-    CHECK(c.startup_us == 42); /* nothing taken */
+    CHECK_EQ(c.n, 0); /* nothing taken */
   }
 
   /* The cheapest engine: low startup wins small, high bandwidth wins big. */
-  struct bulk_cost two[2] = {{2, 4000}, {10, 8000}};
-  int known[2] = {1, 1};
-  CHECK_EQ(bulk_cost_pick(two, known, 2, 1 << 15), 0);
-  CHECK_EQ(bulk_cost_pick(two, known, 2, 64 << 20), 1);
-  CHECK_EQ(bulk_cost_pick(two, known, 2, 64000), 0); /* the crossover: a tie goes low */
-  known[0] = 0;
-  CHECK_EQ(bulk_cost_pick(two, known, 2, 1 << 15), 1);
-  known[1] = 0;
-  CHECK_EQ(bulk_cost_pick(two, known, 2, 1 << 15), -1);
+  struct bulk_model two[2] = {{1, {{2, 4000, 0}}}, {1, {{10, 8000, 0}}}};
+  int usable[2] = {1, 1};
+  CHECK_EQ(bulk_cost_pick(two, usable, 2, 1 << 15), 0);
+  CHECK_EQ(bulk_cost_pick(two, usable, 2, 64 << 20), 1);
+  CHECK_EQ(bulk_cost_pick(two, usable, 2, 64000), 0); /* the crossover: a tie goes low */
+  usable[0] = 0;
+  CHECK_EQ(bulk_cost_pick(two, usable, 2, 1 << 15), 1);
+  usable[1] = 0;
+  CHECK_EQ(bulk_cost_pick(two, usable, 2, 1 << 15), -1);
+  /* Segments: engine 0 falls out of cache at 4 MiB, engine 1 does not. */
+  struct bulk_model seg[2] = {{2, {{1, 10000, 0}, {0, 2000, 4 << 20}}}, {1, {{5, 6000, 0}}}};
+  usable[0] = usable[1] = 1;
+  CHECK_EQ(bulk_cost_pick(seg, usable, 2, 1 << 20), 0);
+  CHECK_EQ(bulk_cost_pick(seg, usable, 2, 8 << 20), 1);
 
   /* No measured costs: cma wherever the peer allows it, else ring. */
   CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);

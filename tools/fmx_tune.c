@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fmx_tune - measure every usable bulk engine on this host and write what
+ * the selector needs into the tuning file: per engine, a cost
+ * startup + bytes / bandwidth, for the topology level of the two cores
+ * measured (FMX_COST_<ENGINE>=LEVEL:STARTUP_US:MBPS, other levels kept).
+ *
+ * It runs fmx_perf (the same directory, or --perf) with each engine forced,
+ * pingpong over sizes from the rendezvous threshold to 64 MiB, the engines
+ * interleaved, REPS times; keeps each size's best time (the least disturbed
+ * on a shared machine) and fits the line by least squares on relative error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bulk/engine.h"
+#include "core/config.h"
+#include "platform/topo.h"
+
+#define MAX_SIZES 32
+
+static const char *const level_names[] = {"CPU", "L1", "L2", "L3", "NUMA", "SYS"};
+
+static struct {
+  const char *output, *perf, *engines;
+  int reps, cores[2];
+  int dry_run, quick;
+} opt = {.reps = 3, .cores = {-1, -1}};
+
+struct engine_run {
+  const struct fmx_bulk_engine *e;
+  double best[MAX_SIZES]; /* µs, 0 = no number yet */
+  struct bulk_model model;
+};
+
+#define die(...) (fprintf(stderr, "fmx_tune: " __VA_ARGS__), fputc('\n', stderr), exit(1))
+#define usage_error(...) \
+  (fprintf(stderr, "fmx_tune: " __VA_ARGS__), fprintf(stderr, "\nTry 'fmx_tune --help'.\n"), exit(2))
+
+static void usage(void) {
+  printf("Usage: fmx_tune [options]\n"
+         "Measure each usable bulk engine and write FMX_COST_<ENGINE> into the tuning file.\n\n"
+         "  --output FILE   tuning file to update (default: FMX_TUNING_FILE, %s)\n"
+         "  --dry-run       print the lines, write nothing\n"
+         "  --cores A,B     the two cores to measure on (default: the first two allowed);\n"
+         "                  their topology level (L2, L3, NUMA, ...) is the one written\n"
+         "  --reps N        interleaved repetitions, best kept (default 3)\n"
+         "  --engines LIST  comma list (default: every usable engine)\n"
+         "  --quick         sizes up to 16 MiB, few iterations (a smoke run)\n"
+         "  --perf PATH     the fmx_perf to run (default: next to fmx_tune)\n"
+         "  --help          this text\n\n"
+         "Other levels already in the file stay, as do all other lines. fmx reads the\n"
+         "file at fmx_init; FMX_COST_* in the environment override it, FMX_BULK forces.\n"
+         "Exit status: 0 ok, 1 error, 2 usage error.\n",
+         fmx_cfg.tuning_file);
+}
+
+static int parse_int(const char *s, int lo, int hi, const char *what) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi) usage_error("%s: bad value '%s' (want %d..%d)", what, s, lo, hi);
+  return (int)v;
+}
+
+static void parse_args(int argc, char **argv) {
+  enum { O_OUT = 256, O_DRY, O_CORES, O_REPS, O_ENGINES, O_QUICK, O_PERF, O_HELP };
+  static const struct option lopts[] = {{"output", required_argument, 0, O_OUT}, {"dry-run", no_argument, 0, O_DRY},
+                                        {"cores", required_argument, 0, O_CORES}, {"reps", required_argument, 0, O_REPS},
+                                        {"engines", required_argument, 0, O_ENGINES}, {"quick", no_argument, 0, O_QUICK},
+                                        {"perf", required_argument, 0, O_PERF},   {"help", no_argument, 0, O_HELP},
+                                        {0, 0, 0, 0}};
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+    switch (c) {
+    case O_OUT: opt.output = optarg; break;
+    case O_DRY: opt.dry_run = 1; break;
+    case O_CORES: {
+      char *comma = strchr(optarg, ',');
+      if (!comma) usage_error("--cores: want A,B, got '%s'", optarg);
+      *comma = '\0';
+      opt.cores[0] = parse_int(optarg, 0, CPU_SETSIZE - 1, "--cores");
+      opt.cores[1] = parse_int(comma + 1, 0, CPU_SETSIZE - 1, "--cores");
+      break;
+    }
+    case O_REPS: opt.reps = parse_int(optarg, 1, 100, "--reps"); break;
+    case O_ENGINES: opt.engines = optarg; break;
+    case O_QUICK: opt.quick = 1; break;
+    case O_PERF: opt.perf = optarg; break;
+    case 'h':
+    case O_HELP: usage(); exit(0);
+    case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
+    default: usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) usage_error("unexpected argument '%s'", argv[optind]);
+}
+
+static void default_cores(void) {
+  cpu_set_t set;
+  int n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) die("sched_getaffinity: %s", strerror(errno));
+  for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+    if (CPU_ISSET(c, &set)) opt.cores[n++] = c;
+  if (n < 2) die("needs two allowed cores (has %d): the cost of a transfer between two cores is what it measures", n);
+}
+
+static const char *perf_path(char *buf, size_t len) {
+  if (opt.perf) return opt.perf;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n < 0) die("cannot find my own path: %s (use --perf)", strerror(errno));
+  self[n] = '\0';
+  snprintf(buf, len, "%s/fmx_perf", dirname(self));
+  return buf;
+}
+
+/* One fmx_perf run: every size, one engine; fold its times into best[]. */
+static void run_perf(const char *perf, struct engine_run *r, const uint64_t *sizes, int nsizes) {
+  char cmd[4096], cores[32];
+  int n = snprintf(cmd, sizeof cmd, "'%s' pingpong --engine %s --json --quiet --sizes ", perf, r->e->name);
+  for (int i = 0; i < nsizes; i++) n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s%" PRIu64, i ? "," : "", sizes[i]);
+  snprintf(cores, sizeof cores, "%d,%d", opt.cores[0], opt.cores[1]);
+  n += snprintf(cmd + n, sizeof cmd - (size_t)n, " --cores %s%s", cores, opt.quick ? " --iters 20" : "");
+  FILE *f = popen(cmd, "r");
+  if (!f) die("cannot run %s: %s", perf, strerror(errno));
+  char line[1024];
+  int got = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *ps = strstr(line, "\"size\":"), *pl = strstr(line, "\"latency_us\":");
+    uint64_t size;
+    double lat;
+    if (!ps || !pl || sscanf(ps + 7, "%" SCNu64, &size) != 1 || sscanf(pl + 13, "%lf", &lat) != 1) continue;
+    for (int i = 0; i < nsizes; i++)
+      if (sizes[i] == size && lat > 0 && (r->best[i] == 0 || lat < r->best[i])) r->best[i] = lat;
+    got++;
+  }
+  int st = pclose(f);
+  if (st != 0 || got != nsizes)
+    die("'%s' failed (status %d, %d of %d sizes): see its message above", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, got,
+        nsizes);
+}
+
+/* Least squares of t = a + b * len over sizes [i0, i1) on relative error
+ * (weights 1/t^2: the small sizes, where startup matters, count as much as
+ * the large ones). Returns the weighted squared error, or -1 if the times
+ * do not grow with the size. */
+static double fit_line(const uint64_t *sizes, const double *t, int i0, int i1, struct bulk_cost *out) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = i0; i < i1; i++) {
+    double w = 1 / (t[i] * t[i]), x = (double)sizes[i];
+    sw += w, sx += w * x, sy += w * t[i], sxx += w * x * x, sxy += w * x * t[i];
+  }
+  double det = sw * sxx - sx * sx;
+  if (det <= 0) return -1;
+  double a = (sy * sxx - sx * sxy) / det, b = (sw * sxy - sx * sy) / det;
+  if (a < 0) { /* a negative startup is noise: the slope through zero */
+    a = 0;
+    b = sxy / sxx;
+  }
+  if (b <= 0) return -1;
+  double err = 0;
+  for (int i = i0; i < i1; i++) {
+    double r = (a + b * (double)sizes[i] - t[i]) / t[i];
+    err += r * r;
+  }
+  *out = (struct bulk_cost){a, 1 / b, sizes[i0]};
+  return err;
+}
+
+/* One line, or two where the engine changes regime (falls out of a cache):
+ * the split with the least error, each side at least 3 sizes, kept only if
+ * it halves the error of one line. */
+static int fit(const uint64_t *sizes, const double *t, int n, struct bulk_model *m) {
+  struct bulk_cost one, lo, hi;
+  double e1 = fit_line(sizes, t, 0, n, &one);
+  if (e1 < 0) return -1;
+  m->n = 1;
+  m->seg[0] = one;
+  m->seg[0].from = 0;
+  double best = e1 / 2;
+  for (int k = 3; k + 3 <= n; k++) {
+    double el = fit_line(sizes, t, 0, k, &lo), eh = fit_line(sizes, t, k, n, &hi);
+    if (el < 0 || eh < 0 || el + eh >= best) continue;
+    best = el + eh;
+    m->n = 2;
+    m->seg[0] = lo;
+    m->seg[0].from = 0;
+    m->seg[1] = hi;
+  }
+  return 0;
+}
+
+/* The spec with this level's entries replaced (or added), others kept. */
+static void merge_spec(const char *old, int level, const struct bulk_model *m, char *out, size_t len) {
+  char buf[256] = "";
+  size_t n = 0;
+  if (old && strlen(old) < sizeof buf) {
+    char copy[256], *save = NULL;
+    strcpy(copy, old);
+    for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+      while (*tok == ' ') tok++;
+      size_t ln = strlen(level_names[level]);
+      if (strncmp(tok, level_names[level], ln) == 0 && (tok[ln] == ':' || tok[ln] == '@')) continue;
+      struct bulk_model tmp;
+      if (bulk_cost_parse(tok, level, &tmp) < 0) continue; /* drop malformed entries */
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s;", tok);
+    }
+  }
+  for (int k = 0; k < m->n && n < sizeof buf; k++) {
+    const struct bulk_cost *c = &m->seg[k];
+    if (c->from)
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s@%" PRIu64 ":%.2f:%.0f;", level_names[level], c->from,
+                            c->startup_us, c->mbps);
+    else
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s:%.2f:%.0f;", level_names[level], c->startup_us, c->mbps);
+  }
+  if (n && buf[n - 1] == ';') buf[n - 1] = '\0';
+  snprintf(out, len, "%s", buf);
+}
+
+/* Rewrite the tuning file: our FMX_COST_* lines replaced, the rest kept. */
+static void write_file(const char *path, struct engine_run *runs, int nruns, int level) {
+  char *old_text = NULL;
+  size_t old_len = 0;
+  FILE *in = fopen(path, "r");
+  FILE *mem = open_memstream(&old_text, &old_len);
+  if (!mem) die("out of memory");
+  char line[1024];
+  char specs[8][300], old[8][300];
+  memset(old, 0, sizeof old);
+  if (in) {
+    while (fgets(line, sizeof line, in)) {
+      int ours = 0;
+      for (int k = 0; k < nruns; k++) {
+        size_t ln = strlen(runs[k].e->cost_var);
+        if (strncmp(line, runs[k].e->cost_var, ln) == 0 && line[ln] == '=') {
+          /* This file's measurement of other levels is kept: merged below. */
+          snprintf(old[k], sizeof old[k], "%s", line + ln + 1);
+          old[k][strcspn(old[k], "\r\n")] = '\0';
+          ours = 1;
+        }
+      }
+      if (strncmp(line, "# fmx_tune", 10) == 0) ours = 1; /* our comment: rewritten below */
+      if (!ours) fputs(line, mem);
+    }
+    fclose(in);
+  }
+  for (int k = 0; k < nruns; k++) merge_spec(old[k], level, &runs[k].model, specs[k], sizeof specs[k]);
+  fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], level_names[level]);
+  for (int k = 0; k < nruns; k++) fprintf(mem, "%s=%s\n", runs[k].e->cost_var, specs[k]);
+  fclose(mem);
+  if (opt.dry_run) {
+    fputs(old_text, stdout);
+    free(old_text);
+    return;
+  }
+  char dir[PATH_MAX], tmp[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *d = dirname(dir);
+  if (mkdir(d, 0755) != 0 && errno != EEXIST) die("cannot create %s: %s", d, strerror(errno));
+  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+  FILE *out = fopen(tmp, "w");
+  if (!out) die("cannot write %s: %s", tmp, strerror(errno));
+  int bad = fputs(old_text, out) < 0;
+  bad |= fclose(out) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    unlink(tmp);
+    die("cannot write %s: %s", path, strerror(errno));
+  }
+  free(old_text);
+  printf("wrote %s\n", path);
+}
+
+int main(int argc, char **argv) {
+  config_load();
+  parse_args(argc, argv);
+  if (opt.cores[0] < 0) default_cores();
+  const char *path = opt.output ? opt.output : fmx_cfg.tuning_file;
+  char pbuf[PATH_MAX + 16];
+  const char *perf = perf_path(pbuf, sizeof pbuf);
+  if (access(perf, X_OK) != 0) die("cannot run %s: %s (use --perf)", perf, strerror(errno));
+
+  struct engine_run runs[8];
+  int nruns = 0;
+  for (int i = 0; bulk_engines[i] && nruns < 8; i++) {
+    const struct fmx_bulk_engine *e = bulk_engines[i];
+    if (opt.engines) {
+      char list[256];
+      snprintf(list, sizeof list, ",%s,", opt.engines);
+      char want[72];
+      snprintf(want, sizeof want, ",%s,", e->name);
+      if (!strstr(list, want)) continue;
+    }
+    char reason[160];
+    if (e->probe(reason, sizeof reason) != 0) {
+      fprintf(stderr, "fmx_tune: engine %s not usable here (%s): not measured\n", e->name, reason);
+      continue;
+    }
+    memset(&runs[nruns], 0, sizeof runs[nruns]);
+    runs[nruns++].e = e;
+  }
+  if (nruns == 0) die("no usable engine to measure%s", opt.engines ? " in --engines" : "");
+
+  /* The rendezvous threshold (below it no engine runs), then the powers of
+   * two above it, to 64 MiB. */
+  uint64_t sizes[MAX_SIZES], max = opt.quick ? 16u << 20 : 64u << 20;
+  int nsizes = 0;
+  sizes[nsizes++] = fmx_cfg.rndv_threshold;
+  for (uint64_t s = 4096; s <= max && nsizes < MAX_SIZES; s *= 2)
+    if (s > fmx_cfg.rndv_threshold) sizes[nsizes++] = s;
+  if (nsizes < 2) die("rendezvous threshold %" PRIu64 " leaves fewer than two sizes to measure", fmx_cfg.rndv_threshold);
+  int level = topo_shared_level(opt.cores[0], opt.cores[1]);
+  if (level < 0) level = TOPO_LEVEL_NUMA;
+
+  for (int rep = 0; rep < opt.reps; rep++)
+    for (int k = 0; k < nruns; k++) {
+      fprintf(stderr, "[fmx_tune] rep %d/%d: %s, %d sizes on cores %d,%d\n", rep + 1, opt.reps, runs[k].e->name, nsizes,
+              opt.cores[0], opt.cores[1]);
+      run_perf(perf, &runs[k], sizes, nsizes);
+    }
+  for (int k = 0; k < nruns; k++)
+    if (fit(sizes, runs[k].best, nsizes, &runs[k].model) != 0)
+      die("engine %s: the times do not grow with the size; machine too noisy? run again", runs[k].e->name);
+
+  /* What was measured, what the model says, and what auto would pick. */
+  printf("# cores %d,%d share: %s; best of %d; latency in us (model in brackets)\n", opt.cores[0], opt.cores[1],
+         level_names[level], opt.reps);
+  printf("%10s", "size");
+  for (int k = 0; k < nruns; k++) printf(" %20s", runs[k].e->name);
+  printf("  %-8s %s\n", "auto", "loss vs best");
+  double worst = 0;
+  for (int i = 0; i < nsizes; i++) {
+    struct bulk_model model[8];
+    int usable[8], bestk = 0;
+    printf("%10" PRIu64, sizes[i]);
+    for (int k = 0; k < nruns; k++) {
+      model[k] = runs[k].model;
+      usable[k] = 1;
+      if (runs[k].best[i] < runs[bestk].best[i]) bestk = k;
+      printf(" %10.1f [%7.1f]", runs[k].best[i], bulk_cost_time(&runs[k].model, sizes[i]));
+    }
+    int pick = bulk_cost_pick(model, usable, nruns, sizes[i]);
+    double loss = runs[pick].best[i] / runs[bestk].best[i] - 1;
+    worst = loss > worst ? loss : worst;
+    printf("  %-8s %5.1f%%\n", runs[pick].e->name, loss * 100);
+  }
+  for (int k = 0; k < nruns; k++)
+    for (int j = 0; j < runs[k].model.n; j++)
+      printf("# %s from %" PRIu64 " B: startup %.2f us, %.0f MB/s\n", runs[k].e->name, runs[k].model.seg[j].from,
+             runs[k].model.seg[j].startup_us, runs[k].model.seg[j].mbps);
+  printf("# the model's choice is at most %.1f%% slower than the best measured engine at these sizes\n", worst * 100);
+  write_file(path, runs, nruns, level);
+  return 0;
+}
