@@ -126,7 +126,42 @@ class Fmx(Config):
                 "--cores", ",".join(map(str, self.ctx["cores"]))] + _iters_args(iters)
         if self.engine:
             argv += ["--engine", self.engine]
-        return argv, {}
+        # As shipped: no tuning file (an /etc/fmx/tuning.conf of this host
+        # would otherwise change "auto"); FmxTuned measures its own.
+        return argv, {"FMX_TUNING_FILE": self.ctx.get("fmx_tuning", "")}
+
+
+class FmxTuned(Fmx):
+    """Auto selection after `fmx_tune` measured this host (the tuning file
+    written under the bench's work directory, used only by this line)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.name = "fmx-tuned"
+        self.label = "fmx (auto, after fmx_tune)"
+        self.note = "fmx_tune --reps 2 (quick: --quick --reps 1) before the reps, FMX_TUNING_FILE set to its output"
+
+    def prepare(self):
+        st = super().prepare()
+        if st:
+            return st
+        path = os.path.join(self.ctx["work"], "tuning.conf")
+        if os.path.exists(path):
+            os.unlink(path)
+        argv = [os.path.join(self.ctx["build"], "fmx_tune"), "--output", path,
+                "--cores", ",".join(map(str, self.ctx["cores"][:2]))]
+        argv += ["--quick", "--reps", "1"] if self.ctx.get("quick") else ["--reps", "2"]
+        try:
+            _execute(argv, {}, 600)
+        except RunError as e:
+            return ("failed", "fmx_tune: %s" % e)
+        self.tuning = path
+        return None
+
+    def command(self, kernel, sizes, iters):
+        argv, env = super().command(kernel, sizes, iters)
+        env["FMX_TUNING_FILE"] = self.tuning
+        return argv, env
 
 
 def fmx_engines(build):
@@ -265,6 +300,30 @@ def mpich_device():
         return "unknown"
 
 
+def _server_client(srv, cli, timeout, tool, refused=lambda err: True):
+    """Start a benchmark's server, run its client until it connects (the
+    server needs a moment to listen), reap the server; the client's output."""
+    server = subprocess.Popen(srv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(50):
+            try:
+                return _execute(cli, {}, timeout)
+            except RunError as e:
+                if not refused(str(e)):
+                    raise
+                if server.poll() is not None:
+                    raise RunError("%s server exited %d" % (tool, server.returncode))
+                time.sleep(0.1)
+        raise RunError("%s client could not connect" % tool)
+    finally:
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
 # ------------------------------------------------------------------- UCX
 class UcxPerftest(Config):
     name = "ucx-perftest"
@@ -292,28 +351,8 @@ class UcxPerftest(Config):
             cli = ["ucx_perftest", "127.0.0.1", "-c", str(b), "-p", str(port), "-t", test,
                    "-s", str(s), "-n", str(n), "-w", str(max(10, n // 10)), "-f"]
             cmds.append(" ".join(cli))
-            server = subprocess.Popen(srv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
-            try:
-                out = None
-                for _ in range(50):     # the server needs a moment to listen
-                    try:
-                        out = _execute(cli, {}, timeout)
-                        break
-                    except RunError as e:
-                        if "Connection refused" not in str(e) and "connect" not in str(e).lower():
-                            raise
-                        if server.poll() is not None:
-                            raise RunError("ucx_perftest server exited %d" % server.returncode)
-                        time.sleep(0.1)
-                if out is None:
-                    raise RunError("ucx_perftest client could not connect")
-            finally:
-                try:
-                    server.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+            out = _server_client(srv, cli, timeout, "ucx_perftest",
+                                 lambda err: "connection refused" in err.lower() or "connect" in err.lower())
             row = None
             for line in out.splitlines():
                 f = line.replace("Final:", "").split()
@@ -356,26 +395,7 @@ class FiPingpong(Config):
             srv = ["taskset", "-c", str(a)] + base + ["-B", str(port)]
             cli = ["taskset", "-c", str(b)] + base + ["-P", str(port), "127.0.0.1"]
             cmds.append(" ".join(cli))
-            server = subprocess.Popen(srv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
-            try:
-                out = None
-                for _ in range(50):     # the server needs a moment to listen
-                    try:
-                        out = _execute(cli, {}, timeout)
-                        break
-                    except RunError:
-                        if server.poll() is not None:
-                            raise RunError("fi_pingpong server exited %d" % server.returncode)
-                        time.sleep(0.1)
-                if out is None:
-                    raise RunError("fi_pingpong client could not connect")
-            finally:
-                try:
-                    server.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+            out = _server_client(srv, cli, timeout, "fi_pingpong")
             row = None
             for line in out.splitlines():
                 f = line.split()
@@ -550,7 +570,7 @@ class CmaRaw(Config):
 # ------------------------------------------------------------------ list
 def configurations(ctx):
     """Every configuration, in run order (fmx first)."""
-    cfgs = [Fmx(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
+    cfgs = [Fmx(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
     ucx_any = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
                "--mca", "pml_ucx_devices", "any"]
     cfgs += [

@@ -83,23 +83,27 @@ def table(data, stats, kernel, metric, sizes, title, lower_better):
             continue
         row = [cell(stats.get(c, {}).get(kernel, {}).get(s), metric, data["reps"]) for s in sizes]
         out.append("| %s | %s |" % (st["label"], " | ".join(row)))
-    # fmx (auto) against the best peer at each size, on medians
-    ratio = []
-    for s in sizes:
-        f = stats.get("fmx", {}).get(kernel, {}).get(s)
-        best = None
-        for c in configs:
-            if not data["configs"][c]["peer"]:
-                continue
-            p = stats.get(c, {}).get(kernel, {}).get(s)
-            if p and p[metric][0] > 0 and (best is None or
-                                           (p[metric][0] < best[1] if lower_better else p[metric][0] > best[1])):
-                best = (c, p[metric][0])
-        if f and best and f[metric][0] > 0:
-            ratio.append("%.2f (%s)" % (f[metric][0] / best[1], best[0]))
-        else:
-            ratio.append("–")
-    out.append("| **fmx / best peer** | %s |" % " | ".join(ratio))
+    # fmx (auto, as shipped and after fmx_tune) against the best peer at
+    # each size, on medians
+    for mine, title in (("fmx", "fmx / best peer"), ("fmx-tuned", "fmx tuned / best peer")):
+        if mine not in stats:
+            continue
+        ratio = []
+        for s in sizes:
+            f = stats.get(mine, {}).get(kernel, {}).get(s)
+            best = None
+            for c in configs:
+                if not data["configs"][c]["peer"]:
+                    continue
+                p = stats.get(c, {}).get(kernel, {}).get(s)
+                if p and p[metric][0] > 0 and (best is None or
+                                               (p[metric][0] < best[1] if lower_better else p[metric][0] > best[1])):
+                    best = (c, p[metric][0])
+            if f and best and f[metric][0] > 0:
+                ratio.append("%.2f (%s)" % (f[metric][0] / best[1], best[0]))
+            else:
+                ratio.append("–")
+        out.append("| **%s** | %s |" % (title, " | ".join(ratio)))
     return "\n".join(out) + "\n"
 
 
@@ -131,7 +135,7 @@ def plots(data, stats, img_dir, prefix):
             lo = [ks[s][metric][1] for s in xs]
             hi = [ks[s][metric][2] for s in xs]
             style = "-" if not cst["peer"] else "--"
-            width = 2.5 if c == "fmx" else 1.2
+            width = 2.5 if c in ("fmx", "fmx-tuned") else 1.2
             ln, = ax.plot(xs, med, style, marker="o", markersize=3, linewidth=width,
                           color=colors[(2 * i) % 20 + (2 * i) // 20 % 2], label=cst["label"])
             ax.fill_between(xs, lo, hi, color=ln.get_color(), alpha=0.12)
