@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, NULL};
+const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, NULL};
 
 const struct fmx_bulk_engine *bulk_find(const char *name) {
   for (int i = 0; bulk_engines[i]; i++)

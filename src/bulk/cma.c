@@ -92,6 +92,7 @@ const struct fmx_bulk_engine bulk_cma = {
     .probe = cma_probe,
     .usable = cma_usable,
     .needs_cts = 0,
+    .receiver_copies = 1,
     .recv_progress = cma_recv_progress,
     .send_progress = NULL,
 };

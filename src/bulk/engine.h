@@ -33,14 +33,23 @@ struct fmx_bulk_engine {
   int (*probe)(char *reason, size_t len);
   /* Usable with this peer (from its connect-time probe)? */
   int (*usable)(struct fmx_endpoint *ep, struct partner *p);
-  /* Needs a CTS so the sender pushes (ring), or the receiver pulls alone. */
+  /* Needs a CTS so the sender pushes (ring) or joins (coop), or the
+   * receiver pulls alone (cma). */
   int needs_cts;
+  /* The receiver copies (all or part) itself: a waiting receiver has work
+   * and never sleeps on it. */
+  int receiver_copies;
   int (*recv_progress)(struct fmx_endpoint *ep, struct fmx_request *r);
   int (*send_progress)(struct fmx_endpoint *ep, struct fmx_request *s);
 };
 
 extern const struct fmx_bulk_engine bulk_cma;
 extern const struct fmx_bulk_engine bulk_ring;
+extern const struct fmx_bulk_engine bulk_coop;
+
+/* coop (bulk/coop.c): publish a matched receive's transfer in its channel;
+ * 0, or -1 when that channel direction already carries one. */
+int coop_publish(struct fmx_request *r);
 extern const struct fmx_bulk_engine *const bulk_engines[];
 
 const struct fmx_bulk_engine *bulk_find(const char *name);

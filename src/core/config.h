@@ -19,6 +19,7 @@ struct fmx_config {
   uint64_t copy_nt_threshold; /* FMX_COPY_NT_THRESHOLD */
   const char *cost_cma;     /* FMX_COST_CMA: "LEVEL:STARTUP_US:MBPS;..." or "" */
   const char *cost_ring;    /* FMX_COST_RING */
+  const char *cost_coop;    /* FMX_COST_COOP */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */

@@ -24,7 +24,9 @@
   X(CANCELLED, "requests cancelled")                                          \
   X(TIMEOUT, "requests timed out")                                            \
   X(SLEEPS, "waits that blocked on the futex")                                \
-  X(WAKES, "futex wakes sent to peers")
+  X(WAKES, "futex wakes sent to peers")                                       \
+  X(BULK_COOP, "large messages moved by coop")                                \
+  X(BULK_COOP_BYTES, "bytes this side copied for coop transfers")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -36,7 +36,7 @@ static int has_local_work(struct fmx_endpoint *ep) {
   uint64_t now = 0;
   list_for_each(pos, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
-    if (r->kind == REQ_RECV && !r->engine->needs_cts) return 1;
+    if (r->kind == REQ_RECV && r->engine->receiver_copies) return 1;
     if (!now) now = sys_now_ns();
     if (now - r->moved_ns < fmx_cfg.spin_us * 1000ull) return 1;
   }

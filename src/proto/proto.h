@@ -9,8 +9,10 @@
  *          flags & PROTO_F_SYNC never set (issend always goes rendezvous).
  *   RTS    rendezvous request: match, msg_len, sreq = sender request id,
  *          nseg = sender segments; payload = nseg x {u64 addr, u64 len}.
- *   CTS    receiver -> sender, ring engine only: sreq, rreq, msg_len = bytes
- *          wanted (already truncated to the receive buffer).
+ *   CTS    receiver -> sender, ring and coop engines: sreq, rreq, msg_len =
+ *          bytes wanted (already truncated to the receive buffer); flags &
+ *          PROTO_F_COOP: the coop engine (the transfer is published in the
+ *          channel's coop area of this direction), else the ring engine.
  *   FIN    receiver -> sender: sreq, msg_len = bytes taken; match = status
  *          code when flags & PROTO_F_ERROR.
  *   CLOSE  the sender closed its endpoint.
@@ -33,6 +35,7 @@ enum proto_type {
 
 #define PROTO_F_SYNC 0x01
 #define PROTO_F_ERROR 0x02
+#define PROTO_F_COOP 0x04 /* CTS: join the coop transfer published in the channel */
 
 struct proto_hdr {
   uint8_t type;     /* 0: enum proto_type */

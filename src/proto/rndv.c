@@ -27,7 +27,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
   send_fin(ep, r, err);
   if (!err) {
     snprintf(ep->last_engine, sizeof ep->last_engine, "%s", r->engine->name);
-    ep->counters[r->engine == &bulk_cma ? CNT_BULK_CMA : CNT_BULK_RING]++;
+    ep->counters[r->engine == &bulk_cma ? CNT_BULK_CMA : r->engine == &bulk_coop ? CNT_BULK_COOP : CNT_BULK_RING]++;
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
     CNT(ep, BULK_ERROR);
@@ -61,8 +61,15 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
     recv_finish(ep, r, FMX_SUCCESS);
     return;
   }
+  /* coop: one transfer per channel direction at a time; another one from
+   * the same peer meanwhile goes cma (same rights, the receiver alone). */
+  if (r->engine == &bulk_coop && coop_publish(r) != 0) r->engine = &bulk_cma;
   if (r->engine->needs_cts) {
     struct proto_hdr cts = {.type = PROTO_CTS, .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
+    if (r->engine == &bulk_coop) {
+      cts.flags = PROTO_F_COOP;
+      cts.match = r->coop_gen;
+    }
     proto_send_ctl(ep, p, &cts);
   }
   r->moved_ns = sys_now_ns();
@@ -75,7 +82,8 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
     CNT(ep, BAD_PACKET);
     return;
   }
-  s->engine = &bulk_ring;
+  s->engine = (h->flags & PROTO_F_COOP) ? &bulk_coop : &bulk_ring;
+  s->coop_gen = (uint32_t)h->match;
   s->rreq = h->rreq;
   s->want = h->msg_len;
   s->done = 0;

@@ -25,7 +25,10 @@ static size_t layout(struct chan_hdr *h) {
   h->slots_off[1] = h->slots_off[0] + slots;
   h->nslots = fmx_cfg.bulk_slots;
   h->slot_size = fmx_cfg.bulk_slot_size;
-  h->size = h->slots_off[1] + slots;
+  uint64_t coop = ALIGN_UP(sizeof(struct coop_area), 4096);
+  h->coop_off[0] = h->slots_off[1] + slots;
+  h->coop_off[1] = h->coop_off[0] + coop;
+  h->size = h->coop_off[1] + coop;
   return h->size;
 }
 
@@ -48,6 +51,8 @@ static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_
     return -1;
   slots_view(&c->tx_slots, b, h, tx_dir);
   slots_view(&c->rx_slots, b, h, rx_dir);
+  c->tx_coop = (struct coop_area *)(b + h->coop_off[tx_dir]);
+  c->rx_coop = (struct coop_area *)(b + h->coop_off[rx_dir]);
   return 0;
 }
 
@@ -119,7 +124,8 @@ struct channel *chan_attach(int fd) {
            h.slot_size <= (1ull << 30);
   for (int d = 0; ok && d < 2; d++)
     ok = h.ring_off[d] >= sizeof h && h.ring_off[d] + ring_fp <= size && h.slots_off[d] >= sizeof h &&
-         h.slots_off[d] + slots <= size;
+         h.slots_off[d] + slots <= size && h.coop_off[d] >= sizeof h && h.coop_off[d] % 64 == 0 &&
+         h.coop_off[d] + sizeof(struct coop_area) <= size;
   if (!ok || view(c, &h, 1, 0)) {
     munmap(c->base, size);
     free(c);

@@ -4,10 +4,11 @@
  * itself), one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
- *   [chan_hdr][ring 0][ring 1][slots 0][slots 1]
+ *   [chan_hdr][ring 0][ring 1][slots 0][slots 1][coop 0][coop 1]
  *
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
- * direction has an eager ring and the ring engine's bulk slots.
+ * direction has an eager ring, the ring engine's bulk slots and the coop
+ * engine's transfer descriptor (bulk/coop.c).
  */
 #ifndef FMX_SHM_CHANNEL_H
 #define FMX_SHM_CHANNEL_H
@@ -18,7 +19,7 @@
 #include "shm/ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 1
+#define CHAN_VERSION 2 /* 2: coop areas */
 
 struct chan_hdr {
   uint32_t magic;
@@ -29,6 +30,7 @@ struct chan_hdr {
   uint64_t slots_off[2];
   uint64_t nslots;
   uint64_t slot_size;
+  uint64_t coop_off[2];
 };
 
 /* One bulk slot's header in shared memory; the data is slot_size bytes at
@@ -44,6 +46,31 @@ struct bulk_slot {
 };
 _Static_assert(sizeof(struct bulk_slot) == 64, "bulk slot header layout");
 
+/* The coop engine's transfer descriptor, one per direction: the receiver
+ * publishes its destination segments here, then receiver and sender take
+ * stripes by advancing `stripe` with compare-and-swap. `stripe` holds the
+ * transfer's generation in its high 24 bits, so a late taker of an old
+ * transfer can never take a stripe of the next one. Written by the
+ * receiver (everything but stripe/done/error before `stripe` is released),
+ * read by the sender, which checks every field it uses. */
+#define COOP_MAX_SEGS 256
+#define COOP_GEN_SHIFT 40
+struct coop_area {
+  uint64_t stripe;     /* gen << COOP_GEN_SHIFT | next stripe index */
+  uint64_t done;       /* bytes copied, by both sides */
+  uint64_t error;      /* first fmx_return_t a taker hit, 0 if none */
+  uint64_t sreq;       /* the sender's request id */
+  uint64_t total;      /* bytes to move */
+  uint64_t stripe_max; /* largest stripe, bytes (a multiple of 4096) */
+  uint32_t nseg;       /* receiver's segments below */
+  uint32_t busy;       /* receiver's own flag: the area holds a transfer */
+  uint8_t pad[8];
+  struct {
+    uint64_t addr, len;
+  } segs[COOP_MAX_SEGS];
+};
+_Static_assert(sizeof(struct coop_area) == 64 + 16 * COOP_MAX_SEGS, "coop area layout");
+
 struct bulk_slots {
   struct bulk_slot *hdr;
   uint8_t *data;
@@ -58,6 +85,8 @@ struct channel {
   int anon; /* self channel: anonymous memory */
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;
+  struct coop_area *tx_coop, *rx_coop; /* sender side uses tx, receiver rx */
+  uint32_t coop_gen;                   /* receiver: last generation used */
   uint64_t rx_freed; /* cells consumed since we last woke the sender */
   uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */
 };

@@ -62,12 +62,16 @@ def test_unexpected_large_messages():
     assert all(o["received"] == 16 for o in outs)
 
 
-@pytest.mark.parametrize("env,engine", [({"FMX_CMA": "0"}, "ring"), ({"FMX_BULK": "ring"}, "ring"),
-                                        ({"FMX_BULK": "cma"}, "cma")])
-def test_engines_same_results(env, engine):
+@pytest.mark.parametrize("env,engines", [({"FMX_CMA": "0"}, {"ring"}), ({"FMX_BULK": "ring"}, {"ring"}),
+                                         ({"FMX_BULK": "cma"}, {"cma"}),
+                                         # coop: one transfer per peer and direction at
+                                         # a time; the others from that peer go cma
+                                         ({"FMX_BULK": "coop"}, {"coop", "cma"}),
+                                         ({"FMX_BULK": "coop", "FMX_CHUNK_MAX": "8K"}, {"coop", "cma"})])
+def test_engines_same_results(env, engines):
     outs = run_all("exchange", 3, 30, env=env, msgs=12, max_size=16 << 20, segs=1, seed=3)
     assert all(o["received"] == 24 for o in outs)
-    assert all(o["engine"] == engine for o in outs if o["bytes"] > (1 << 20))
+    assert all(o["engine"] in engines for o in outs if o["bytes"] > (1 << 20))
 
 
 def test_issend_completes_only_when_matched():
@@ -77,8 +81,9 @@ def test_issend_completes_only_when_matched():
 
 @pytest.mark.parametrize("victim", [0, 1])
 @pytest.mark.parametrize("env", [{"FMX_CHUNK_MAX": "4K"},
-                                 {"FMX_BULK": "ring", "FMX_BULK_SLOT_SIZE": "4K", "FMX_BULK_SLOTS": "1"}],
-                         ids=["cma", "ring"])
+                                 {"FMX_BULK": "ring", "FMX_BULK_SLOT_SIZE": "4K", "FMX_BULK_SLOTS": "1"},
+                                 {"FMX_BULK": "coop", "FMX_CHUNK_MAX": "4K"}],
+                         ids=["cma", "ring", "coop"])
 def test_peer_killed_mid_transfer(victim, env):
     """The survivor of a SIGKILL gets an error completion, never a hang."""
     before = shm_files()
@@ -206,3 +211,37 @@ def test_no_shm_files_after_sigkill():
         p.kill()
         p.wait()
     assert shm_files() == before
+
+
+def test_coop_receiver_completes_alone_when_the_sender_stays_away():
+    """The sender posts 64 MiB and then stays out of fmx for 8 s: the
+    receiver takes every stripe itself and completes while the sender is
+    still away."""
+    size = 64 << 20
+    procs = [spawn("lazysend", r, 2, 170, {"FMX_BULK": "coop"}, size=size, late_recv=8000) for r in range(2)]
+    try:
+        assert procs[0].stdout.readline().strip() == "READY"
+        out, err = procs[1].communicate(timeout=TIMEOUT)
+        assert procs[1].returncode == 0, err
+        res = json.loads(out.splitlines()[-1])
+        assert res == {"engine": "coop", "coop_bytes": size}
+        assert procs[0].poll() is None  # the sender is still away
+        out, err = procs[0].communicate(timeout=60)
+        assert procs[0].returncode == 0, err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
+def test_coop_both_sides_copy():
+    """A sender waiting in fmx takes stripes too: the receiver then copies
+    less than the whole message (tried a few times: who takes which stripe
+    is up to the scheduler)."""
+    size = 64 << 20
+    for attempt in range(5):
+        outs = run_all("lazysend", 2, 180, {"FMX_BULK": "coop"}, size=size, late_recv=0)
+        assert outs[0]["engine"] == "coop"
+        if 0 < outs[0]["coop_bytes"] < size:
+            return
+    pytest.fail("the sender never copied a stripe in 5 tries: %r" % outs)

@@ -7,6 +7,9 @@
  *   fmx_sys exchange --rank R --nprocs N --base B [--msgs M] [--max-size S]
  *                    [--seed X] [--late-recv MS] [--segs]
  *   fmx_sys bigsend  --rank 0|1 --base B --size S     (prints READY, then waits)
+ *   fmx_sys lazysend --rank 0|1 --base B --size S     rank 0 sends, then stays out
+ *                    of fmx for --late-recv MS; rank 1 receives, verifies and
+ *                    prints the engine and the bytes it copied itself
  *   fmx_sys issend   --rank 0|1 --base B
  *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
  *   fmx_sys connect  --base B --target EID --key K    (prints the result name)
@@ -228,6 +231,51 @@ static void bigsend(void) {
   exit(st.code == FMX_SUCCESS ? 0 : 3);
 }
 
+static uint64_t counter(const char *label) {
+  uint32_t n = 0;
+  OK(fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n));
+  uint64_t *v = calloc(n, sizeof *v);
+  OK(fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v)));
+  uint64_t r = UINT64_MAX;
+  for (uint32_t i = 0; i < n; i++) {
+    char l[128] = "";
+    OK(fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l));
+    if (!strcmp(l, label)) r = v[i];
+  }
+  free(v);
+  return r;
+}
+
+/* The sender posts a large send and then stays out of the library (it
+ * computes, or it is descheduled): the receiver must complete alone. */
+static void lazysend(void) {
+  fmx_endpoint_addr_t peer = connect_to((uint32_t)(base + 1 - rank));
+  uint8_t *buf = malloc(big);
+  fmx_seg_t seg = {buf, big};
+  fmx_request_t r;
+  fmx_status_t st;
+  if (rank == 0) {
+    for (uint64_t o = 0; o < big; o++) buf[o] = pattern(0, 1, 7, o);
+    OK(fmx_isend(ep, &seg, 1, peer, 42, NULL, &r));
+    printf("READY\n");
+    fflush(stdout);
+    sleep_ms(late_ms);
+    wait_req(&r, &st, "send");
+    if (st.code != FMX_SUCCESS) FAIL("send: %s", fmx_strerror(st.code));
+    return;
+  }
+  memset(buf, 0, big);
+  OK(fmx_irecv(ep, &seg, 1, 42, FMX_MATCH_MASK_NONE, NULL, &r));
+  wait_req(&r, &st, "receive");
+  if (st.code != FMX_SUCCESS || st.xfer_length != big) FAIL("receive: %s", fmx_strerror(st.code));
+  for (uint64_t o = 0; o < big; o++)
+    if (buf[o] != pattern(0, 1, 7, o)) FAIL("byte %" PRIu64 " is 0x%02x", o, buf[o]);
+  char eng[32] = "";
+  OK(fmx_get_info(ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, eng, sizeof eng));
+  printf("{\"engine\":\"%s\",\"coop_bytes\":%" PRIu64 "}\n", eng, counter("bytes this side copied for coop transfers"));
+  fflush(stdout);
+}
+
 /* issend completes only once matched: rank 1 tells rank 0 "about to post"
  * (tag 2) before posting the receive for the issend (tag 1), so rank 0 must
  * never see its issend complete before that notice. */
@@ -302,7 +350,7 @@ static void connect_test(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: fmx_sys exchange|bigsend|issend|token|connect [options]\n");
+    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect [options]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -330,6 +378,7 @@ int main(int argc, char **argv) {
   OK(fmx_open_endpoint(0, eid, KEY, NULL, 0, &ep));
   if (!strcmp(mode, "exchange")) exchange();
   else if (!strcmp(mode, "bigsend")) bigsend();
+  else if (!strcmp(mode, "lazysend")) lazysend();
   else if (!strcmp(mode, "issend")) issend_test();
   else if (!strcmp(mode, "token")) token();
   else if (!strcmp(mode, "connect")) connect_test();

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * coop: cooperative striping. The receiver publishes the transfer in the
+ * channel's coop area (its destination segments, a stripe counter, a done
+ * counter) and invites the sender with a CTS. Then whoever is inside fmx
+ * takes the next stripe: the receiver pulls it with process_vm_readv, the
+ * sender pushes it with process_vm_writev. A sender that never re-enters
+ * the library leaves every stripe to the receiver, which still completes.
+ *
+ * Stripe schedule (Open-MX's progressively aggressive pinning): stripe 0 is
+ * one page, each next one twice as large, up to FMX_CHUNK_MAX; so data
+ * flows at once and the other side can join early.
+ *
+ * The stripe counter carries a generation: a taker checks it in the same
+ * compare-and-swap that takes the stripe, so a late sender can never write
+ * a stripe of the next transfer. Before a receive completes with an error
+ * the receiver closes the counter and waits (bounded) for the stripes
+ * already taken, so no write lands in a buffer the user got back.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "bulk/engine.h"
+#include "core/config.h"
+#include "core/transport.h"
+#include "platform/sys.h"
+#include "shm/channel.h"
+
+#define COOP_IOV 64
+#define GEN_MASK 0xffffffull
+#define INDEX_MASK ((1ull << COOP_GEN_SHIFT) - 1)
+#define CLOSED INDEX_MASK /* an index no transfer reaches */
+
+static int coop_probe(char *reason, size_t len) {
+  /* The same rights as cma (the receiver pulls), and more: the sender
+   * pushes. Each peer's own probe decides per connection. */
+  return bulk_cma.probe(reason, len);
+}
+
+static int coop_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_cfg.cma && p->cma_ok && !p->is_self; }
+
+/* [off, off + len) of stripe k; len 0 past the end. */
+static void stripe_range(uint64_t k, uint64_t smax, uint64_t total, uint64_t *off, uint64_t *len) {
+  int d = 0;
+  while ((4096ull << (d + 1)) <= smax && d < 30) d++; /* smax = 4096 << d */
+  uint64_t o, l;
+  if (k < (uint64_t)d) {
+    o = 4096 * ((1ull << k) - 1);
+    l = 4096ull << k;
+  } else {
+    o = 4096 * ((1ull << d) - 1) + (k - (uint64_t)d) * smax;
+    l = smax;
+  }
+  if (o >= total) {
+    *off = total;
+    *len = 0;
+    return;
+  }
+  *off = o;
+  *len = total - o < l ? total - o : l;
+}
+
+/* Take the next stripe of generation gen; returns its index, or -1 when
+ * none is left or the area moved on to another transfer. */
+static int64_t take(struct coop_area *a, uint32_t gen, uint64_t total) {
+  uint64_t w = __atomic_load_n(&a->stripe, __ATOMIC_ACQUIRE);
+  for (;;) {
+    if ((w >> COOP_GEN_SHIFT) != gen || (w & INDEX_MASK) == CLOSED) return -1;
+    uint64_t k = w & INDEX_MASK, off, len;
+    stripe_range(k, a->stripe_max, total, &off, &len);
+    if (len == 0) return -1;
+    if (__atomic_compare_exchange_n(&a->stripe, &w, w + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return (int64_t)k;
+  }
+}
+
+static void fail(struct coop_area *a, fmx_return_t code) {
+  uint64_t zero = 0;
+  __atomic_compare_exchange_n(&a->error, &zero, (uint64_t)code, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Receiver: publish the transfer. Returns 0, or -1 if the area is taken by
+ * another transfer from this peer (the caller then uses cma). */
+int coop_publish(struct fmx_request *r) {
+  struct coop_area *a = r->chan->rx_coop;
+  if (a->busy || r->nseg > COOP_MAX_SEGS) return -1;
+  uint32_t gen = (++r->chan->coop_gen) & GEN_MASK;
+  if (!gen) gen = (++r->chan->coop_gen) & GEN_MASK;
+  r->coop_gen = gen;
+  a->busy = 1;
+  a->sreq = r->sreq;
+  a->total = r->want;
+  uint64_t smax = fmx_cfg.chunk_max < 4096 ? 4096 : fmx_cfg.chunk_max & ~4095ull;
+  a->stripe_max = smax;
+  a->nseg = r->nseg;
+  for (uint32_t i = 0; i < r->nseg; i++) {
+    a->segs[i].addr = (uint64_t)(uintptr_t)r->segs[i].ptr;
+    a->segs[i].len = r->segs[i].len;
+  }
+  __atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->error, 0, __ATOMIC_RELAXED);
+  /* Everything above before the counter that opens the transfer. */
+  __atomic_store_n(&a->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* Receiver, once done or failed: close the counter; after a failure wait
+ * (bounded) until the stripes already taken are accounted for. */
+static void finish(struct fmx_request *r, int failed) {
+  struct coop_area *a = r->chan->rx_coop;
+  uint64_t w = __atomic_exchange_n(&a->stripe, ((uint64_t)r->coop_gen << COOP_GEN_SHIFT) | CLOSED, __ATOMIC_ACQ_REL);
+  if (failed && (w >> COOP_GEN_SHIFT) == r->coop_gen) {
+    uint64_t off, len, taken = 0;
+    for (uint64_t k = 0; k < (w & INDEX_MASK); k++) {
+      stripe_range(k, a->stripe_max, a->total, &off, &len);
+      taken += len;
+    }
+    /* A peer killed mid-stripe never accounts for it: give up after 1 s. */
+    uint64_t deadline = sys_now_ns() + 1000000000ull;
+    while (__atomic_load_n(&a->done, __ATOMIC_ACQUIRE) < taken && sys_now_ns() < deadline) sched_yield();
+  }
+  a->busy = 0;
+}
+
+static ssize_t copy_stripe(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
+                           uint32_t nremote, uint64_t off, uint64_t len) {
+  struct iovec l[COOP_IOV], rm[COOP_IOV];
+  uint64_t moved = 0;
+  while (moved < len) {
+    int nl = bulk_iov_local(r, off + moved, len - moved, l, COOP_IOV);
+    int nr = bulk_iov_remote(remote, nremote, off + moved, len - moved, rm, COOP_IOV);
+    uint64_t cl = 0, cr = 0, n;
+    for (int i = 0; i < nl; i++) cl += l[i].iov_len;
+    for (int i = 0; i < nr; i++) cr += rm[i].iov_len;
+    n = len - moved;
+    if (cl < n) n = cl;
+    if (cr < n) n = cr;
+    if (n == 0) return -EFAULT; /* segments shorter than announced */
+    ssize_t got = sys_cma_copy(pid, write, l, (size_t)nl, rm, (size_t)nr, n);
+    if (got < 0) return got;
+    if ((uint64_t)got < n) return -EFAULT;
+    moved += n;
+  }
+  return (ssize_t)moved;
+}
+
+static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct coop_area *a = r->chan->rx_coop;
+  int64_t k = take(a, r->coop_gen, r->want);
+  if (k >= 0) {
+    uint64_t off, len;
+    stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
+    ssize_t n = copy_stripe(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+    if (n < 0) fail(a, n == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED);
+    __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
+    if (n > 0) ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
+  }
+  uint64_t err = __atomic_load_n(&a->error, __ATOMIC_ACQUIRE);
+  if (err) {
+    finish(r, 1);
+    return -(int)err;
+  }
+  uint64_t done = __atomic_load_n(&a->done, __ATOMIC_ACQUIRE);
+  if (done < r->want) return BULK_MORE;
+  r->done = r->want;
+  finish(r, 0);
+  return BULK_DONE;
+}
+
+/* Sender: help while stripes are left. The area is the peer's to write:
+ * check what we use of it; a lie can only make us write our own message
+ * into the peer's memory (or fail), never read or write our memory beyond
+ * the message. */
+static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
+  struct partner *p = s->partner;
+  if (!p->cma_ok || !fmx_cfg.cma) return BULK_DONE; /* we may not push: the receiver pulls alone */
+  struct coop_area *a = p->chan[0]->tx_coop;
+  uint64_t total = s->want;
+  uint32_t nseg = __atomic_load_n(&a->nseg, __ATOMIC_RELAXED);
+  uint64_t smax = a->stripe_max;
+  if (a->sreq != req_id(s) || a->total != total || nseg > COOP_MAX_SEGS || smax < 4096 || smax % 4096) return BULK_DONE;
+  int64_t k = take(a, s->coop_gen, total);
+  if (k < 0) return BULK_DONE; /* all taken: the FIN completes us */
+  uint64_t off, len;
+  stripe_range((uint64_t)k, smax, total, &off, &len);
+  struct proto_seg segs[COOP_MAX_SEGS];
+  for (uint32_t i = 0; i < nseg; i++) segs[i] = (struct proto_seg){a->segs[i].addr, a->segs[i].len};
+  ssize_t n = copy_stripe(p->pid, 1, s, segs, nseg, off, len);
+  if (n < 0) fail(a, n == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED);
+  __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
+  if (n > 0) {
+    s->done += (uint64_t)n;
+    ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
+  }
+  if (p->desc) ep_wake(p->desc); /* the receiver may wait for our stripe */
+  return BULK_MORE;
+}
+
+const struct fmx_bulk_engine bulk_coop = {
+    .name = "coop",
+    .cost_cfg = &fmx_cfg.cost_coop,
+    .cost_var = "FMX_COST_COOP",
+    .probe = coop_probe,
+    .usable = coop_usable,
+    .needs_cts = 1,
+    .receiver_copies = 1,
+    .recv_progress = coop_recv_progress,
+    .send_progress = coop_send_progress,
+};
