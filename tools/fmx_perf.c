@@ -8,7 +8,8 @@
  * through the parent (one socketpair per rank). Every wait has a finite
  * timeout, so a dead peer gives an error, never a hang. Rank 0 owns the
  * configuration and sends it to the others, so with --no-spawn only rank 0
- * needs the full options.
+ * needs the full options. The copy modes (copylimit, cachepollution:
+ * perf/copymodes.c) run in this process and spawn nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +27,7 @@
 
 #include "fmx.h"
 #include "perf/comm_fmx.h"
+#include "perf/copymodes.h"
 #include "perf/kernels.h"
 
 static int g_sock = -1; /* a spawned rank's line to the parent */
@@ -215,6 +217,8 @@ static int spawn_and_wait(void)
 int main(int argc, char **argv)
 {
   perf_parse_args(argc, argv, "fmx_perf", true);
+  if (perf_opt.kernel == PERF_COPYLIMIT || perf_opt.kernel == PERF_CACHEPOLLUTION)
+    return copymodes_run(); /* one process: nothing to spawn */
   if (perf_opt.engine && setenv("FMX_BULK", perf_opt.engine, 1) != 0)
     perf_die("setenv: %s", strerror(errno));
   if (perf_opt.no_spawn) {

@@ -18,7 +18,10 @@
 #define PERF_MAX_WINDOW 1024
 #define PERF_MAX_NP 256
 
-enum perf_kernel { PERF_PINGPONG = 1, PERF_BW, PERF_ALLTOALL, PERF_OVERLAP };
+/* PERF_COPYLIMIT and PERF_CACHEPOLLUTION are fmx_perf's single-process
+ * modes (tools/perf/copymodes.h): perf_run never sees them. */
+enum perf_kernel { PERF_PINGPONG = 1, PERF_BW, PERF_ALLTOALL, PERF_OVERLAP, PERF_COPYLIMIT,
+                   PERF_CACHEPOLLUTION };
 
 /* Command line of both drivers. The fields after `native` exist only in
  * fmx_perf, which starts its own ranks. */

@@ -2,9 +2,12 @@
 /*
  * options.c - the command line of fmx_perf and fmx_perf_mpi (one parser, so
  * the two accept the same kernels, sizes and output options), and messages.
+ * fmx_perf's copy modes (copylimit, cachepollution: copymodes.h) are parsed
+ * here too; fmx_perf_mpi refuses them.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,7 +42,7 @@ void perf_msg(const char *fmt, ...)
 static void usage(FILE *f, bool native)
 {
   fprintf(f,
-          "Usage: %s [pingpong|bw|alltoall|overlap] [options]\n"
+          "Usage: %s [pingpong|bw|alltoall|overlap%s] [options]\n"
           "%s (default kernel: pingpong).\n\n"
           "  pingpong         rank 0 sends, rank 1 answers; latency = round trip / 2\n"
           "  bw               rank 0 streams windows of messages, rank 1 acks each window\n"
@@ -59,9 +62,22 @@ static void usage(FILE *f, bool native)
           "  --json           one JSON object per size per line\n"
           "  --timeout SEC    give up when a peer is silent this long (default 30)\n"
           "  --quiet          no progress line on stderr\n",
-          perf_opt.prog,
+          perf_opt.prog, native ? "|copylimit|cachepollution" : "",
           native ? "Benchmark over fmx; starts and pins its own ranks"
                  : "The fmx_perf kernels over MPI; run it under mpirun/mpiexec");
+  if (native)
+    fprintf(f,
+            "\nSingle-process modes (fmx_perf only; no ranks, no message layer):\n"
+            "  copylimit        copy bandwidth of each usable copy routine (memcpy, movsb,\n"
+            "                   avx2_nt, avx512_nt) on 1 thread and on 2 threads pinned to\n"
+            "                   two cores, each copying its own buffers (total reported);\n"
+            "                   best of 3 repetitions of --iters copies (default: ~50 ms).\n"
+            "                   Default sizes 4K,64K,1M,4M,16M,64M; --verify checks the copies\n"
+            "  cachepollution   one pass over a warm probe buffer (L2 / 4) right after one\n"
+            "                   copy of SIZE bytes, per routine, against no copy (\"none\");\n"
+            "                   median of --iters passes. Default sizes 1M,4M,16M,64M\n"
+            "                   They take --sizes, --iters, --cores (the first two cores),\n"
+            "                   --json, --quiet (and copylimit --verify) only\n\n");
   if (native)
     fprintf(f,
             "  --np N           ranks (default 2; alltoall: every allowed core, at least 2)\n"
@@ -134,6 +150,17 @@ static int allowed_cores(int *out, int max)
   return n;
 }
 
+/* Every --cores entry must be in this process's allowed CPU set. */
+static void check_cores(void)
+{
+  cpu_set_t set;
+  if (perf_opt.ncores > 0 && sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < perf_opt.ncores; i++)
+      if (!CPU_ISSET(perf_opt.cores[i], &set))
+        usage_error("--cores: core %d is not in this process's allowed CPU set",
+                    perf_opt.cores[i]);
+}
+
 static void check_native(void)
 {
   if (perf_opt.no_spawn && perf_opt.rank < 0)
@@ -152,12 +179,7 @@ static void check_native(void)
     usage_error("--rank %d: want 0..%d (--np %d)", perf_opt.rank, perf_opt.np - 1,
                 perf_opt.np);
   if (perf_opt.ncores > 0) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-      for (int i = 0; i < perf_opt.ncores; i++)
-        if (!CPU_ISSET(perf_opt.cores[i], &set))
-          usage_error("--cores: core %d is not in this process's allowed CPU set",
-                      perf_opt.cores[i]);
+    check_cores();
   } else if (!perf_opt.no_spawn) {
     memcpy(perf_opt.cores, allowed, sizeof(int) * (size_t)nallowed);
     perf_opt.ncores = nallowed;
@@ -167,10 +189,44 @@ static void check_native(void)
   }
 }
 
+/* getopt_long codes of the long options. */
+enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
+       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_HELP };
+
+/* copylimit, cachepollution: one process, no ranks; refuse what has no
+ * meaning there, default the sizes and the cores. */
+static void check_copy(uint32_t given)
+{
+  static const struct { int opt; const char *name; } refused[] = {
+      {O_WINDOW, "--window"}, {O_ENGINE, "--engine"}, {O_TIMEOUT, "--timeout"},
+      {O_NOSPAWN, "--no-spawn"}, {O_RANK, "--rank"}, {O_EID, "--endpoint-id"},
+      {O_NP, "--np"}};
+  const char *mode = perf_opt.kernel == PERF_COPYLIMIT ? "copylimit" : "cachepollution";
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    if (given & (1u << (refused[i].opt - O_SIZES)))
+      usage_error("%s: %s makes no sense here (one process, no ranks, no message layer; "
+                  "--cores pins the threads)", mode, refused[i].name);
+  if (perf_opt.verify && perf_opt.kernel == PERF_CACHEPOLLUTION)
+    usage_error("cachepollution: --verify makes no sense here (copylimit --verify checks "
+                "the copies)");
+  static const uint64_t copylimit_sizes[] = {4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20,
+                                             64 << 20};
+  if (perf_opt.nsizes == 0)
+    for (size_t i = perf_opt.kernel == PERF_COPYLIMIT ? 0 : 2; i < 6; i++)
+      perf_opt.sizes[perf_opt.nsizes++] = copylimit_sizes[i];
+  for (uint32_t k = 0; k < perf_opt.nsizes; k++)
+    if (perf_opt.sizes[k] == 0 || perf_opt.sizes[k] > (1ull << 30))
+      usage_error("--sizes: %s copies 1 byte to 1G (got %" PRIu64 ")", mode, perf_opt.sizes[k]);
+  check_cores();
+  if (perf_opt.ncores == 0) {
+    perf_opt.ncores = allowed_cores(perf_opt.cores, PERF_MAX_NP);
+    if (perf_opt.ncores > 2)
+      perf_opt.ncores = 2;
+  }
+}
+
 void perf_parse_args(int argc, char **argv, const char *prog, bool native)
 {
-  enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
-         O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_HELP };
   static const struct option lopts[] = {
       {"sizes", required_argument, 0, O_SIZES},   {"iters", required_argument, 0, O_ITERS},
       {"window", required_argument, 0, O_WINDOW}, {"engine", required_argument, 0, O_ENGINE},
@@ -182,17 +238,24 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {0, 0, 0, 0}};
   static const char *const kernels[] = {[PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw",
                                         [PERF_ALLTOALL] = "alltoall",
-                                        [PERF_OVERLAP] = "overlap"};
+                                        [PERF_OVERLAP] = "overlap",
+                                        [PERF_COPYLIMIT] = "copylimit",
+                                        [PERF_CACHEPOLLUTION] = "cachepollution"};
+  uint32_t given = 0; /* bit (option - O_SIZES) per option seen */
   perf_opt.prog = prog;
   perf_opt.native = native;
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
     perf_opt.kernel = 0;
-    for (int k = PERF_PINGPONG; k <= PERF_OVERLAP; k++)
+    for (int k = PERF_PINGPONG; k <= PERF_CACHEPOLLUTION; k++)
       if (!strcmp(argv[1], kernels[k]))
         perf_opt.kernel = (enum perf_kernel)k;
     if (!perf_opt.kernel)
-      usage_error("unknown kernel '%s' (want pingpong, bw, alltoall or overlap)", argv[1]);
+      usage_error("unknown kernel '%s' (want pingpong, bw, alltoall, overlap%s)", argv[1],
+                  native ? ", copylimit or cachepollution" : "");
+    if (!native && perf_opt.kernel >= PERF_COPYLIMIT)
+      usage_error("'%s' is fmx_perf's: it measures this machine's copy routines in one "
+                  "process, with no message layer; run 'fmx_perf %s'", argv[1], argv[1]);
     first = 2;
   }
   optind = first;
@@ -203,6 +266,8 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
                     c == O_EID || c == O_NP))
       usage_error("option '%s' is fmx_perf's; under MPI, mpirun sets ranks and binding",
                   argv[optind - 1]);
+    if (c >= O_SIZES && c <= O_HELP)
+      given |= 1u << (c - O_SIZES);
     switch (c) {
     case O_SIZES: parse_sizes(optarg); break;
     case O_ITERS: perf_opt.iters = (uint64_t)parse_int("--iters", optarg, 1, 1000000000L); break;
@@ -233,6 +298,10 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   }
   if (optind < argc)
     usage_error("unexpected argument '%s'", argv[optind]);
+  if (perf_opt.kernel >= PERF_COPYLIMIT) {
+    check_copy(given);
+    return;
+  }
   if (perf_opt.nsizes == 0) {
     uint64_t max = perf_opt.kernel == PERF_ALLTOALL ? 1u << 20 : 64u << 20;
     perf_opt.sizes[perf_opt.nsizes++] = 0;
