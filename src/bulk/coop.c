@@ -179,6 +179,7 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   uint32_t nseg = __atomic_load_n(&a->nseg, __ATOMIC_RELAXED);
   uint64_t smax = a->stripe_max;
   if (a->sreq != req_id(s) || a->total != total || nseg > COOP_MAX_SEGS || smax < 4096 || smax % 4096) return BULK_DONE;
+  if (__atomic_load_n(&a->error, __ATOMIC_ACQUIRE)) return BULK_DONE; /* failed: the receiver ends it */
   int64_t k = take(a, s->coop_gen, total);
   if (k < 0) return BULK_DONE; /* all taken: the FIN completes us */
   uint64_t off, len;

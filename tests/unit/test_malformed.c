@@ -101,7 +101,47 @@ int main(void) {
   CHECK_EQ(*(uint64_t *)rbuf, 99);
   CHECK_EQ(fmx_wait(a, &sr, 5000, &st, &res), FMX_SUCCESS);
 
-  /* 4. An impossible record (unknown type) breaks the ring: b drops a,
+  /* 4. A hostile receiver's coop area. b sends 1 MiB to a; "a" answers
+   *    with a coop CTS after scribbling the area b reads: first nonsense
+   *    (too many segments, wrong sender id: b does not take part), then a
+   *    well-formed transfer whose destination is unmapped (b's push fails,
+   *    recorded in the area, no crash). A FIN with an error ends the send. */
+  static char big[1 << 20];
+  fmx_seg_t bs = {big, sizeof big};
+  CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);
+  struct fmx_request *sreq = (struct fmx_request *)sr;
+  struct partner *pb = ep_partner_from_addr(b, b_to_a);
+  struct coop_area *area = pb->chan[0]->tx_coop;
+  uint32_t gen = 77;
+  memset(area, 0xff, sizeof *area);
+  area->stripe = (uint64_t)gen << COOP_GEN_SHIFT;
+  area->nseg = 100000;
+  struct proto_hdr cts = {.type = PROTO_CTS, .flags = PROTO_F_COOP, .sreq = req_id(sreq), .rreq = 1,
+                          .msg_len = sizeof big, .match = gen};
+  struct partner *pa2 = ep_partner_from_addr(a, a_to_b);
+  struct iovec none = {NULL, 0};
+  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &cts, &none, 0), 0);
+  for (int i = 0; i < 10; i++) fmx_progress(b);
+  CHECK_EQ(area->stripe, (uint64_t)gen << COOP_GEN_SHIFT); /* nothing taken */
+  memset(area, 0, sizeof *area);
+  area->sreq = req_id(sreq);
+  area->total = sizeof big;
+  area->stripe_max = 4096;
+  area->nseg = 1;
+  area->segs[0].addr = 4096; /* unmapped in any process */
+  area->segs[0].len = sizeof big;
+  __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
+  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &cts, &none, 0), 0); /* b left the first one */
+  for (int i = 0; i < 10; i++) fmx_progress(b);
+  CHECK_EQ(area->error, FMX_MESSAGE_ABORTED); /* b tried its stripe, failed, said so */
+  CHECK_EQ(area->done, 4096);
+  struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .sreq = req_id(sreq), .match = FMX_MESSAGE_ABORTED};
+  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &fin, &none, 0), 0);
+  CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+
+  /* 5. An impossible record (unknown type) breaks the ring: b drops a,
    *    pending receives from a complete with an error, b keeps working. */
   h = (struct proto_hdr){.type = 200};
   inject(&h, NULL);
