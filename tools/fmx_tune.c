@@ -35,7 +35,7 @@ static const char *const level_names[] = {"CPU", "L1", "L2", "L3", "NUMA", "SYS"
 static struct {
   const char *output, *perf, *engines;
   int reps, cores[2];
-  int dry_run, quick;
+  int dry_run, quick, no_threshold;
 } opt = {.reps = 3, .cores = {-1, -1}};
 
 struct engine_run {
@@ -50,7 +50,8 @@ struct engine_run {
 
 static void usage(void) {
   printf("Usage: fmx_tune [options]\n"
-         "Measure each usable bulk engine and write FMX_COST_<ENGINE> into the tuning file.\n\n"
+         "Measure where rendezvous pays and each usable bulk engine; write\n"
+         "FMX_RNDV_THRESHOLD and FMX_COST_<ENGINE> into the tuning file.\n\n"
          "  --output FILE   tuning file to update (default: FMX_TUNING_FILE, %s)\n"
          "  --dry-run       print the lines, write nothing\n"
          "  --cores A,B     the two cores to measure on (default: the first two allowed);\n"
@@ -59,6 +60,8 @@ static void usage(void) {
          "  --engines LIST  comma list (default: every usable engine)\n"
          "  --quick         sizes up to 16 MiB, few iterations (a smoke run)\n"
          "  --perf PATH     the fmx_perf to run (default: next to fmx_tune)\n"
+         "  --no-threshold  keep FMX_RNDV_THRESHOLD; by default it is measured (eager\n"
+         "                  against rendezvous, 4K..512K) and written too\n"
          "  --help          this text\n\n"
          "Other levels already in the file stay, as do all other lines. fmx reads the\n"
          "file at fmx_init; FMX_COST_* in the environment override it, FMX_BULK forces.\n"
@@ -75,11 +78,12 @@ static int parse_int(const char *s, int lo, int hi, const char *what) {
 }
 
 static void parse_args(int argc, char **argv) {
-  enum { O_OUT = 256, O_DRY, O_CORES, O_REPS, O_ENGINES, O_QUICK, O_PERF, O_HELP };
+  enum { O_OUT = 256, O_DRY, O_CORES, O_REPS, O_ENGINES, O_QUICK, O_PERF, O_NOTHR, O_HELP };
   static const struct option lopts[] = {{"output", required_argument, 0, O_OUT}, {"dry-run", no_argument, 0, O_DRY},
                                         {"cores", required_argument, 0, O_CORES}, {"reps", required_argument, 0, O_REPS},
                                         {"engines", required_argument, 0, O_ENGINES}, {"quick", no_argument, 0, O_QUICK},
                                         {"perf", required_argument, 0, O_PERF},   {"help", no_argument, 0, O_HELP},
+                                        {"no-threshold", no_argument, 0, O_NOTHR},
                                         {0, 0, 0, 0}};
   opterr = 0;
   int c;
@@ -99,6 +103,7 @@ static void parse_args(int argc, char **argv) {
     case O_ENGINES: opt.engines = optarg; break;
     case O_QUICK: opt.quick = 1; break;
     case O_PERF: opt.perf = optarg; break;
+    case O_NOTHR: opt.no_threshold = 1; break;
     case 'h':
     case O_HELP: usage(); exit(0);
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -127,13 +132,16 @@ static const char *perf_path(char *buf, size_t len) {
   return buf;
 }
 
-/* One fmx_perf run: every size, one engine; fold its times into best[]. */
-static void run_perf(const char *perf, struct engine_run *r, const uint64_t *sizes, int nsizes) {
-  char cmd[4096], cores[32];
-  int n = snprintf(cmd, sizeof cmd, "'%s' pingpong --engine %s --json --quiet --sizes ", perf, r->e->name);
+/* One fmx_perf run over every size, with `engine` forced (NULL: auto) and
+ * FMX_RNDV_THRESHOLD set to `thr`; fold its times into best[]. */
+static void run_perf(const char *perf, const char *engine, uint64_t thr, double *best, const uint64_t *sizes,
+                     int nsizes) {
+  char cmd[4096], val[32];
+  int n = snprintf(cmd, sizeof cmd, "'%s' pingpong --json --quiet --cores %d,%d%s%s%s --sizes ", perf, opt.cores[0],
+                   opt.cores[1], opt.quick ? " --iters 20" : "", engine ? " --engine " : "", engine ? engine : "");
   for (int i = 0; i < nsizes; i++) n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%s%" PRIu64, i ? "," : "", sizes[i]);
-  snprintf(cores, sizeof cores, "%d,%d", opt.cores[0], opt.cores[1]);
-  n += snprintf(cmd + n, sizeof cmd - (size_t)n, " --cores %s%s", cores, opt.quick ? " --iters 20" : "");
+  snprintf(val, sizeof val, "%" PRIu64, thr);
+  setenv("FMX_RNDV_THRESHOLD", val, 1);
   FILE *f = popen(cmd, "r");
   if (!f) die("cannot run %s: %s", perf, strerror(errno));
   char line[1024];
@@ -144,13 +152,35 @@ static void run_perf(const char *perf, struct engine_run *r, const uint64_t *siz
     double lat;
     if (!ps || !pl || sscanf(ps + 7, "%" SCNu64, &size) != 1 || sscanf(pl + 13, "%lf", &lat) != 1) continue;
     for (int i = 0; i < nsizes; i++)
-      if (sizes[i] == size && lat > 0 && (r->best[i] == 0 || lat < r->best[i])) r->best[i] = lat;
+      if (sizes[i] == size && lat > 0 && (best[i] == 0 || lat < best[i])) best[i] = lat;
     got++;
   }
   int st = pclose(f);
   if (st != 0 || got != nsizes)
-    die("'%s' failed (status %d, %d of %d sizes): see its message above", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, got,
-        nsizes);
+    die("'%s' (FMX_RNDV_THRESHOLD=%s) failed (status %d, %d of %d sizes): see its message above", cmd, val,
+        WIFEXITED(st) ? WEXITSTATUS(st) : -1, got, nsizes);
+}
+
+/* The eager/rendezvous crossover: the smallest size from which rendezvous
+ * (with `engine`) is faster at every larger size measured; twice the
+ * largest size when eager always wins. Prints the table. */
+static uint64_t measure_threshold(const char *perf, const char *engine) {
+  uint64_t sizes[MAX_SIZES], max = opt.quick ? 128u << 10 : 512u << 10;
+  double eager[MAX_SIZES] = {0}, rndv[MAX_SIZES] = {0};
+  int n = 0;
+  for (uint64_t sz = 4096; sz <= max; sz *= 2) sizes[n++] = sz;
+  for (int rep = 0; rep < opt.reps; rep++) {
+    fprintf(stderr, "[fmx_tune] rep %d/%d: eager against rendezvous (%s), %d sizes\n", rep + 1, opt.reps, engine, n);
+    run_perf(perf, engine, 2 * max, eager, sizes, n); /* all eager */
+    run_perf(perf, engine, 4096, rndv, sizes, n);     /* all rendezvous */
+  }
+  uint64_t thr = 2 * max;
+  for (int i = n - 1; i >= 0 && rndv[i] < eager[i]; i--) thr = sizes[i];
+  printf("# eager against rendezvous (%s), best of %d, latency in us\n%10s %10s %10s\n", engine, opt.reps, "size",
+         "eager", "rndv");
+  for (int i = 0; i < n; i++) printf("%10" PRIu64 " %10.2f %10.2f\n", sizes[i], eager[i], rndv[i]);
+  printf("# FMX_RNDV_THRESHOLD=%" PRIu64 "%s\n", thr, thr > max ? " (eager won every size measured)" : "");
+  return thr;
 }
 
 /* Least squares of t = a + b * len over sizes [i0, i1) on relative error
@@ -232,7 +262,7 @@ static void merge_spec(const char *old, int level, const struct bulk_model *m, c
 }
 
 /* Rewrite the tuning file: our FMX_COST_* lines replaced, the rest kept. */
-static void write_file(const char *path, struct engine_run *runs, int nruns, int level) {
+static void write_file(const char *path, struct engine_run *runs, int nruns, int level, uint64_t thr) {
   char *old_text = NULL;
   size_t old_len = 0;
   FILE *in = fopen(path, "r");
@@ -254,12 +284,14 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
         }
       }
       if (strncmp(line, "# fmx_tune", 10) == 0) ours = 1; /* our comment: rewritten below */
+      if (thr && strncmp(line, "FMX_RNDV_THRESHOLD=", 19) == 0) ours = 1;
       if (!ours) fputs(line, mem);
     }
     fclose(in);
   }
   for (int k = 0; k < nruns; k++) merge_spec(old[k], level, &runs[k].model, specs[k], sizeof specs[k]);
   fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], level_names[level]);
+  if (thr) fprintf(mem, "FMX_RNDV_THRESHOLD=%" PRIu64 "\n", thr);
   for (int k = 0; k < nruns; k++) fprintf(mem, "%s=%s\n", runs[k].e->cost_var, specs[k]);
   fclose(mem);
   if (opt.dry_run) {
@@ -314,14 +346,16 @@ int main(int argc, char **argv) {
   }
   if (nruns == 0) die("no usable engine to measure%s", opt.engines ? " in --engines" : "");
 
-  /* The rendezvous threshold (below it no engine runs), then the powers of
-   * two above it, to 64 MiB. */
+  /* Where rendezvous starts to pay (unless --no-threshold), then the
+   * engines from there: the threshold, the powers of two above it, to 64 MiB. */
+  uint64_t thr = opt.no_threshold ? 0 : measure_threshold(perf, runs[0].e->name);
+  uint64_t from = thr ? thr : fmx_cfg.rndv_threshold;
   uint64_t sizes[MAX_SIZES], max = opt.quick ? 16u << 20 : 64u << 20;
   int nsizes = 0;
-  sizes[nsizes++] = fmx_cfg.rndv_threshold;
+  sizes[nsizes++] = from;
   for (uint64_t s = 4096; s <= max && nsizes < MAX_SIZES; s *= 2)
-    if (s > fmx_cfg.rndv_threshold) sizes[nsizes++] = s;
-  if (nsizes < 2) die("rendezvous threshold %" PRIu64 " leaves fewer than two sizes to measure", fmx_cfg.rndv_threshold);
+    if (s > from) sizes[nsizes++] = s;
+  if (nsizes < 2) die("rendezvous threshold %" PRIu64 " leaves fewer than two sizes to measure", from);
   int level = topo_shared_level(opt.cores[0], opt.cores[1]);
   if (level < 0) level = TOPO_LEVEL_NUMA;
 
@@ -329,7 +363,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nruns; k++) {
       fprintf(stderr, "[fmx_tune] rep %d/%d: %s, %d sizes on cores %d,%d\n", rep + 1, opt.reps, runs[k].e->name, nsizes,
               opt.cores[0], opt.cores[1]);
-      run_perf(perf, &runs[k], sizes, nsizes);
+      run_perf(perf, runs[k].e->name, from, runs[k].best, sizes, nsizes);
     }
   for (int k = 0; k < nruns; k++)
     if (fit(sizes, runs[k].best, nsizes, &runs[k].model) != 0)
@@ -362,6 +396,6 @@ int main(int argc, char **argv) {
       printf("# %s from %" PRIu64 " B: startup %.2f us, %.0f MB/s\n", runs[k].e->name, runs[k].model.seg[j].from,
              runs[k].model.seg[j].startup_us, runs[k].model.seg[j].mbps);
   printf("# the model's choice is at most %.1f%% slower than the best measured engine at these sizes\n", worst * 100);
-  write_file(path, runs, nruns, level);
+  write_file(path, runs, nruns, level, thr);
   return 0;
 }

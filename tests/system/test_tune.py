@@ -25,26 +25,30 @@ def engines_by_size(tuning, sizes="256K,2M"):
 
 def test_fmx_tune_writes_costs_and_keeps_other_lines(tmp_path):
     f = tmp_path / "tuning.conf"
-    f.write_text("# mine\nFMX_SPIN_US=500\nFMX_COST_CMA=NUMA:9:999\n")
+    f.write_text("# mine\nFMX_SPIN_US=500\nFMX_COST_CMA=NUMA:9:999\nFMX_RNDV_THRESHOLD=1\n")
     p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f)])
     assert p.returncode == 0, p.stderr
     assert "[fmx_tune] rep 1/1: cma" in p.stderr and "loss vs best" in p.stdout
+    assert "eager against rendezvous" in p.stdout
     text = f.read_text()
     lines = text.splitlines()
     assert "# mine" in lines and "FMX_SPIN_US=500" in lines
     cma = [l for l in lines if l.startswith("FMX_COST_CMA=")]
     ring = [l for l in lines if l.startswith("FMX_COST_RING=")]
     assert len(cma) == 1 and len(ring) == 1
+    thr = [l for l in lines if l.startswith("FMX_RNDV_THRESHOLD=")]
+    assert len(thr) == 1 and int(thr[0].split("=")[1]) >= 4096  # measured, replaced
     assert "NUMA:9:999" in cma[0]          # another level's measurement stays
     level = [l for l in lines if l.startswith("# fmx_tune")][0].split("(")[1].rstrip(")")
     assert level + ":" in cma[0] or level + "@" in cma[0]
     # A second run replaces its level's entries, adds no duplicate lines.
-    p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f), "--engines", "ring"])
+    p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f), "--engines", "ring", "--no-threshold"])
     assert p.returncode == 0, p.stderr
     lines2 = f.read_text().splitlines()
     assert sum(l.startswith("FMX_COST_RING=") for l in lines2) == 1
     assert sum(l.startswith("# fmx_tune") for l in lines2) == 1
     assert [l for l in lines2 if l.startswith("FMX_COST_CMA=")] == cma
+    assert [l for l in lines2 if l.startswith("FMX_RNDV_THRESHOLD=")] == thr  # --no-threshold keeps it
     # The library reads what fmx_tune wrote: fmx_info shows where it came from.
     p = run(["fmx_info", "--config"], {"FMX_TUNING_FILE": str(f)})
     assert any(l.startswith("FMX_COST_RING") and "tuning file" in l for l in p.stdout.splitlines())
