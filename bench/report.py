@@ -117,15 +117,20 @@ def plots(data, stats, img_dir, prefix):
         return [], "plots skipped: %s" % e
     os.makedirs(img_dir, exist_ok=True)
     made = []
-    specs = [("pingpong", "bw", "ping-pong bandwidth (MB/s)", "pingpong-bw", lambda s: s >= 4 * K),
-             ("bw", "bw", "streaming bandwidth (MB/s)", "stream-bw", lambda s: s > 0),
-             ("alltoall", "lat", "alltoall time, 2 ranks (µs)", "alltoall", lambda s: s > 0)]
-    for kernel, metric, ylabel, name, keep in specs:
+    every = lambda c: True  # noqa: E731
+    fmx_only = lambda c: c.startswith("fmx")  # noqa: E731
+    specs = [("pingpong", "bw", "ping-pong bandwidth (MB/s)", "pingpong-bw", lambda s: s >= 4 * K, every),
+             ("bw", "bw", "streaming bandwidth (MB/s)", "stream-bw", lambda s: s > 0, every),
+             ("alltoall", "lat", "alltoall time, 2 ranks (µs)", "alltoall", lambda s: s > 0, every),
+             # docs/engines.md: each engine forced, auto and tuned auto
+             ("pingpong", "bw", "fmx engines, ping-pong bandwidth (MB/s)", "engines-pingpong",
+              lambda s: s >= 16 * K, fmx_only)]
+    for kernel, metric, ylabel, name, keep, only in specs:
         fig, ax = plt.subplots(figsize=(11, 5.5))
         lines = 0
         colors = plt.get_cmap("tab20").colors
         for i, (c, cst) in enumerate(data["configs"].items()):
-            ks = stats.get(c, {}).get(kernel)
+            ks = stats.get(c, {}).get(kernel) if only(c) else None
             if not ks:
                 continue
             xs = sorted(s for s in ks if keep(s))
