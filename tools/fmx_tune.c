@@ -30,8 +30,6 @@
 
 #define MAX_SIZES 32
 
-static const char *const level_names[] = {"CPU", "L1", "L2", "L3", "NUMA", "SYS"};
-
 static struct {
   const char *output, *perf, *engines;
   int reps, cores[2];
@@ -242,8 +240,8 @@ static void merge_spec(const char *old, int level, const struct bulk_model *m, c
     strcpy(copy, old);
     for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
       while (*tok == ' ') tok++;
-      size_t ln = strlen(level_names[level]);
-      if (strncmp(tok, level_names[level], ln) == 0 && (tok[ln] == ':' || tok[ln] == '@')) continue;
+      size_t ln = strlen(bulk_level_name(level));
+      if (strncmp(tok, bulk_level_name(level), ln) == 0 && (tok[ln] == ':' || tok[ln] == '@')) continue;
       struct bulk_model tmp;
       if (bulk_cost_parse(tok, level, &tmp) < 0) continue; /* drop malformed entries */
       n += (size_t)snprintf(buf + n, sizeof buf - n, "%s;", tok);
@@ -252,10 +250,10 @@ static void merge_spec(const char *old, int level, const struct bulk_model *m, c
   for (int k = 0; k < m->n && n < sizeof buf; k++) {
     const struct bulk_cost *c = &m->seg[k];
     if (c->from)
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s@%" PRIu64 ":%.2f:%.0f;", level_names[level], c->from,
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s@%" PRIu64 ":%.2f:%.0f;", bulk_level_name(level), c->from,
                             c->startup_us, c->mbps);
     else
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s:%.2f:%.0f;", level_names[level], c->startup_us, c->mbps);
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s:%.2f:%.0f;", bulk_level_name(level), c->startup_us, c->mbps);
   }
   if (n && buf[n - 1] == ';') buf[n - 1] = '\0';
   snprintf(out, len, "%s", buf);
@@ -290,7 +288,7 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
     fclose(in);
   }
   for (int k = 0; k < nruns; k++) merge_spec(old[k], level, &runs[k].model, specs[k], sizeof specs[k]);
-  fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], level_names[level]);
+  fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], bulk_level_name(level));
   if (thr) fprintf(mem, "FMX_RNDV_THRESHOLD=%" PRIu64 "\n", thr);
   for (int k = 0; k < nruns; k++) fprintf(mem, "%s=%s\n", runs[k].e->cost_var, specs[k]);
   fclose(mem);
@@ -371,7 +369,7 @@ int main(int argc, char **argv) {
 
   /* What was measured, what the model says, and what auto would pick. */
   printf("# cores %d,%d share: %s; best of %d; latency in us (model in brackets)\n", opt.cores[0], opt.cores[1],
-         level_names[level], opt.reps);
+         bulk_level_name(level), opt.reps);
   printf("%10s", "size");
   for (int k = 0; k < nruns; k++) printf(" %20s", runs[k].e->name);
   printf("  %-8s %s\n", "auto", "loss vs best");

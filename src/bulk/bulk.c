@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared part of the bulk engines: registry, selection, chunking. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "bulk/engine.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "platform/topo.h"
-
-#include <stdio.h>
 
 const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, NULL};
 
@@ -20,6 +19,8 @@ const struct fmx_bulk_engine *bulk_find(const char *name) {
 
 static const char *const level_names[] = {"CPU", "L1", "L2", "L3", "NUMA", "SYS"};
 #define NLEVELS ((int)(sizeof level_names / sizeof level_names[0]))
+
+const char *bulk_level_name(int level) { return level >= 0 && level < NLEVELS ? level_names[level] : "?"; }
 
 int bulk_cost_parse(const char *spec, int level, struct bulk_model *out) {
   out->n = 0;

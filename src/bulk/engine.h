@@ -60,6 +60,8 @@ const struct fmx_bulk_engine *bulk_find(const char *name);
  * or of the nearest level measured. Returns 0 (exact level), 1 (another
  * level), -1 (empty spec) or -2 (malformed: out->n = 0). */
 int bulk_cost_parse(const char *spec, int level, struct bulk_model *out);
+/* The name of a topology level in cost specs ("L3", "NUMA", ...). */
+const char *bulk_level_name(int level);
 /* Predicted microseconds for len bytes: the segment with the largest
  * from <= len (the first segment below all of them). */
 double bulk_cost_time(const struct bulk_model *m, uint64_t len);
