@@ -9,7 +9,7 @@
 #include "core/log.h"
 #include "platform/topo.h"
 
-const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, NULL};
+const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, &bulk_vmsplice, NULL};
 
 const struct fmx_bulk_engine *bulk_find(const char *name) {
   for (int i = 0; bulk_engines[i]; i++)
@@ -122,7 +122,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     if (e != &bulk_ring) {
       CNT(ep, BULK_FALLBACK);
       log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,
-               p->cma_reason);
+               e == &bulk_vmsplice ? "the connection has no pipes" : p->cma_reason);
     }
     e = &bulk_ring;
   }

@@ -4,8 +4,8 @@
  * one file behind this table; segment walking and completion live once in
  * bulk.c and proto/rndv.c.
  *
- * Receiver-driven engines (cma) implement recv_*; sender-driven ones (ring)
- * also implement send_* which run on the sender after the receiver's CTS.
+ * Receiver-driven engines (cma) implement recv_*; sender-driven ones (ring,
+ * vmsplice) also implement send_* which run on the sender after the receiver's CTS.
  * progress functions do bounded work (one chunk) so a 1 GiB copy does not
  * stall small messages to other peers.
  */
@@ -46,10 +46,15 @@ struct fmx_bulk_engine {
 extern const struct fmx_bulk_engine bulk_cma;
 extern const struct fmx_bulk_engine bulk_ring;
 extern const struct fmx_bulk_engine bulk_coop;
+extern const struct fmx_bulk_engine bulk_vmsplice;
 
 /* coop (bulk/coop.c): publish a matched receive's transfer in its channel;
  * 0, or -1 when that channel direction already carries one. */
 int coop_publish(struct fmx_request *r);
+/* vmsplice (bulk/vmsplice.c): take the pipe of the channel a matched
+ * receive's RTS came on; 0, or -1 when that pipe is in use by another
+ * receive, broken by an earlier one, or absent. */
+int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r);
 extern const struct fmx_bulk_engine *const bulk_engines[];
 
 const struct fmx_bulk_engine *bulk_find(const char *name);

@@ -20,6 +20,7 @@ struct fmx_config {
   const char *cost_cma;     /* FMX_COST_CMA: "LEVEL:STARTUP_US:MBPS;..." or "" */
   const char *cost_ring;    /* FMX_COST_RING */
   const char *cost_coop;    /* FMX_COST_COOP */
+  const char *cost_vmsplice; /* FMX_COST_VMSPLICE */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */

@@ -26,7 +26,9 @@
   X(SLEEPS, "waits that blocked on the futex")                                \
   X(WAKES, "futex wakes sent to peers")                                       \
   X(BULK_COOP, "large messages moved by coop")                                \
-  X(BULK_COOP_BYTES, "bytes this side copied for coop transfers")
+  X(BULK_COOP_BYTES, "bytes this side copied for coop transfers")             \
+  X(BULK_VMSPLICE, "large messages moved by vmsplice")                        \
+  X(BULK_VMSPLICE_BYTES, "bytes read from vmsplice pipes")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

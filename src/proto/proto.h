@@ -12,7 +12,9 @@
  *   CTS    receiver -> sender, ring and coop engines: sreq, rreq, msg_len =
  *          bytes wanted (already truncated to the receive buffer); flags &
  *          PROTO_F_COOP: the coop engine (the transfer is published in the
- *          channel's coop area of this direction), else the ring engine.
+ *          channel's coop area of this direction); PROTO_F_VMSPLICE: the
+ *          vmsplice engine (the sender pushes into the channel's pipe of
+ *          this direction); else the ring engine.
  *   FIN    receiver -> sender: sreq, msg_len = bytes taken; match = status
  *          code when flags & PROTO_F_ERROR.
  *   CLOSE  the sender closed its endpoint.
@@ -36,6 +38,7 @@ enum proto_type {
 #define PROTO_F_SYNC 0x01
 #define PROTO_F_ERROR 0x02
 #define PROTO_F_COOP 0x04 /* CTS: join the coop transfer published in the channel */
+#define PROTO_F_VMSPLICE 0x08 /* CTS: push the message into the channel's pipe (vmsplice engine) */
 
 struct proto_hdr {
   uint8_t type;     /* 0: enum proto_type */

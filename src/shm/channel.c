@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "shm/channel.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +41,44 @@ static void slots_view(struct bulk_slots *s, uint8_t *base, const struct chan_hd
   s->next = 0;
 }
 
+/* Pipes cost two fds per connection on each side and count against the
+ * user's pipe-buffer budget (fs.pipe-user-pages-soft, shared with every
+ * other pipe of the user): made only when the vmsplice engine may be used,
+ * i.e. forced (FMX_BULK=vmsplice) or measured by fmx_tune (FMX_COST_VMSPLICE).
+ * They keep the default size, 64 KiB: the chunk the engine moves per call. */
+int chan_pipes_wanted(void) { return strcmp(fmx_cfg.bulk, "vmsplice") == 0 || fmx_cfg.cost_vmsplice[0] != '\0'; }
+
+int chan_pipes_create(struct channel *c, int peer_fds[2]) {
+  int d0[2], d1[2]; /* direction 0: we write; direction 1: we read */
+  if (pipe2(d0, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
+  if (pipe2(d1, O_CLOEXEC | O_NONBLOCK) < 0) {
+    close(d0[0]);
+    close(d0[1]);
+    return -1;
+  }
+  c->pipe_tx = d0[1];
+  c->pipe_rx = d1[0];
+  peer_fds[0] = d0[0];
+  peer_fds[1] = d1[1];
+  return 0;
+}
+
+static int is_pipe_end(int fd, int mode) {
+  struct stat st;
+  int fl = fcntl(fd, F_GETFL);
+  return fl >= 0 && (fl & O_ACCMODE) == mode && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd) {
+  if (!is_pipe_end(rx_fd, O_RDONLY) || !is_pipe_end(tx_fd, O_WRONLY)) return -1;
+  /* The connector made them non-blocking; a peer that did not must not
+   * block our progress. */
+  if (fcntl(rx_fd, F_SETFL, O_RDONLY | O_NONBLOCK) < 0 || fcntl(tx_fd, F_SETFL, O_WRONLY | O_NONBLOCK) < 0) return -1;
+  c->pipe_rx = rx_fd;
+  c->pipe_tx = tx_fd;
+  return 0;
+}
+
 uint8_t *chan_slot_data(struct bulk_slots *s, uint64_t i) { return s->data + i * s->size; }
 
 /* Build the local view; `tx_dir` is the direction we send on. */
@@ -71,6 +110,7 @@ struct channel *chan_create(int *fd) {
   c->base = sys_map_shared(*fd, size);
   if (!c->base) goto fail_fd;
   c->size = size;
+  c->pipe_tx = c->pipe_rx = -1;
   memcpy(c->base, &h, sizeof h);
   format(c);
   if (view(c, &h, 0, 1)) goto fail_map;
@@ -99,7 +139,14 @@ struct channel *chan_create_self(void) {
   memcpy(c->base, &h, sizeof h);
   format(c);
   view(c, &h, 0, 0);
-  /* tx and rx views must share the consumer/producer cursors: one ring. */
+  /* tx and rx views must share the consumer/producer cursors: one ring.
+   * Likewise one pipe (none if we are out of fds: vmsplice is unusable). */
+  int fds[2];
+  c->pipe_tx = c->pipe_rx = -1;
+  if (chan_pipes_wanted() && pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    c->pipe_rx = fds[0];
+    c->pipe_tx = fds[1];
+  }
   return c;
 }
 
@@ -115,6 +162,7 @@ struct channel *chan_attach(int fd) {
     return NULL;
   }
   c->size = size;
+  c->pipe_tx = c->pipe_rx = -1;
   struct chan_hdr h;
   memcpy(&h, c->base, sizeof h); /* one snapshot: the peer may keep writing */
   uint64_t ring_fp = shm_ring_footprint(h.ring_bytes);
@@ -137,6 +185,8 @@ struct channel *chan_attach(int fd) {
 
 void chan_destroy(struct channel *c) {
   if (!c) return;
+  if (c->pipe_tx >= 0) close(c->pipe_tx);
+  if (c->pipe_rx >= 0) close(c->pipe_rx);
   munmap(c->base, c->size);
   free(c);
 }

@@ -89,6 +89,12 @@ struct channel {
   uint32_t coop_gen;                   /* receiver: last generation used */
   uint64_t rx_freed; /* cells consumed since we last woke the sender */
   uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */
+  /* vmsplice engine: one pipe per direction, created by the connector and
+   * passed in the hello (-1 when the connection has none). */
+  int pipe_tx, pipe_rx;    /* write end of our direction, read end of the peer's */
+  uint64_t pipe_tx_owner;  /* id of the send pushing into pipe_tx, 0 if none */
+  uint64_t pipe_rx_owner;  /* id of the receive reading pipe_rx, 0 if none */
+  int pipe_rx_broken;      /* a receive failed mid-transfer: stale bytes, never again */
 };
 
 /* Create a channel memfd with the current config; returns the channel and
@@ -100,6 +106,16 @@ struct channel *chan_create_self(void);
  * offset against the file size. NULL on a malformed channel. */
 struct channel *chan_attach(int fd);
 void chan_destroy(struct channel *c);
+/* Create the two pipes of a connection, O_NONBLOCK, sized to FMX_CHUNK_MAX
+ * (or as much as the kernel grants): our ends go to c, the peer's (read end
+ * of direction 0, write end of direction 1) to peer_fds. 0 or -1. */
+/* Whether connections should carry the vmsplice engine's pipes. */
+int chan_pipes_wanted(void);
+int chan_pipes_create(struct channel *c, int peer_fds[2]);
+/* Adopt the pipe ends a connector passed (we are the acceptor): checks they
+ * are a read end and a write end of pipes. 0 (fds now the channel's) or -1
+ * (fds left to the caller). */
+int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd);
 uint8_t *chan_slot_data(struct bulk_slots *s, uint64_t i);
 
 #endif

@@ -47,11 +47,13 @@ int shm_listen(struct fmx_endpoint *ep) {
   return 0;
 }
 
-/* Send a hello/reply with up to two fds. */
+#define MAX_FDS 4 /* descriptor, channel, pipe read end, pipe write end */
+
+/* Send a hello/reply with up to MAX_FDS fds. */
 static int send_msg(int fd, const struct shm_hello *h, const int *fds, int nfds) {
   struct iovec iov = {(void *)h, sizeof *h};
   union {
-    char buf[CMSG_SPACE(2 * sizeof(int))];
+    char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct msghdr m = {0};
@@ -73,10 +75,11 @@ static int send_msg(int fd, const struct shm_hello *h, const int *fds, int nfds)
   return n == (ssize_t)sizeof *h ? 0 : -1;
 }
 
-/* Receive a hello/reply; fds[] gets up to 2 received fds (-1 when absent).
- * Anything malformed closes every received fd and fails. */
-static int recv_msg(int fd, struct shm_hello *h, int fds[2], int timeout_ms) {
-  fds[0] = fds[1] = -1;
+/* Receive a hello/reply; fds[] gets up to MAX_FDS received fds (-1 when
+ * absent), more are closed. Anything malformed closes every received fd and
+ * fails. */
+static int recv_msg(int fd, struct shm_hello *h, int fds[MAX_FDS], int timeout_ms) {
+  for (int i = 0; i < MAX_FDS; i++) fds[i] = -1;
   struct pollfd p = {fd, POLLIN, 0};
   int r;
   do r = poll(&p, 1, timeout_ms);
@@ -84,7 +87,7 @@ static int recv_msg(int fd, struct shm_hello *h, int fds[2], int timeout_ms) {
   if (r <= 0) return -ETIMEDOUT;
   struct iovec iov = {h, sizeof *h};
   union {
-    char buf[CMSG_SPACE(4 * sizeof(int))];
+    char buf[CMSG_SPACE(2 * MAX_FDS * sizeof(int))]; /* room to take (and close) extra fds */
     struct cmsghdr align;
   } u;
   struct msghdr m = {0};
@@ -99,10 +102,11 @@ static int recv_msg(int fd, struct shm_hello *h, int fds[2], int timeout_ms) {
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    int tmp[4];
+    int tmp[2 * MAX_FDS];
+    if (k > 2 * MAX_FDS) k = 2 * MAX_FDS; /* cannot be: the buffer holds no more */
     memcpy(tmp, CMSG_DATA(c), (size_t)k * sizeof(int));
     for (int i = 0; i < k; i++) {
-      if (got < 2)
+      if (got < MAX_FDS)
         fds[got++] = tmp[i];
       else
         close(tmp[i]);
@@ -110,7 +114,7 @@ static int recv_msg(int fd, struct shm_hello *h, int fds[2], int timeout_ms) {
   }
   if (n != (ssize_t)sizeof *h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h->magic != SHM_HELLO_MAGIC ||
       h->version != SHM_HELLO_VERSION) {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < MAX_FDS; i++)
       if (fds[i] >= 0) close(fds[i]), fds[i] = -1;
     return -EPROTO;
   }
@@ -198,13 +202,13 @@ static void fill_hello(struct fmx_endpoint *ep, struct shm_hello *h, int type) {
 /* The acceptor side of one handshake (watcher thread). */
 static void accept_one(struct fmx_endpoint *ep, int fd) {
   struct shm_hello h, rep;
-  int fds[2];
+  int fds[MAX_FDS];
   fill_hello(ep, &rep, SHM_REPLY);
   /* A silent client must not hold the watcher for long. */
   int r = recv_msg(fd, &h, fds, 1000);
   if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0) {
     if (r == 0)
-      for (int i = 0; i < 2; i++)
+      for (int i = 0; i < MAX_FDS; i++)
         if (fds[i] >= 0) close(fds[i]);
     pthread_mutex_lock(&ep->lock);
     CNT(ep, CONNECT_REFUSED);
@@ -228,6 +232,12 @@ static void accept_one(struct fmx_endpoint *ep, int fd) {
       rep.status = FMX_BAD_ERROR;
       log_warn("FMX-CONN-CHAN", "endpoint %u: malformed channel from pid %d refused", ep->eid, (int)cred.pid);
     } else {
+      /* The vmsplice pipes are optional: without them (or with anything
+       * else in their place) the connection just has no vmsplice engine. */
+      if ((h.flags & SHM_F_PIPES) && fds[2] >= 0 && fds[3] >= 0 && chan_pipes_attach(ch, fds[2], fds[3]) == 0) {
+        fds[2] = fds[3] = -1;
+        rep.flags |= SHM_F_PIPES;
+      }
       pthread_mutex_lock(&ep->lock);
       struct partner *p = ep->closing ? NULL : adopt(ep, &h, cred.pid, fds[0], ch);
       if (!p) chan_destroy(ch);
@@ -242,8 +252,8 @@ static void accept_one(struct fmx_endpoint *ep, int fd) {
     CNT(ep, CONNECT_REFUSED);
   pthread_mutex_unlock(&ep->lock);
   send_msg(fd, &rep, &ep->desc_fd, rep.status == FMX_SUCCESS ? 1 : 0);
-  close(fds[0]);
-  close(fds[1]);
+  for (int i = 0; i < MAX_FDS; i++)
+    if (fds[i] >= 0) close(fds[i]);
 }
 
 fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
@@ -266,10 +276,15 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
   struct shm_hello h, rep;
   fill_hello(ep, &h, SHM_HELLO);
   h.key = key;
-  int fds[2] = {ep->desc_fd, chan_fd};
+  int fds[MAX_FDS] = {ep->desc_fd, chan_fd, -1, -1};
+  int nfds = 2;
+  if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[2]) == 0) {
+    h.flags |= SHM_F_PIPES;
+    nfds = 4;
+  }
   fmx_return_t rc = FMX_SUCCESS;
-  int rfds[2] = {-1, -1};
-  if (send_msg(fd, &h, fds, 2) < 0) {
+  int rfds[MAX_FDS] = {-1, -1, -1, -1};
+  if (send_msg(fd, &h, fds, nfds) < 0) {
     rc = FMX_REMOTE_ENDPOINT_CLOSED;
   } else {
     int r = recv_msg(fd, &rep, rfds, timeout_ms == FMX_TIMEOUT_INFINITE ? -1 : (int)timeout_ms);
@@ -288,17 +303,25 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
     rc = FMX_ACCESS_DENIED;
   close(fd);
   close(chan_fd);
+  /* The peer's pipe ends are the peer's now: keeping a copy would hide its
+   * death (no EOF, no EPIPE). */
+  for (int i = 2; i < nfds; i++) close(fds[i]);
   if (rc != FMX_SUCCESS) {
     chan_destroy(ch);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < MAX_FDS; i++)
       if (rfds[i] >= 0) close(rfds[i]);
     return rc;
+  }
+  if (!(rep.flags & SHM_F_PIPES) && ch->pipe_tx >= 0) {
+    close(ch->pipe_tx);
+    close(ch->pipe_rx);
+    ch->pipe_tx = ch->pipe_rx = -1;
   }
   pthread_mutex_lock(&ep->lock);
   struct partner *p = adopt(ep, &rep, cred.pid, rfds[0], ch);
   pthread_mutex_unlock(&ep->lock);
-  close(rfds[0]);
-  if (rfds[1] >= 0) close(rfds[1]);
+  for (int i = 0; i < MAX_FDS; i++)
+    if (rfds[i] >= 0) close(rfds[i]);
   if (!p) {
     chan_destroy(ch);
     return FMX_NO_RESOURCES;

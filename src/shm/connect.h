@@ -3,8 +3,8 @@
  * Same-host discovery and connect, without files:
  *  - each endpoint listens on the abstract Unix socket "\0fmx/<uid>/<board>/<eid>";
  *  - connect = one SOCK_SEQPACKET exchange: HELLO {key, our eid/session,
- *    CMA probe address} with our descriptor memfd and a new channel memfd,
- *    answered by REPLY {status, its session, its probe address} with its
+ *    CMA probe address} with our descriptor memfd, a new channel memfd
+ *    and the peer's ends of the channel's two pipes (vmsplice), answered by REPLY {status, its session, its probe address} with its
  *    descriptor memfd;
  *  - the acceptor checks the key and the peer's uid (SO_PEERCRED): abstract
  *    sockets have no file permissions, so the uid in the name is only a
@@ -38,8 +38,11 @@ struct shm_hello {
   uint64_t probe_addr; /* a word the peer may read with process_vm_readv */
   uint64_t probe_val;
   int32_t cpu; /* the CPU the sender's process runs on (a hint), -1 unknown */
-  uint32_t reserved;
+  uint32_t flags; /* SHM_F_*; 0 from a peer that predates them */
 };
+/* HELLO: the two vmsplice pipe ends follow the channel fd; REPLY: the
+ * listener took them (else the connector closes its ends). */
+#define SHM_F_PIPES 0x1
 _Static_assert(sizeof(struct shm_hello) == 64, "hello layout");
 
 /* Bind the listening socket; 0, or -errno (-EADDRINUSE: id taken). */

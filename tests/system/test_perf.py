@@ -56,6 +56,16 @@ def test_alltoall_ring_engine():
     assert rows[0]["engine"] == "ring"
 
 
+@pytest.mark.parametrize("kernel", [["pingpong"], ["bw", "--window", "8"], ["alltoall", "--np", "3"]])
+@pytest.mark.parametrize("env", [{}, {"FMX_CMA": "0"}], ids=["cma-on", "cma-off"])
+def test_vmsplice_engine(kernel, env):
+    # vmsplice needs no ptrace rights: FMX_CMA=0 must not change the engine
+    rows = rows_of(perf(*kernel, "--sizes", "1M,3M", "--iters", "6", "--verify", "--engine", "vmsplice", env=env))
+    assert [r["size"] for r in rows] == [1 << 20, 3 << 20]
+    # bw and alltoall have several transfers per peer in flight: the others go ring
+    assert all(r["engine"] in ({"vmsplice"} if kernel[0] == "pingpong" else {"vmsplice", "ring"}) for r in rows)
+
+
 def test_overlap_reports_both_sides():
     rows = rows_of(perf("overlap", "--sizes", "4K,1M", "--iters", "10"))
     for r in rows:

@@ -67,7 +67,13 @@ def test_unexpected_large_messages():
                                          # coop: one transfer per peer and direction at
                                          # a time; the others from that peer go cma
                                          ({"FMX_BULK": "coop"}, {"coop", "cma"}),
-                                         ({"FMX_BULK": "coop", "FMX_CHUNK_MAX": "8K"}, {"coop", "cma"})])
+                                         ({"FMX_BULK": "coop", "FMX_CHUNK_MAX": "8K"}, {"coop", "cma"}),
+                                         # vmsplice: one transfer per pipe at a time; the
+                                         # others from that peer go ring. No ptrace rights
+                                         # needed: works with CMA off
+                                         ({"FMX_BULK": "vmsplice"}, {"vmsplice", "ring"}),
+                                         ({"FMX_BULK": "vmsplice", "FMX_CMA": "0", "FMX_CHUNK_MAX": "16K"},
+                                          {"vmsplice", "ring"})])
 def test_engines_same_results(env, engines):
     outs = run_all("exchange", 3, 30, env=env, msgs=12, max_size=16 << 20, segs=1, seed=3)
     assert all(o["received"] == 24 for o in outs)
@@ -82,8 +88,10 @@ def test_issend_completes_only_when_matched():
 @pytest.mark.parametrize("victim", [0, 1])
 @pytest.mark.parametrize("env", [{"FMX_CHUNK_MAX": "4K"},
                                  {"FMX_BULK": "ring", "FMX_BULK_SLOT_SIZE": "4K", "FMX_BULK_SLOTS": "1"},
-                                 {"FMX_BULK": "coop", "FMX_CHUNK_MAX": "4K"}],
-                         ids=["cma", "ring", "coop"])
+                                 {"FMX_BULK": "coop", "FMX_CHUNK_MAX": "4K"},
+                                 # a 4 KiB pipe; the sender must get EPIPE, not die of SIGPIPE
+                                 {"FMX_BULK": "vmsplice", "FMX_CHUNK_MAX": "4K"}],
+                         ids=["cma", "ring", "coop", "vmsplice"])
 def test_peer_killed_mid_transfer(victim, env):
     """The survivor of a SIGKILL gets an error completion, never a hang."""
     before = shm_files()
