@@ -40,6 +40,7 @@ struct engine_run {
   const struct fmx_bulk_engine *e;
   double best[MAX_SIZES]; /* µs, 0 = no number yet */
   struct bulk_model model;
+  int picked; /* sizes at which the model picks this engine */
 };
 
 #define die(...) (fprintf(stderr, "fmx_tune: " __VA_ARGS__), fputc('\n', stderr), exit(1))
@@ -287,10 +288,16 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
     }
     fclose(in);
   }
-  for (int k = 0; k < nruns; k++) merge_spec(old[k], level, &runs[k].model, specs[k], sizeof specs[k]);
+  /* An engine the model never picks here is not written for this level:
+   * a measured cost is what makes connections carry what an engine needs
+   * (the vmsplice pipes), and it would only be ignored. */
+  static const struct bulk_model none;
+  for (int k = 0; k < nruns; k++)
+    merge_spec(old[k], level, runs[k].picked ? &runs[k].model : &none, specs[k], sizeof specs[k]);
   fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], bulk_level_name(level));
   if (thr) fprintf(mem, "FMX_RNDV_THRESHOLD=%" PRIu64 "\n", thr);
-  for (int k = 0; k < nruns; k++) fprintf(mem, "%s=%s\n", runs[k].e->cost_var, specs[k]);
+  for (int k = 0; k < nruns; k++)
+    if (specs[k][0]) fprintf(mem, "%s=%s\n", runs[k].e->cost_var, specs[k]);
   fclose(mem);
   if (opt.dry_run) {
     fputs(old_text, stdout);
@@ -385,6 +392,7 @@ int main(int argc, char **argv) {
       printf(" %10.1f [%7.1f]", runs[k].best[i], bulk_cost_time(&runs[k].model, sizes[i]));
     }
     int pick = bulk_cost_pick(model, usable, nruns, sizes[i]);
+    runs[pick].picked++;
     double loss = runs[pick].best[i] / runs[bestk].best[i] - 1;
     worst = loss > worst ? loss : worst;
     printf("  %-8s %5.1f%%\n", runs[pick].e->name, loss * 100);
@@ -394,6 +402,8 @@ int main(int argc, char **argv) {
       printf("# %s from %" PRIu64 " B: startup %.2f us, %.0f MB/s\n", runs[k].e->name, runs[k].model.seg[j].from,
              runs[k].model.seg[j].startup_us, runs[k].model.seg[j].mbps);
   printf("# the model's choice is at most %.1f%% slower than the best measured engine at these sizes\n", worst * 100);
+  for (int k = 0; k < nruns; k++)
+    if (!runs[k].picked) printf("# %s is never the cheapest here: its cost is not written\n", runs[k].e->name);
   write_file(path, runs, nruns, level, thr);
   return 0;
 }

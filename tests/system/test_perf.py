@@ -121,7 +121,9 @@ def test_rank_killed_mid_alltoall_fails_fast():
         t0 = time.time()
         _, err = p.communicate(timeout=25)
         assert p.returncode == 1
-        assert "killed by signal 9" in err
+        # The parent reports the first failure it reaps: the killed rank, or a
+        # survivor that saw the death first (its pidfd) and gave up.
+        assert "killed by signal 9" in err or "Remote endpoint unreachable" in err, err
         assert time.time() - t0 < 20  # ended by the death, not by the watchdog
     finally:
         if p.poll() is None:

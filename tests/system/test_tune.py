@@ -35,7 +35,9 @@ def test_fmx_tune_writes_costs_and_keeps_other_lines(tmp_path):
     assert "# mine" in lines and "FMX_SPIN_US=500" in lines
     cma = [l for l in lines if l.startswith("FMX_COST_CMA=")]
     ring = [l for l in lines if l.startswith("FMX_COST_RING=")]
-    assert len(cma) == 1 and len(ring) == 1
+    # an engine the model never picks is not written; cma keeps its NUMA entry
+    assert len(cma) == 1 and len(ring) <= 1
+    assert any(l.startswith("FMX_COST_") and ("L3" in l or "L2" in l or "NUMA:" in l) for l in lines)
     thr = [l for l in lines if l.startswith("FMX_RNDV_THRESHOLD=")]
     assert len(thr) == 1 and int(thr[0].split("=")[1]) >= 4096  # measured, replaced
     assert "NUMA:9:999" in cma[0]          # another level's measurement stays
@@ -45,7 +47,7 @@ def test_fmx_tune_writes_costs_and_keeps_other_lines(tmp_path):
     p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f), "--engines", "ring", "--no-threshold"])
     assert p.returncode == 0, p.stderr
     lines2 = f.read_text().splitlines()
-    assert sum(l.startswith("FMX_COST_RING=") for l in lines2) == 1
+    assert sum(l.startswith("FMX_COST_RING=") for l in lines2) == 1  # alone, ring is always picked
     assert sum(l.startswith("# fmx_tune") for l in lines2) == 1
     assert [l for l in lines2 if l.startswith("FMX_COST_CMA=")] == cma
     assert [l for l in lines2 if l.startswith("FMX_RNDV_THRESHOLD=")] == thr  # --no-threshold keeps it
