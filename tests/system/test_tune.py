@@ -37,12 +37,13 @@ def test_fmx_tune_writes_costs_and_keeps_other_lines(tmp_path):
     ring = [l for l in lines if l.startswith("FMX_COST_RING=")]
     # an engine the model never picks is not written; cma keeps its NUMA entry
     assert len(cma) == 1 and len(ring) <= 1
-    assert any(l.startswith("FMX_COST_") and ("L3" in l or "L2" in l or "NUMA:" in l) for l in lines)
     thr = [l for l in lines if l.startswith("FMX_RNDV_THRESHOLD=")]
     assert len(thr) == 1 and int(thr[0].split("=")[1]) >= 4096  # measured, replaced
     assert "NUMA:9:999" in cma[0]          # another level's measurement stays
+    # the engines the model picks got this level's entries (the cheapest at some size: at least one)
     level = [l for l in lines if l.startswith("# fmx_tune")][0].split("(")[1].rstrip(")")
-    assert level + ":" in cma[0] or level + "@" in cma[0]
+    costs = [l for l in lines if l.startswith("FMX_COST_")]
+    assert any(level + ":" in l or level + "@" in l for l in costs), costs
     # A second run replaces its level's entries, adds no duplicate lines.
     p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f), "--engines", "ring", "--no-threshold"])
     assert p.returncode == 0, p.stderr
