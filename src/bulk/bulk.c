@@ -7,9 +7,16 @@
 #include "bulk/engine.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "platform/sys.h"
 #include "platform/topo.h"
 
 const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, &bulk_vmsplice, NULL};
+
+const struct fmx_bulk_engine *bulk_for_cts(unsigned flags) {
+  for (int i = 0; bulk_engines[i]; i++)
+    if (bulk_engines[i]->cts_flag & flags) return bulk_engines[i];
+  return &bulk_ring;
+}
 
 const struct fmx_bulk_engine *bulk_find(const char *name) {
   for (int i = 0; bulk_engines[i]; i++)
@@ -139,6 +146,35 @@ copy_fn bulk_copy_fn(uint64_t msg_len) {
   }
   /* copy_select goes non-temporal above half the cache it is given. */
   return copy_select(msg_len, 2 * fmx_cfg.copy_nt_threshold)->fn;
+}
+
+#define CMA_IOV 64
+
+ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
+                       uint32_t nremote, uint64_t off, uint64_t len) {
+  struct iovec l[CMA_IOV], rm[CMA_IOV];
+  uint64_t moved = 0;
+  /* Segment lists longer than CMA_IOV iovecs take several calls. */
+  while (moved < len) {
+    int nl = bulk_iov_local(r, off + moved, len - moved, l, CMA_IOV);
+    int nr = bulk_iov_remote(remote, nremote, off + moved, len - moved, rm, CMA_IOV);
+    uint64_t cl = 0, cr = 0, n = len - moved;
+    for (int i = 0; i < nl; i++) cl += l[i].iov_len;
+    for (int i = 0; i < nr; i++) cr += rm[i].iov_len;
+    if (cl < n) n = cl;
+    if (cr < n) n = cr;
+    if (n == 0) return -EFAULT; /* segments shorter than announced */
+    ssize_t got = sys_cma_copy(pid, write, l, (size_t)nl, rm, (size_t)nr, n);
+    if (got < 0) return got;
+    if ((uint64_t)got < n) return -EFAULT;
+    moved += n;
+  }
+  return (ssize_t)moved;
+}
+
+fmx_return_t bulk_cma_error(ssize_t err) {
+  /* ESRCH: the peer died; EFAULT: a buffer is gone (freed or unmapped). */
+  return err == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED;
 }
 
 int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max) {

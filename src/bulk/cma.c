@@ -58,28 +58,14 @@ static int cma_probe(char *reason, size_t len) {
 
 static int cma_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_cfg.cma && p->cma_ok; }
 
-#define CMA_IOV 64
-
 static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct iovec l[CMA_IOV], rm[CMA_IOV];
   uint64_t off = r->done;
   /* One call per FMX_CHUNK_MAX: small first chunks only add system calls
    * here (the kernel pins each call's pages itself, nothing overlaps), and
    * the cap bounds how long this progress call stalls other peers. */
   uint64_t len = r->want - off < fmx_cfg.chunk_max ? r->want - off : fmx_cfg.chunk_max;
-  int nl = bulk_iov_local(r, off, len, l, CMA_IOV);
-  int nr = bulk_iov_remote(r->rsegs, r->nrseg, off, len, rm, CMA_IOV);
-  /* Fewer iovecs than the chunk needs: copy what they cover this time. */
-  uint64_t cl = 0, cr = 0;
-  for (int i = 0; i < nl; i++) cl += l[i].iov_len;
-  for (int i = 0; i < nr; i++) cr += rm[i].iov_len;
-  if (cl < len) len = cl;
-  if (cr < len) len = cr;
-  ssize_t n = sys_cma_copy(r->partner->pid, 0, l, (size_t)nl, rm, (size_t)nr, len);
-  if (n < 0 || (uint64_t)n < len) {
-    /* ESRCH: the peer died; EFAULT: its buffer is gone (freed or unmapped). */
-    return n == -ESRCH ? -FMX_REMOTE_ENDPOINT_UNREACHABLE : -FMX_MESSAGE_ABORTED;
-  }
+  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+  if (n < 0) return -bulk_cma_error(n);
   r->done += len;
   ep->counters[CNT_BULK_CMA_BYTES] += len;
   return r->done == r->want ? BULK_DONE : BULK_MORE;
@@ -93,6 +79,7 @@ const struct fmx_bulk_engine bulk_cma = {
     .usable = cma_usable,
     .needs_cts = 0,
     .receiver_copies = 1,
+    .cnt_msgs = CNT_BULK_CMA,
     .recv_progress = cma_recv_progress,
     .send_progress = NULL,
 };

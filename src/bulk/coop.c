@@ -27,7 +27,6 @@
 #include "platform/sys.h"
 #include "shm/channel.h"
 
-#define COOP_IOV 64
 #define GEN_MASK 0xffffffull
 #define INDEX_MASK ((1ull << COOP_GEN_SHIFT) - 1)
 #define CLOSED INDEX_MASK /* an index no transfer reaches */
@@ -80,13 +79,13 @@ static void fail(struct coop_area *a, fmx_return_t code) {
 }
 
 /* Receiver: publish the transfer. Returns 0, or -1 if the area is taken by
- * another transfer from this peer (the caller then uses cma). */
-int coop_publish(struct fmx_request *r) {
+ * another transfer from this peer (the message then goes cma). */
+static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct coop_area *a = r->chan->rx_coop;
   if (a->busy || r->nseg > COOP_MAX_SEGS) return -1;
   uint32_t gen = (++r->chan->coop_gen) & GEN_MASK;
   if (!gen) gen = (++r->chan->coop_gen) & GEN_MASK;
-  r->coop_gen = gen;
+  r->xfer_tag = gen;
   a->busy = 1;
   a->sreq = r->sreq;
   a->total = r->want;
@@ -108,8 +107,8 @@ int coop_publish(struct fmx_request *r) {
  * (bounded) until the stripes already taken are accounted for. */
 static void finish(struct fmx_request *r, int failed) {
   struct coop_area *a = r->chan->rx_coop;
-  uint64_t w = __atomic_exchange_n(&a->stripe, ((uint64_t)r->coop_gen << COOP_GEN_SHIFT) | CLOSED, __ATOMIC_ACQ_REL);
-  if (failed && (w >> COOP_GEN_SHIFT) == r->coop_gen) {
+  uint64_t w = __atomic_exchange_n(&a->stripe, ((uint64_t)r->xfer_tag << COOP_GEN_SHIFT) | CLOSED, __ATOMIC_ACQ_REL);
+  if (failed && (w >> COOP_GEN_SHIFT) == r->xfer_tag) {
     uint64_t off, len, taken = 0;
     for (uint64_t k = 0; k < (w & INDEX_MASK); k++) {
       stripe_range(k, a->stripe_max, a->total, &off, &len);
@@ -122,36 +121,14 @@ static void finish(struct fmx_request *r, int failed) {
   a->busy = 0;
 }
 
-static ssize_t copy_stripe(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
-                           uint32_t nremote, uint64_t off, uint64_t len) {
-  struct iovec l[COOP_IOV], rm[COOP_IOV];
-  uint64_t moved = 0;
-  while (moved < len) {
-    int nl = bulk_iov_local(r, off + moved, len - moved, l, COOP_IOV);
-    int nr = bulk_iov_remote(remote, nremote, off + moved, len - moved, rm, COOP_IOV);
-    uint64_t cl = 0, cr = 0, n;
-    for (int i = 0; i < nl; i++) cl += l[i].iov_len;
-    for (int i = 0; i < nr; i++) cr += rm[i].iov_len;
-    n = len - moved;
-    if (cl < n) n = cl;
-    if (cr < n) n = cr;
-    if (n == 0) return -EFAULT; /* segments shorter than announced */
-    ssize_t got = sys_cma_copy(pid, write, l, (size_t)nl, rm, (size_t)nr, n);
-    if (got < 0) return got;
-    if ((uint64_t)got < n) return -EFAULT;
-    moved += n;
-  }
-  return (ssize_t)moved;
-}
-
 static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct coop_area *a = r->chan->rx_coop;
-  int64_t k = take(a, r->coop_gen, r->want);
+  int64_t k = take(a, r->xfer_tag, r->want);
   if (k >= 0) {
     uint64_t off, len;
     stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
-    ssize_t n = copy_stripe(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
-    if (n < 0) fail(a, n == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED);
+    ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+    if (n < 0) fail(a, bulk_cma_error(n));
     __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
     if (n > 0) ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
   }
@@ -180,14 +157,14 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   uint64_t smax = a->stripe_max;
   if (a->sreq != req_id(s) || a->total != total || nseg > COOP_MAX_SEGS || smax < 4096 || smax % 4096) return BULK_DONE;
   if (__atomic_load_n(&a->error, __ATOMIC_ACQUIRE)) return BULK_DONE; /* failed: the receiver ends it */
-  int64_t k = take(a, s->coop_gen, total);
+  int64_t k = take(a, s->xfer_tag, total);
   if (k < 0) return BULK_DONE; /* all taken: the FIN completes us */
   uint64_t off, len;
   stripe_range((uint64_t)k, smax, total, &off, &len);
-  struct proto_seg segs[COOP_MAX_SEGS];
-  for (uint32_t i = 0; i < nseg; i++) segs[i] = (struct proto_seg){a->segs[i].addr, a->segs[i].len};
-  ssize_t n = copy_stripe(p->pid, 1, s, segs, nseg, off, len);
-  if (n < 0) fail(a, n == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED);
+  /* The segments stay in shared memory: a receiver that rewrites them under
+   * us only moves where our own message lands in its memory. */
+  ssize_t n = bulk_cma_range(p->pid, 1, s, a->segs, nseg, off, len);
+  if (n < 0) fail(a, bulk_cma_error(n));
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   if (n > 0) {
     s->done += (uint64_t)n;
@@ -205,6 +182,10 @@ const struct fmx_bulk_engine bulk_coop = {
     .usable = coop_usable,
     .needs_cts = 1,
     .receiver_copies = 1,
+    .cts_flag = PROTO_F_COOP,
+    .cnt_msgs = CNT_BULK_COOP,
+    .recv_start = coop_publish,
+    .fallback = &bulk_cma,
     .recv_progress = coop_recv_progress,
     .send_progress = coop_send_progress,
 };

@@ -39,6 +39,15 @@ struct fmx_bulk_engine {
   /* The receiver copies (all or part) itself: a waiting receiver has work
    * and never sleeps on it. */
   int receiver_copies;
+  /* The CTS flag naming this engine to the sender (0: ring, the default). */
+  uint8_t cts_flag;
+  /* Messages it moved: an enum fmx_counter. */
+  int cnt_msgs;
+  /* Optional, on the receiver before the CTS: claim what the transfer needs
+   * (a shared area, a pipe) and set r->xfer_tag. 0, or -1 when that is
+   * busy: the message then goes `fallback` (an engine with no recv_start). */
+  int (*recv_start)(struct fmx_endpoint *ep, struct fmx_request *r);
+  const struct fmx_bulk_engine *fallback;
   int (*recv_progress)(struct fmx_endpoint *ep, struct fmx_request *r);
   int (*send_progress)(struct fmx_endpoint *ep, struct fmx_request *s);
 };
@@ -48,13 +57,8 @@ extern const struct fmx_bulk_engine bulk_ring;
 extern const struct fmx_bulk_engine bulk_coop;
 extern const struct fmx_bulk_engine bulk_vmsplice;
 
-/* coop (bulk/coop.c): publish a matched receive's transfer in its channel;
- * 0, or -1 when that channel direction already carries one. */
-int coop_publish(struct fmx_request *r);
-/* vmsplice (bulk/vmsplice.c): take the pipe of the channel a matched
- * receive's RTS came on; 0, or -1 when that pipe is in use by another
- * receive, broken by an earlier one, or absent. */
-int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r);
+/* The engine a CTS's flags name (ring when none). */
+const struct fmx_bulk_engine *bulk_for_cts(unsigned flags);
 extern const struct fmx_bulk_engine *const bulk_engines[];
 
 const struct fmx_bulk_engine *bulk_find(const char *name);
@@ -79,6 +83,14 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
  * bytes: FMX_COPY if forced (and usable), else non-temporal above
  * FMX_COPY_NT_THRESHOLD, else memcpy. */
 copy_fn bulk_copy_fn(uint64_t msg_len);
+/* Copy [off, off + len) between the request's segments and a peer's
+ * (remote, in pid's address space) with process_vm_readv (write 0) or
+ * process_vm_writev (write 1): the shared part of cma and coop. Returns the
+ * bytes moved (len), or -errno; -EFAULT when a side's segments fall short. */
+ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
+                       uint32_t nremote, uint64_t off, uint64_t len);
+/* The completion code for bulk_cma_range's -errno. */
+fmx_return_t bulk_cma_error(ssize_t err);
 /* iovecs covering [off, off+len) of the request's own segments. */
 int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max);
 /* iovecs covering [off, off+len) of remote segments. */

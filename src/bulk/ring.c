@@ -89,6 +89,7 @@ const struct fmx_bulk_engine bulk_ring = {
     .probe = ring_probe,
     .usable = ring_usable,
     .needs_cts = 1,
+    .cnt_msgs = CNT_BULK_RING,
     .recv_progress = ring_recv_progress,
     .send_progress = ring_send_progress,
 };

@@ -75,7 +75,9 @@ static void wake_peer(struct partner *p) {
   if (p->desc) ep_wake(p->desc);
 }
 
-int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r) {
+/* Receiver: take the pipe of the channel the RTS came on; -1 when another
+ * receive uses it, an earlier one broke it, or there is none (then ring). */
+static int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct channel *c = r->chan;
   if (c->pipe_rx < 0 || c->pipe_rx_broken) return -1;
   if (c->pipe_rx_owner) {
@@ -176,6 +178,10 @@ const struct fmx_bulk_engine bulk_vmsplice = {
     .probe = vms_probe,
     .usable = vms_usable,
     .needs_cts = 1,
+    .cts_flag = PROTO_F_VMSPLICE,
+    .cnt_msgs = CNT_BULK_VMSPLICE,
+    .recv_start = vmsplice_claim,
+    .fallback = &bulk_ring,
     .recv_progress = vms_recv_progress,
     .send_progress = vms_send_progress,
 };

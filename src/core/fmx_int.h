@@ -115,7 +115,7 @@ struct fmx_request {
   uint64_t want;          /* bytes to move */
   uint64_t done;          /* bytes moved */
   uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
-  uint32_t coop_gen;      /* coop engine: the transfer's generation */
+  uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
   struct list_node bnode; /* ep->bulk list */
   uint64_t deadline_ns;
 };

@@ -27,10 +27,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
   send_fin(ep, r, err);
   if (!err) {
     snprintf(ep->last_engine, sizeof ep->last_engine, "%s", r->engine->name);
-    ep->counters[r->engine == &bulk_cma        ? CNT_BULK_CMA
-                 : r->engine == &bulk_coop     ? CNT_BULK_COOP
-                 : r->engine == &bulk_vmsplice ? CNT_BULK_VMSPLICE
-                                               : CNT_BULK_RING]++;
+    ep->counters[r->engine->cnt_msgs]++;
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
     CNT(ep, BULK_ERROR);
@@ -64,20 +61,14 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
     recv_finish(ep, r, FMX_SUCCESS);
     return;
   }
-  /* coop: one transfer per channel direction at a time; another one from
-   * the same peer meanwhile goes cma (same rights, the receiver alone). */
-  if (r->engine == &bulk_coop && coop_publish(r) != 0) r->engine = &bulk_cma;
-  /* vmsplice: likewise one transfer per pipe; another one goes ring (no
-   * rights needed either). */
-  if (r->engine == &bulk_vmsplice && vmsplice_claim(ep, r) != 0) r->engine = &bulk_ring;
+  /* Engines with one transfer per channel direction at a time (coop's
+   * area, vmsplice's pipe) claim it here; when it is busy the message goes
+   * their fallback (cma, ring: the same rights). */
+  r->xfer_tag = 0;
+  if (r->engine->recv_start && r->engine->recv_start(ep, r) != 0) r->engine = r->engine->fallback;
   if (r->engine->needs_cts) {
-    struct proto_hdr cts = {.type = PROTO_CTS, .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
-    if (r->engine == &bulk_coop) {
-      cts.flags = PROTO_F_COOP;
-      cts.match = r->coop_gen;
-    } else if (r->engine == &bulk_vmsplice) {
-      cts.flags = PROTO_F_VMSPLICE;
-    }
+    struct proto_hdr cts = {.type = PROTO_CTS, .flags = r->engine->cts_flag, .match = r->xfer_tag,
+                            .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
     proto_send_ctl(ep, p, &cts);
   }
   r->moved_ns = sys_now_ns();
@@ -90,8 +81,8 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
     CNT(ep, BAD_PACKET);
     return;
   }
-  s->engine = (h->flags & PROTO_F_COOP) ? &bulk_coop : (h->flags & PROTO_F_VMSPLICE) ? &bulk_vmsplice : &bulk_ring;
-  s->coop_gen = (uint32_t)h->match;
+  s->engine = bulk_for_cts(h->flags);
+  s->xfer_tag = (uint32_t)h->match;
   s->rreq = h->rreq;
   s->want = h->msg_len;
   s->done = 0;

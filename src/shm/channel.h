@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/proto.h"
 #include "shm/ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
@@ -65,9 +66,7 @@ struct coop_area {
   uint32_t nseg;       /* receiver's segments below */
   uint32_t busy;       /* receiver's own flag: the area holds a transfer */
   uint8_t pad[8];
-  struct {
-    uint64_t addr, len;
-  } segs[COOP_MAX_SEGS];
+  struct proto_seg segs[COOP_MAX_SEGS];
 };
 _Static_assert(sizeof(struct coop_area) == 64 + 16 * COOP_MAX_SEGS, "coop area layout");
 
