@@ -11,20 +11,8 @@
 set -u
 IMPI_VENV=${IMPI_VENV:-/opt/fmx-bench/impi}
 PKGS="openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin python3-matplotlib python3-venv"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "[bench-deps] installing:$missing" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null ||
-      echo "[bench-deps] apt-get install failed for:$missing (those peers will be skipped)" >&2
-  else
-    echo "[bench-deps] missing Debian packages:$missing (not root: those peers will be skipped)" >&2
-  fi
-fi
+sh "$(dirname "$0")/apt-install-missing.sh" bench-deps $PKGS ||
+  echo "[bench-deps] those peers will be skipped" >&2
 
 # Intel MPI: done when the venv has mpiexec and IMB-MPI1 and mpicc.
 if [ -x "$IMPI_VENV/bin/mpiexec" ] && [ -x "$IMPI_VENV/bin/IMB-MPI1" ] && [ -e "$IMPI_VENV/include/mpi.h" ]; then

@@ -4,20 +4,7 @@
 set -e
 # Open MPI: fmx_perf_mpi is built and tested against it (the same kernels as fmx_perf).
 PKGS="cmake gcc make pkg-config libhwloc-dev hwloc util-linux iproute2 procps openmpi-bin libopenmpi-dev"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "[deps] installing:$missing"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-  else
-    echo "[deps] missing Debian packages:$missing (run as root, or install them)" >&2
-    exit 1
-  fi
-fi
+sh "$(dirname "$0")/apt-install-missing.sh" deps $PKGS
 if ! python3 -m pytest --version >/dev/null 2>&1; then
   echo "[deps] installing pytest"
   python3 -m pip install -q pytest 2>/dev/null || {

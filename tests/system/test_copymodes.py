@@ -5,20 +5,14 @@ against no copy). Real runs with small sizes; no timing is asserted."""
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 
-BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+from sysutil import BUILD, run
+
 PERF = os.path.join(BUILD, "fmx_perf")
 KEYS = {"kernel", "np", "size", "iters", "latency_us", "bandwidth_MBps", "engine", "library",
         "routine"}
-
-
-def run(args, env=None, timeout=180):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run(args, env=e, timeout=timeout, capture_output=True, text=True)
 
 
 def rows_of(p):

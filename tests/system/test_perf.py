@@ -11,14 +11,9 @@ import time
 
 import pytest
 
-BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+from sysutil import BUILD, run
+
 KEYS = {"kernel", "np", "size", "iters", "latency_us", "bandwidth_MBps", "engine", "library"}
-
-
-def run(args, env=None, timeout=180):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run(args, env=e, timeout=timeout, capture_output=True, text=True)
 
 
 def rows_of(p):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+from sysutil import BUILD
 PROG = os.path.join(BUILD, "tests", "fmx_sys")
 TIMEOUT = 240
 

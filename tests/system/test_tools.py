@@ -1,17 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The tools run for real: two pinned processes, every byte verified."""
 import json
-import os
-import subprocess
 
-BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-
-
-def run(args, env=None, timeout=120):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([os.path.join(BUILD, args[0])] + args[1:], env=e, timeout=timeout,
-                          capture_output=True, text=True)
+from sysutil import run
 
 
 def perf_json(extra_env=None, sizes="0,8,4K,64K,1M,5M"):

@@ -3,17 +3,8 @@
 selector follows the costs in the tuning file (checked with costs written by
 hand, so the expected engine does not depend on this machine's speed)."""
 import json
-import os
-import subprocess
 
-BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-
-
-def run(args, env=None, timeout=300):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([os.path.join(BUILD, args[0])] + args[1:], env=e, timeout=timeout,
-                          capture_output=True, text=True)
+from sysutil import run
 
 
 def engines_by_size(tuning, sizes="256K,2M"):
