@@ -10,7 +10,8 @@
 #include "platform/sys.h"
 #include "platform/topo.h"
 
-const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, &bulk_vmsplice, NULL};
+const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, &bulk_vmsplice, &bulk_offload,
+                                                      NULL};
 
 const struct fmx_bulk_engine *bulk_for_cts(unsigned flags) {
   for (int i = 0; bulk_engines[i]; i++)
@@ -109,8 +110,9 @@ static void partner_costs(struct partner *p, int my_cpu) {
   p->cost_ready = 1;
 }
 
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload) {
   const struct fmx_bulk_engine *e = NULL;
+  *offload = 0;
   if (strcmp(fmx_cfg.bulk, "auto") != 0) {
     e = bulk_find(fmx_cfg.bulk);
     if (!e) log_warn_once("FMX-BULK-UNKNOWN", "FMX_BULK=%s is no engine; automatic selection used", fmx_cfg.bulk);
@@ -122,8 +124,23 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     if (!p->cost_ready) partner_costs(p, ep->cpu);
     int usable[BULK_MAX_ENGINES] = {0}, n = 0;
     for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++) usable[n] = bulk_engines[n]->usable(ep, p);
+    /* Whoever is idle moves the bytes: a thread waiting in fmx copies
+     * itself; one that matched from fmx_test or irecv, or a channel matching
+     * while the application computes, may hand it to a channel. */
+    int off = 0;
+    while (off < n && bulk_engines[off] != &bulk_offload) off++;
+    if (off < n && offload_in_wait) usable[off] = 0;
     int i = bulk_cost_pick(p->cost, usable, n, len);
     e = i >= 0 ? bulk_engines[i] : &bulk_cma;
+    /* Untuned: the topology's offload switch (FMX_OFFLOAD_THRESHOLD). */
+    if (i < 0 && len >= fmx_cfg.offload_threshold && off < n && usable[off]) e = &bulk_offload;
+  }
+  if (e == &bulk_offload) {
+    /* cma run by a channel; ring where cma is refused. */
+    if (bulk_offload.usable(ep, p) || strcmp(fmx_cfg.bulk, "offload") == 0) *offload = 1;
+    e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+  } else if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) {
+    *offload = 1;
   }
   if (!e->usable(ep, p)) {
     if (e != &bulk_ring) {
@@ -133,6 +150,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     }
     e = &bulk_ring;
   }
+  if (!e->offload_step) *offload = 0;
   return e;
 }
 

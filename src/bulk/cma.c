@@ -71,6 +71,16 @@ static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
   return r->done == r->want ? BULK_DONE : BULK_MORE;
 }
 
+/* The same, run by an offload channel. */
+static int cma_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
+  uint64_t len = r->want - *done < fmx_cfg.chunk_max ? r->want - *done : fmx_cfg.chunk_max;
+  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, *done, len);
+  if (n < 0) return -bulk_cma_error(n);
+  *done += len;
+  *moved = len;
+  return *done == r->want ? BULK_DONE : BULK_MORE;
+}
+
 const struct fmx_bulk_engine bulk_cma = {
     .name = "cma",
     .cost_cfg = &fmx_cfg.cost_cma,
@@ -82,4 +92,5 @@ const struct fmx_bulk_engine bulk_cma = {
     .cnt_msgs = CNT_BULK_CMA,
     .recv_progress = cma_recv_progress,
     .send_progress = NULL,
+    .offload_step = cma_offload_step,
 };

@@ -174,6 +174,22 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   return BULK_MORE;
 }
 
+/* An offload channel helping the receiver: it takes stripes too, until
+ * none is left; the receiver's recv_progress still completes. */
+static int coop_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
+  struct coop_area *a = r->chan->rx_coop;
+  int64_t k = take(a, r->xfer_tag, r->want);
+  if (k < 0) return BULK_DONE;
+  uint64_t off, len;
+  stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
+  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+  if (n < 0) fail(a, bulk_cma_error(n));
+  __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
+  *done += len;
+  *moved = n > 0 ? (uint64_t)n : 0;
+  return n < 0 ? BULK_DONE : BULK_MORE;
+}
+
 const struct fmx_bulk_engine bulk_coop = {
     .name = "coop",
     .cost_cfg = &fmx_cfg.cost_coop,
@@ -188,4 +204,6 @@ const struct fmx_bulk_engine bulk_coop = {
     .fallback = &bulk_cma,
     .recv_progress = coop_recv_progress,
     .send_progress = coop_send_progress,
+    .offload_step = coop_offload_step,
+    .offload_helps = 1,
 };

@@ -50,12 +50,22 @@ struct fmx_bulk_engine {
   const struct fmx_bulk_engine *fallback;
   int (*recv_progress)(struct fmx_endpoint *ep, struct fmx_request *r);
   int (*send_progress)(struct fmx_endpoint *ep, struct fmx_request *s);
+  /* Offload step, run by a channel (offload.c) without the endpoint lock:
+   * bounded work on the receive r from *done on, adds to *done what the
+   * transfer advanced and to *moved what this call copied. BULK_MORE,
+   * BULK_DONE or -fmx_return_t. NULL: the engine cannot be offloaded. */
+  int (*offload_step)(struct fmx_request *r, uint64_t *done, uint64_t *moved);
+  /* The channel only helps (coop: it takes stripes beside receiver and
+   * sender, recv_progress still completes); else it moves everything and
+   * the application only polls the job's status word. */
+  int offload_helps;
 };
 
 extern const struct fmx_bulk_engine bulk_cma;
 extern const struct fmx_bulk_engine bulk_ring;
 extern const struct fmx_bulk_engine bulk_coop;
 extern const struct fmx_bulk_engine bulk_vmsplice;
+extern const struct fmx_bulk_engine bulk_offload;
 
 /* The engine a CTS's flags name (ring when none). */
 const struct fmx_bulk_engine *bulk_for_cts(unsigned flags);
@@ -77,8 +87,35 @@ double bulk_cost_time(const struct bulk_model *m, uint64_t len);
 /* Among n models the cheapest usable one (usable[i] && models[i].n) for len;
  * -1 if none. Ties go to the lower index. */
 int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_t len);
-/* The engine for a message of `len` bytes from p (receiver's choice). */
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len);
+/* The engine for a message of `len` bytes from p (receiver's choice);
+ * *offload says whether a channel should run it (offload.c). */
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload);
+
+/* Offload channels (offload.c). */
+/* Nonzero while this thread waits in ep_wait: it is idle and copies what it
+ * matches itself. */
+extern __thread int offload_in_wait;
+/* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
+int offload_probe(char *reason, size_t len);
+/* Channels running in this process (0 before the first offload). */
+int offload_channels(void);
+/* Hand the receive r (its engine chosen, started) to the next channel,
+ * round-robin: 0, or -1 (no channels; the application copies). */
+int offload_start(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Application: the job's status word; when final, releases the job and
+ * returns BULK_DONE (r->done set) or -fmx_return_t; else BULK_MORE. */
+int offload_poll(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Stop the channel's work on r (at most one step later) and release the
+ * job; before a request completes with an error or its endpoint closes. */
+void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r);
+/* A receive r was posted unmatched (ep->lock held): if it may end up
+ * offloaded, count it so channel 0 matches for the application meanwhile. */
+void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r);
+/* r matched, completed or cancelled: no longer counted. */
+void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r);
+/* The endpoint closes (its lock not held): off the watch list, and channel
+ * 0 no longer inside it. */
+void offload_forget_ep(struct fmx_endpoint *ep);
 /* The copy routine for user-space copies into a destination of msg_len
  * bytes: FMX_COPY if forced (and usable), else non-temporal above
  * FMX_COPY_NT_THRESHOLD, else memcpy. */

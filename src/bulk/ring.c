@@ -22,35 +22,64 @@ static void wake_peer(struct partner *p) {
   if (p->desc) ep_wake(p->desc);
 }
 
-static int ring_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+/* Copy the full slots at the head that belong to r (id me) into it, from
+ * *done on; a slot of another transfer stops us unless drop(ep, its id)
+ * says its owner is gone (only the application can tell; a channel passes
+ * no drop and waits). The caller holds the channel's rx_busy. */
+static int consume(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
+                   uint64_t *done, uint64_t *moved) {
   struct bulk_slots *s = &r->chan->rx_slots;
   uint64_t me = req_id(r);
-  int moved = 0;
+  int any = 0;
   /* Out of the slot into the user's buffer: non-temporal above the
    * threshold, where the destination would not stay in cache anyway. */
   copy_fn out = bulk_copy_fn(r->want);
-  for (uint64_t k = 0; k < s->n && r->done < r->want; k++) {
+  for (uint64_t k = 0; k < s->n && *done < r->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (!__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
     uint64_t rreq = h->rreq, off = h->off, len = h->len;
     if (rreq != me) {
-      /* Another transfer's slot: leave it to its owner unless that owner is
-       * gone (completed with an error), then drop it so the pipe flows. */
-      struct fmx_request *o = req_lookup(ep, rreq, REQ_RECV);
-      if (o && o->engine == &bulk_ring && o->state == REQ_MATCHED) break;
+      if (!drop || !drop(ep, rreq)) break;
     } else {
       /* A peer may write anything in shared memory: check before copying. */
-      if (len > s->size || off != r->done || len > r->want - r->done) return -FMX_MESSAGE_ABORTED;
+      if (len > s->size || off != *done || len > r->want - *done) return -FMX_MESSAGE_ABORTED;
       req_copy(r, off, chan_slot_data(s, s->next % s->n), len, 1, out);
-      r->done += len;
-      ep->counters[CNT_BULK_RING_BYTES] += len;
+      *done += len;
+      *moved += len;
     }
     __atomic_store_n(&h->full, 0, __ATOMIC_RELEASE);
     s->next++;
-    moved = 1;
+    any = 1;
   }
-  if (moved) wake_peer(r->partner);
-  return r->done == r->want ? BULK_DONE : BULK_MORE;
+  if (any) wake_peer(r->partner);
+  return *done == r->want ? BULK_DONE : BULK_MORE;
+}
+
+/* Another transfer's slot: leave it to its owner unless that owner is gone
+ * (completed with an error), then drop it so the pipe flows. */
+static int owner_gone(struct fmx_endpoint *ep, uint64_t rreq) {
+  struct fmx_request *o = req_lookup(ep, rreq, REQ_RECV);
+  return !(o && o->engine == &bulk_ring && o->state == REQ_MATCHED);
+}
+
+static int ring_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct channel *c = r->chan;
+  /* An offload channel copying out of these slots: its turn. */
+  if (__atomic_exchange_n(&c->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  uint64_t moved = 0;
+  int rc = consume(ep, r, owner_gone, &r->done, &moved);
+  __atomic_store_n(&c->rx_busy, 0, __ATOMIC_RELEASE);
+  ep->counters[CNT_BULK_RING_BYTES] += moved;
+  return rc;
+}
+
+/* The same, run by an offload channel. */
+static int ring_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
+  struct channel *c = r->chan;
+  if (__atomic_exchange_n(&c->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  int rc = consume(NULL, r, NULL, done, moved);
+  __atomic_store_n(&c->rx_busy, 0, __ATOMIC_RELEASE);
+  return rc;
 }
 
 static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
@@ -92,4 +121,5 @@ const struct fmx_bulk_engine bulk_ring = {
     .cnt_msgs = CNT_BULK_RING,
     .recv_progress = ring_recv_progress,
     .send_progress = ring_send_progress,
+    .offload_step = ring_offload_step,
 };

@@ -33,7 +33,7 @@ static struct cfg_entry table[] = {
      "messages of this size and above go rendezvous (bulk engine); default L2/16", F(rndv_threshold), NULL, {0}},
     {"FMX_RING_SIZE", CFG_SIZE, "256K",
      "eager ring bytes per connection and direction; default 8x the rendezvous threshold", F(ring_size), NULL, {0}},
-    {"FMX_BULK", CFG_STRING, "auto", "bulk engine for large messages: auto, cma, ring, coop, vmsplice", F(bulk), NULL, {0}},
+    {"FMX_BULK", CFG_STRING, "auto", "bulk engine for large messages: auto, cma, ring, coop, vmsplice, offload", F(bulk), NULL, {0}},
     {"FMX_CMA", CFG_BOOL, "1", "allow the cma engine (process_vm_readv); 0 forbids it", F(cma), NULL, {0}},
     {"FMX_BULK_SLOTS", CFG_INT, "4", "slots of the ring engine per connection and direction", F(bulk_slots), NULL, {0}},
     {"FMX_BULK_SLOT_SIZE", CFG_SIZE, "256K",
@@ -54,6 +54,21 @@ static struct cfg_entry table[] = {
     {"FMX_COST_VMSPLICE", CFG_STRING, "",
      "measured cost of the vmsplice engine, same form as FMX_COST_CMA; fmx_tune writes it", F(cost_vmsplice), NULL,
      {0}},
+    {"FMX_COST_OFFLOAD", CFG_STRING, "",
+     "measured cost of cma run by an offload channel, same form as FMX_COST_CMA; fmx_tune writes it",
+     F(cost_offload), NULL, {0}},
+    {"FMX_OFFLOAD", CFG_STRING, "auto",
+     "offload channels move large receives: auto (from FMX_OFFLOAD_THRESHOLD or measured costs), on (every "
+     "rendezvous receive whose engine can be offloaded), off",
+     F(offload), NULL, {0}},
+    {"FMX_OFFLOAD_THRESHOLD", CFG_SIZE, "8M",
+     "auto offload from this size (untuned); default L3 / (2 x cores sharing it), the KNEM paper's switch",
+     F(offload_threshold), NULL, {0}},
+    {"FMX_OFFLOAD_CHANNELS", CFG_INT, "1",
+     "helper threads per process moving offloaded receives (started at the first); 0 = none", F(offload_channels),
+     NULL, {0}},
+    {"FMX_OFFLOAD_CPUS", CFG_STRING, "",
+     "CPU list the channels run on (e.g. 2-3); default every online CPU", F(offload_cpus), NULL, {0}},
     {"FMX_CHUNK_MAX", CFG_SIZE, "4M",
      "largest chunk one progress call copies (1024 pages): bounds the stall of other peers", F(chunk_max), NULL, {0}},
     {"FMX_SPIN_US", CFG_INT, "1000", "longest a waiter polls (yielding the core after 5 us) before it blocks on its futex", F(spin_us), NULL, {0}},
@@ -213,6 +228,10 @@ static void derive_from_topology(void) {
   if (llc->size) {
     uint64_t share = llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
     config_set_derived("FMX_COPY_NT_THRESHOLD", share / 2, "topology");
+    /* The KNEM paper's offload switch: a message larger than its half of
+     * the cache share of one process no longer stays in cache; a channel on
+     * another core then costs nothing the cache would have saved. */
+    config_set_derived("FMX_OFFLOAD_THRESHOLD", share / 2, "topology");
   }
 }
 

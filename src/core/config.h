@@ -21,6 +21,11 @@ struct fmx_config {
   const char *cost_ring;    /* FMX_COST_RING */
   const char *cost_coop;    /* FMX_COST_COOP */
   const char *cost_vmsplice; /* FMX_COST_VMSPLICE */
+  const char *cost_offload; /* FMX_COST_OFFLOAD */
+  const char *offload;      /* FMX_OFFLOAD: auto, on, off */
+  uint64_t offload_threshold; /* FMX_OFFLOAD_THRESHOLD */
+  uint64_t offload_channels;  /* FMX_OFFLOAD_CHANNELS */
+  const char *offload_cpus;   /* FMX_OFFLOAD_CPUS */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bulk/engine.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/transport.h"
@@ -223,6 +224,9 @@ static int open_self(struct fmx_endpoint *ep) {
 
 static void ep_free(struct fmx_endpoint *ep) {
   if (ep->listen_fd >= 0) close(ep->listen_fd);
+  /* Channels moving a transfer let go before its shared memory goes. */
+  for (uint32_t i = 0; i < ep->nreqs; i++)
+    if (ep->reqs[i]->job) offload_detach(ep, ep->reqs[i]);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     shm_transport.release(ep, ep->partners[i]);
     free(ep->partners[i]);
@@ -287,6 +291,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   list_init(&ep->completed);
   list_init(&ep->bulk);
+  list_init(&ep->watch_node);
   match_init(&ep->mq, 0, 0); /* so ep_free works from here on */
   unsigned ctx_bits = 0, ctx_shift = 0;
   fmx_return_t rc = apply_params(ep, params, nparams, &ctx_bits, &ctx_shift);
@@ -339,6 +344,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
   ep->desc->closed = 1;
   pthread_mutex_unlock(&ep->lock);
   shm_watcher_stop(ep);
+  offload_forget_ep(ep);
   pthread_mutex_lock(&lib_lock);
   list_del(&ep->link);
   pthread_mutex_unlock(&lib_lock);

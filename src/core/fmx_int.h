@@ -16,6 +16,7 @@
 
 struct channel;
 struct fmx_bulk_engine;
+struct offload_job;
 
 /* Shared descriptor of an endpoint (a memfd page mapped by every peer):
  * what a peer needs to wake us. */
@@ -77,6 +78,8 @@ enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
 #define REQ_F_SYNC 0x02
 #define REQ_F_RNDV 0x04
 #define REQ_F_QUEUED 0x08 /* on partner outq */
+#define REQ_F_OFFLOADED 0x10 /* an offload channel moved (or helped move) it */
+#define REQ_F_WATCHED 0x20   /* posted, counted in ep->nwatch */
 
 /* A record waiting for room in a ring. */
 struct out_rec {
@@ -116,6 +119,7 @@ struct fmx_request {
   uint64_t done;          /* bytes moved */
   uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
   uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
+  struct offload_job *job; /* the offload channel's job moving it, or NULL */
   struct list_node bnode; /* ep->bulk list */
   uint64_t deadline_ns;
 };
@@ -148,6 +152,13 @@ struct fmx_endpoint {
   struct match_queues mq;
   struct list_node completed;
   struct list_node bulk;      /* requests with a bulk transfer in progress */
+  /* Offload watch (offload.c): posted receives that a channel should
+   * match while the application computes, and the pool's list of such
+   * endpoints (under the pool's lock, with the channel's references). */
+  uint32_t nwatch;
+  int nwaiting; /* application threads inside ep_wait */
+  struct list_node watch_node;
+  int watch_refs;
   uint64_t timeout_ms;        /* default request timeout */
   uint32_t ntimed;            /* requests with a deadline */
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bulk/engine.h"
 #include "core/fmx_int.h"
 #include "platform/sys.h"
 
@@ -44,6 +45,7 @@ struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
 }
 
 void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
+  offload_unwatch(ep, r); /* a cancelled receive */
   if (r->segs && r->segs != &r->seg1) free(r->segs);
   if (r->rsegs) free(r->rsegs);
   if (r->deadline_ns) ep->ntimed--;
@@ -107,6 +109,10 @@ void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int 
 
 void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code) {
   if (r->state == REQ_DONE) return;
+  /* A channel moving it lets go first: nothing lands in a buffer the user
+   * got back (a peer's death, a timeout, a coop helper past the end). */
+  if (r->job) offload_detach(ep, r);
+  offload_unwatch(ep, r);
   r->state = REQ_DONE;
   r->status.code = code;
   list_del(&r->pnode);

@@ -36,6 +36,8 @@ static int has_local_work(struct fmx_endpoint *ep) {
   uint64_t now = 0;
   list_for_each(pos, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    /* A channel moving it all wakes us when done: we may sleep. */
+    if (r->job && !r->engine->offload_helps) continue;
     if (r->kind == REQ_RECV && r->engine->receiver_copies) return 1;
     if (!now) now = sys_now_ns();
     if (now - r->moved_ns < fmx_cfg.spin_us * 1000ull) return 1;
@@ -72,7 +74,7 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
   __atomic_store_n(&ep->spin_ns, next, __ATOMIC_RELAXED);
 }
 
-int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   uint64_t start = sys_now_ns();
   uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
   uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
@@ -129,4 +131,16 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     /* Back from sleep: spin a little again before the next block. */
     spin_end = sys_now_ns() + spin / 4;
   }
+}
+
+/* While a thread waits here it is idle: what it matches it copies itself
+ * (bulk_select offloads nothing automatically for it), and channel 0 does
+ * not make progress on this endpoint for it (offload.c). */
+int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+  int outer = offload_in_wait++ == 0;
+  if (outer) __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
+  int r = wait_loop(ep, timeout_ms, check, arg);
+  if (outer) __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
+  offload_in_wait--;
+  return r;
 }

@@ -26,7 +26,8 @@ static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_
 static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
   send_fin(ep, r, err);
   if (!err) {
-    snprintf(ep->last_engine, sizeof ep->last_engine, "%s", r->engine->name);
+    snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->engine->name,
+             r->flags & REQ_F_OFFLOADED ? "+offload" : "");
     ep->counters[r->engine->cnt_msgs]++;
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
@@ -39,6 +40,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg) {
   CNT(ep, RECV_RNDV);
+  offload_unwatch(ep, r);
   r->state = REQ_MATCHED;
   r->partner = p;
   r->chan = ch;
@@ -51,7 +53,8 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
-  r->engine = bulk_select(ep, p, r->want);
+  int offload = 0;
+  r->engine = bulk_select(ep, p, r->want, &offload);
   if (total != msg_len) {
     CNT(ep, BAD_PACKET);
     recv_finish(ep, r, FMX_MESSAGE_ABORTED);
@@ -73,6 +76,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   }
   r->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &r->bnode);
+  if (offload && r->engine->offload_step) offload_start(ep, r); /* else (no channels) we copy */
 }
 
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
@@ -112,7 +116,7 @@ void rndv_progress(struct fmx_endpoint *ep) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
     uint64_t before = r->done;
     if (r->kind == REQ_RECV) {
-      int rc = r->engine->recv_progress(ep, r);
+      int rc = r->job && !r->engine->offload_helps ? offload_poll(ep, r) : r->engine->recv_progress(ep, r);
       if (r->done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         recv_finish(ep, r, FMX_SUCCESS);

@@ -62,7 +62,9 @@ def test_unexpected_large_messages():
     assert all(o["received"] == 16 for o in outs)
 
 
-@pytest.mark.parametrize("env,engines", [({"FMX_CMA": "0"}, {"ring"}), ({"FMX_BULK": "ring"}, {"ring"}),
+# auto (FMX_CMA=0): from the offload threshold on, ring run by a channel
+@pytest.mark.parametrize("env,engines", [({"FMX_CMA": "0"}, {"ring", "ring+offload"}),
+                                         ({"FMX_BULK": "ring"}, {"ring"}),
                                          ({"FMX_BULK": "cma"}, {"cma"}),
                                          # coop: one transfer per peer and direction at
                                          # a time; the others from that peer go cma
@@ -73,11 +75,38 @@ def test_unexpected_large_messages():
                                          # needed: works with CMA off
                                          ({"FMX_BULK": "vmsplice"}, {"vmsplice", "ring"}),
                                          ({"FMX_BULK": "vmsplice", "FMX_CMA": "0", "FMX_CHUNK_MAX": "16K"},
-                                          {"vmsplice", "ring"})])
+                                          {"vmsplice", "ring"}),
+                                         # offload: cma run by a channel; ring where CMA is
+                                         # refused; ring and coop offloaded on request
+                                         ({"FMX_BULK": "offload"}, {"cma+offload"}),
+                                         ({"FMX_BULK": "offload", "FMX_CMA": "0", "FMX_BULK_SLOT_SIZE": "64K"},
+                                          {"ring+offload"}),
+                                         ({"FMX_BULK": "ring", "FMX_OFFLOAD": "on"}, {"ring+offload"}),
+                                         ({"FMX_BULK": "coop", "FMX_OFFLOAD": "on", "FMX_CHUNK_MAX": "64K"},
+                                          {"coop+offload", "cma+offload"})],
+                         ids=["nocma", "ring", "cma", "coop", "coop-8K", "vmsplice", "vmsplice-nocma", "offload",
+                              "offload-nocma", "ring-offload", "coop-offload"])
 def test_engines_same_results(env, engines):
-    outs = run_all("exchange", 3, 30, env=env, msgs=12, max_size=16 << 20, segs=1, seed=3)
+    # sizes up to 16 MiB, segment lists, every fourth receive truncated
+    outs = run_all("exchange", 3, 30, env=env, msgs=12, max_size=16 << 20, segs=1, seed=3, trunc=1)
     assert all(o["received"] == 24 for o in outs)
     assert all(o["engine"] in engines for o in outs if o["bytes"] > (1 << 20))
+    if env.get("FMX_BULK") == "offload" or env.get("FMX_OFFLOAD") == "on":
+        assert all(o["offloaded"] > 0 and o["offload_bytes"] > 0 for o in outs)
+    elif "FMX_BULK" in env:  # a forced engine runs on the application thread
+        assert all(o["offloaded"] == 0 for o in outs)
+
+
+@pytest.mark.parametrize("channels", [1, 2])
+def test_offload_many_messages_few_channels(channels):
+    """Six ranks, every receive posted at once: dozens of rendezvous
+    receives in flight per rank, dealt round-robin to one or two channels;
+    every byte checked, every receive offloaded."""
+    env = {"FMX_BULK": "offload", "FMX_OFFLOAD_CHANNELS": str(channels), "FMX_CHUNK_MAX": "256K"}
+    outs = run_all("exchange", 6, 240, env=env, msgs=10, max_size=4 << 20, segs=1, seed=5, trunc=1)
+    assert all(o["received"] == 50 for o in outs)
+    assert all(o["engine"] == "cma+offload" for o in outs)
+    assert all(o["offloaded"] >= 10 for o in outs)
 
 
 def test_issend_completes_only_when_matched():
@@ -90,8 +119,12 @@ def test_issend_completes_only_when_matched():
                                  {"FMX_BULK": "ring", "FMX_BULK_SLOT_SIZE": "4K", "FMX_BULK_SLOTS": "1"},
                                  {"FMX_BULK": "coop", "FMX_CHUNK_MAX": "4K"},
                                  # a 4 KiB pipe; the sender must get EPIPE, not die of SIGPIPE
-                                 {"FMX_BULK": "vmsplice", "FMX_CHUNK_MAX": "4K"}],
-                         ids=["cma", "ring", "coop", "vmsplice"])
+                                 {"FMX_BULK": "vmsplice", "FMX_CHUNK_MAX": "4K"},
+                                 {"FMX_BULK": "offload", "FMX_CHUNK_MAX": "4K"},
+                                 {"FMX_BULK": "ring", "FMX_OFFLOAD": "on", "FMX_BULK_SLOT_SIZE": "4K",
+                                  "FMX_BULK_SLOTS": "1"},
+                                 {"FMX_BULK": "coop", "FMX_OFFLOAD": "on", "FMX_CHUNK_MAX": "4K"}],
+                         ids=["cma", "ring", "coop", "vmsplice", "offload", "ring-offload", "coop-offload"])
 def test_peer_killed_mid_transfer(victim, env):
     """The survivor of a SIGKILL gets an error completion, never a hang."""
     before = shm_files()

@@ -10,7 +10,9 @@
 #include "core/config.h"
 #include "platform/topo.h"
 
+/* The engine's name, "+offload" when a channel is to run it. */
 static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
+  static char name[32];
   struct fmx_endpoint ep;
   struct partner p;
   memset(&ep, 0, sizeof ep);
@@ -18,12 +20,16 @@ static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
   ep.cpu = my_cpu;
   p.cpu = peer_cpu;
   p.cma_ok = cma_ok;
-  return bulk_select(&ep, &p, len)->name;
+  int off = 0;
+  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, len, &off);
+  snprintf(name, sizeof name, "%s%s", e->name, off ? "+offload" : "");
+  return name;
 }
 
 int main(void) {
   struct bulk_model c;
   config_load();
+  CHECK_EQ(config_set("FMX_OFFLOAD_THRESHOLD", "16M", "environment"), 0);
 
   /* Parsing: exact level, nearest level, segments, empty, malformed. */
   CHECK_EQ(bulk_cost_parse("L3:2.5:9000", TOPO_LEVEL_L3, &c), 0);
@@ -66,9 +72,32 @@ int main(void) {
   CHECK_EQ(bulk_cost_pick(seg, usable, 2, 1 << 20), 0);
   CHECK_EQ(bulk_cost_pick(seg, usable, 2, 8 << 20), 1);
 
-  /* No measured costs: cma wherever the peer allows it, else ring. */
+  /* No measured costs: cma wherever the peer allows it, else ring; from
+   * the offload threshold on, run by a channel. */
+  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 0, 1 << 20), "ring") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma+offload") == 0);
+  CHECK(strcmp(pick(0, 1, 0, 64 << 20), "ring+offload") == 0);
+  CHECK(strcmp(pick(0, 1, 1, (16 << 20) - 1), "cma") == 0);
+  CHECK_EQ(config_set("FMX_OFFLOAD", "off", "environment"), 0);
   CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
-  CHECK(strcmp(pick(0, 1, 0, 64 << 20), "ring") == 0);
+  CHECK_EQ(config_set("FMX_OFFLOAD", "auto", "environment"), 0);
+  CHECK_EQ(config_set("FMX_OFFLOAD_CHANNELS", "0", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK_EQ(config_set("FMX_OFFLOAD_CHANNELS", "2", "environment"), 0);
+  /* FMX_OFFLOAD=on: any engine with an offload step, from any size. */
+  CHECK_EQ(config_set("FMX_OFFLOAD", "on", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "cma+offload") == 0);
+  CHECK_EQ(config_set("FMX_BULK", "coop", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "coop+offload") == 0);
+  CHECK_EQ(config_set("FMX_BULK", "vmsplice", "environment"), 0);
+  /* (no pipes on this connection: ring, offloaded) */
+  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "ring+offload") == 0);
+  CHECK_EQ(config_set("FMX_OFFLOAD", "off", "environment"), 0);
+  CHECK_EQ(config_set("FMX_BULK", "offload", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 4096), "cma+offload") == 0); /* forced beats off */
+  CHECK_EQ(config_set("FMX_BULK", "auto", "environment"), 0);
+  CHECK_EQ(config_set("FMX_OFFLOAD", "auto", "environment"), 0);
 
   /* Measured costs on a two-package machine: ring wins large messages
    * between cores that share the L3, cma everything across packages. */
@@ -80,6 +109,13 @@ int main(void) {
   CHECK(strcmp(pick(0, 1, 1, 1 << 15), "cma") == 0);
   CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring") == 0);
   CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma") == 0);
+  /* A measured offload cost competes like an engine's: cma run by a
+   * channel (ring where cma is refused). */
+  CHECK_EQ(config_set("FMX_COST_OFFLOAD", "L3:30:9000;NUMA:30:9000", "environment"), 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma+offload") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 15), "cma") == 0);
+  CHECK(strcmp(pick(0, 2, 0, 64 << 20), "ring+offload") == 0);
+  CHECK_EQ(config_set("FMX_COST_OFFLOAD", "", "environment"), 0);
   /* A peer that refuses CMA leaves ring, whatever the costs. */
   CHECK(strcmp(pick(0, 2, 0, 1 << 15), "ring") == 0);
   /* Unknown CPUs count as NUMA. */
@@ -89,11 +125,11 @@ int main(void) {
   CHECK(strcmp(pick(0, 1, 1, 1 << 15), "ring") == 0);
   /* A malformed spec is ignored (warned once), not half-used. */
   CHECK_EQ(config_set("FMX_COST_RING", "L3:fast", "environment"), 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma+offload") == 0); /* untuned */
   /* FMX_BULK forces, costs or not. */
   CHECK_EQ(config_set("FMX_COST_RING", "L3:10:8000", "environment"), 0);
   CHECK_EQ(config_set("FMX_BULK", "cma", "environment"), 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0); /* and not offloaded */
   CHECK_DONE("test_select");
   return 0;
 }

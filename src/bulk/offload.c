@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * offload: helper threads ("channels") move the bytes of a rendezvous
+ * receive for the application thread (KNEM's kernel-thread mode, the I/OAT
+ * asynchronous copy engine). One channel per message, messages dealt to
+ * channels round-robin; the channel runs the chosen engine's offload step
+ * (cma: pull chunks; ring: copy full slots out; coop: take stripes beside
+ * receiver and sender) until the transfer is done, then publishes the
+ * outcome in the job's status word, which the application polls, and wakes
+ * the endpoint. Idle channels sleep on their condition variable.
+ *
+ * A channel never takes the endpoint lock and touches only the job, the
+ * request's segment lists (stable while the request is in flight) and the
+ * engine's own shared words. The application detaches a job (cancel, peer
+ * death, close) by raising its cancel flag and waiting until the channel
+ * lets go, which is at most one step (one chunk) later: no channel write
+ * lands in a buffer the user got back; a job not started yet is just taken
+ * off its channel's queue.
+ *
+ * Watch: a rendezvous is only matched when someone makes progress on the
+ * receiving endpoint. While an endpoint has large receives posted
+ * (offload_watch), channel 0, when idle, sleeps on that endpoint's futex
+ * as one more sleeper, and when woken (an RTS arrived) makes progress on it
+ * (trylock: never waits for the application), so the receive is matched
+ * and handed to a channel while the application computes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bulk/engine.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "platform/sys.h"
+
+#define JOB_RUNNING 0
+#define JOB_DONE 1
+#define MAX_CHANNELS 64
+
+struct offload_job {
+  struct fmx_request *r;
+  struct offload_chan *chan;
+  const struct fmx_bulk_engine *e;
+  struct ep_desc *wake;     /* the endpoint to wake when done */
+  uint64_t done;            /* channel: bytes of the transfer done */
+  uint64_t bytes;           /* channel: bytes this channel copied */
+  int status;               /* the status word: JOB_RUNNING, JOB_DONE or -fmx_return_t */
+  int cancel;               /* application: stop at the next step */
+  int held;                 /* the channel may still touch the job */
+  int started;              /* taken off the queue (under the channel's lock) */
+  struct offload_job *next; /* channel queue */
+};
+
+struct offload_chan {
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct offload_job *head, *tail;
+  struct ep_desc *watching; /* channel 0: the endpoint it sleeps on, or NULL */
+  int index;
+};
+
+__thread int offload_in_wait;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct offload_chan *chans;
+static int nchans;
+static unsigned next_chan;
+static pid_t pool_pid; /* a forked child has no channels: it starts its own */
+static char pool_error[128];
+static struct list_node watched = {&watched, &watched}; /* endpoints with nwatch > 0 */
+static int nwatched;
+
+static void watch_once(struct offload_chan *c);
+
+static void run_job(struct offload_job *j) {
+  int rc = BULK_MORE;
+  while (rc == BULK_MORE) {
+    if (__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE)) {
+      rc = -FMX_MESSAGE_ABORTED;
+      break;
+    }
+    uint64_t moved = 0;
+    rc = j->e->offload_step(j->r, &j->done, &moved);
+    j->bytes += moved;
+    if (rc == BULK_MORE && !moved) sched_yield(); /* waiting on the peer (ring slots) */
+  }
+  __atomic_store_n(&j->status, rc == BULK_DONE ? JOB_DONE : rc, __ATOMIC_RELEASE);
+  ep_wake(j->wake);
+  __atomic_store_n(&j->held, 0, __ATOMIC_RELEASE);
+}
+
+static void *chan_main(void *arg) {
+  struct offload_chan *c = arg;
+  for (;;) {
+    pthread_mutex_lock(&c->mu);
+    while (!c->head) {
+      if (c->index == 0 && __atomic_load_n(&nwatched, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&c->mu);
+        watch_once(c);
+        pthread_mutex_lock(&c->mu);
+        continue;
+      }
+      pthread_cond_wait(&c->cv, &c->mu); /* idle: sleep */
+    }
+    struct offload_job *j = c->head;
+    c->head = j->next;
+    if (!c->head) c->tail = NULL;
+    j->started = 1;
+    pthread_mutex_unlock(&c->mu);
+    run_job(j);
+  }
+  return NULL;
+}
+
+/* "0-3,8" -> set; 0 on success. */
+static int parse_cpus(const char *s, cpu_set_t *set) {
+  CPU_ZERO(set);
+  while (*s) {
+    char *end;
+    long a = strtol(s, &end, 10), b = a;
+    if (end == s || a < 0 || a >= CPU_SETSIZE) return -1;
+    s = end;
+    if (*s == '-') {
+      b = strtol(s + 1, &end, 10);
+      if (end == s + 1 || b < a || b >= CPU_SETSIZE) return -1;
+      s = end;
+    }
+    for (long i = a; i <= b; i++) CPU_SET((int)i, set);
+    if (*s == ',') s++;
+    else if (*s) return -1;
+  }
+  return CPU_COUNT(set) ? 0 : -1;
+}
+
+/* The CPUs channels run on: FMX_OFFLOAD_CPUS; else, for an application
+ * thread bound to one CPU (the usual MPI binding), every other online CPU:
+ * a channel on the application's own core could never overlap it, and the
+ * scheduler tends to wake it there; else every online CPU. */
+static void chan_cpus(cpu_set_t *set) {
+  if (fmx_cfg.offload_cpus[0] && parse_cpus(fmx_cfg.offload_cpus, set) == 0) return;
+  if (fmx_cfg.offload_cpus[0])
+    log_warn_once("FMX-OFFLOAD-CPUS", "FMX_OFFLOAD_CPUS=%s is no CPU list (want e.g. 2-3,6); the default used",
+                  fmx_cfg.offload_cpus);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  int bound = pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1;
+  CPU_ZERO(set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+    if (!bound || !CPU_ISSET((int)i, &mine)) CPU_SET((int)i, set);
+  if (CPU_COUNT(set) == 0) *set = mine; /* one CPU in all */
+}
+
+/* Start the channels (pool_mu held). 0, or -1 with pool_error set. */
+static int pool_start(void) {
+  int want = (int)fmx_cfg.offload_channels;
+  if (want <= 0) {
+    snprintf(pool_error, sizeof pool_error, "FMX_OFFLOAD_CHANNELS=0");
+    return -1;
+  }
+  if (want > MAX_CHANNELS) want = MAX_CHANNELS;
+  struct offload_chan *c = calloc((size_t)want, sizeof *c);
+  if (!c) {
+    snprintf(pool_error, sizeof pool_error, "out of memory");
+    return -1;
+  }
+  cpu_set_t cpus;
+  chan_cpus(&cpus);
+  /* Channels must not take signals meant for the application. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int n = 0;
+  for (; n < want; n++) {
+    c[n].index = n;
+    pthread_mutex_init(&c[n].mu, NULL);
+    pthread_cond_init(&c[n].cv, NULL);
+    int rc = pthread_create(&c[n].th, NULL, chan_main, &c[n]);
+    if (rc) {
+      snprintf(pool_error, sizeof pool_error, "pthread_create: %s", strerror(rc));
+      break;
+    }
+    pthread_setaffinity_np(c[n].th, sizeof cpus, &cpus); /* best effort: a cpuset may forbid it */
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (n == 0) {
+    free(c);
+    return -1;
+  }
+  chans = c;
+  nchans = n;
+  pool_pid = getpid();
+  return 0;
+}
+
+int offload_probe(char *reason, size_t len) {
+  pthread_mutex_lock(&pool_mu);
+  int rc = 0;
+  if (!chans || pool_pid != getpid()) {
+    chans = NULL; /* a forked child inherits the pointer, not the threads */
+    nchans = 0;
+    rc = pool_start();
+  }
+  if (rc == 0)
+    snprintf(reason, len, "available (%d channel%s)", nchans, nchans == 1 ? "" : "s");
+  else
+    snprintf(reason, len, "no channels: %s", pool_error);
+  pthread_mutex_unlock(&pool_mu);
+  return rc;
+}
+
+int offload_channels(void) {
+  pthread_mutex_lock(&pool_mu);
+  int n = chans && pool_pid == getpid() ? nchans : 0;
+  pthread_mutex_unlock(&pool_mu);
+  return n;
+}
+
+int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
+  char why[160];
+  if (!r->engine->offload_step) return -1;
+  if (offload_probe(why, sizeof why) != 0) {
+    log_warn_once("FMX-OFFLOAD-NONE", "offload: %s; the application thread copies", why);
+    return -1;
+  }
+  struct offload_job *j = calloc(1, sizeof *j);
+  if (!j) return -1;
+  j->r = r;
+  j->e = r->engine;
+  j->wake = ep->desc;
+  j->done = r->done;
+  j->held = 1;
+  r->job = j;
+  r->flags |= REQ_F_OFFLOADED;
+  pthread_mutex_lock(&pool_mu);
+  struct offload_chan *c = &chans[next_chan++ % (unsigned)nchans];
+  pthread_mutex_unlock(&pool_mu);
+  j->chan = c;
+  pthread_mutex_lock(&c->mu);
+  if (c->tail) c->tail->next = j;
+  else c->head = j;
+  c->tail = j;
+  pthread_cond_signal(&c->cv);
+  if (c->watching) ep_wake(c->watching); /* it sleeps on an endpoint, not on cv */
+  pthread_mutex_unlock(&c->mu);
+  CNT(ep, BULK_OFFLOAD);
+  return 0;
+}
+
+/* Wait until the channel has let go of j, then free it; adds what the
+ * channel copied to the engine's byte counter. */
+static void release(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct offload_job *j = r->job;
+  while (__atomic_load_n(&j->held, __ATOMIC_ACQUIRE)) sched_yield();
+  ep->counters[CNT_BULK_OFFLOAD_BYTES] += j->bytes;
+  free(j);
+  r->job = NULL;
+}
+
+int offload_poll(struct fmx_endpoint *ep, struct fmx_request *r) {
+  int st = __atomic_load_n(&r->job->status, __ATOMIC_ACQUIRE);
+  if (st == JOB_RUNNING) return BULK_MORE;
+  uint64_t done = r->job->done;
+  release(ep, r);
+  if (st < 0) return st;
+  r->done = done;
+  return BULK_DONE;
+}
+
+void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct offload_job *j = r->job;
+  if (!j) return;
+  /* Not started: off the queue (its channel may be the one calling us,
+   * from its watch, and would never get to it). */
+  struct offload_chan *c = j->chan;
+  pthread_mutex_lock(&c->mu);
+  if (!j->started) {
+    struct offload_job **pp = &c->head, *prev = NULL;
+    while (*pp && *pp != j) prev = *pp, pp = &(*pp)->next;
+    if (*pp) {
+      *pp = j->next;
+      if (c->tail == j) c->tail = prev;
+      j->held = 0;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
+  release(ep, r);
+}
+
+/* ---- watch ------------------------------------------------------------ */
+
+/* Whether a posted receive of len bytes may end up offloaded. */
+static int may_offload(uint64_t len) {
+  if (fmx_cfg.offload_channels == 0 || strcmp(fmx_cfg.offload, "off") == 0) return 0;
+  if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0) return len >= fmx_cfg.rndv_threshold;
+  if (strcmp(fmx_cfg.bulk, "auto") != 0) return 0;
+  if (fmx_cfg.cost_offload[0]) return len >= fmx_cfg.rndv_threshold; /* the costs decide per message */
+  return len >= fmx_cfg.offload_threshold;
+}
+
+void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
+  char why[160];
+  if (!may_offload(r->len) || offload_probe(why, sizeof why) != 0) return;
+  r->flags |= REQ_F_WATCHED;
+  if (ep->nwatch++) return;
+  pthread_mutex_lock(&pool_mu);
+  list_add_tail(&watched, &ep->watch_node);
+  __atomic_add_fetch(&nwatched, 1, __ATOMIC_RELEASE);
+  struct offload_chan *c = &chans[0];
+  pthread_mutex_unlock(&pool_mu);
+  pthread_mutex_lock(&c->mu);
+  pthread_cond_signal(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void unlist(struct fmx_endpoint *ep) {
+  pthread_mutex_lock(&pool_mu);
+  if (list_linked(&ep->watch_node)) {
+    list_del(&ep->watch_node);
+    __atomic_sub_fetch(&nwatched, 1, __ATOMIC_RELEASE);
+  }
+  struct offload_chan *c = chans;
+  pthread_mutex_unlock(&pool_mu);
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  if (c->watching == ep->desc) ep_wake(ep->desc); /* asleep on us: go elsewhere */
+  pthread_mutex_unlock(&c->mu);
+}
+
+void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (!(r->flags & REQ_F_WATCHED)) return;
+  r->flags &= (uint8_t)~REQ_F_WATCHED;
+  if (--ep->nwatch == 0) unlist(ep);
+}
+
+void offload_forget_ep(struct fmx_endpoint *ep) {
+  if (!ep->watch_node.next) return; /* never initialised: nothing listed */
+  unlist(ep);
+  /* Channel 0 may be asleep on it or in its progress: wake it, wait. */
+  while (__atomic_load_n(&ep->watch_refs, __ATOMIC_ACQUIRE)) {
+    ep_wake(ep->desc);
+    sched_yield();
+  }
+}
+
+/* Channel 0, idle: sleep on the first watched endpoint (rotating), then
+ * make progress on it. */
+static void watch_once(struct offload_chan *c) {
+  pthread_mutex_lock(&pool_mu);
+  if (list_empty(&watched)) {
+    pthread_mutex_unlock(&pool_mu);
+    return;
+  }
+  struct fmx_endpoint *ep = list_entry(watched.next, struct fmx_endpoint, watch_node);
+  list_del(&ep->watch_node); /* to the back: several endpoints take turns */
+  list_add_tail(&watched, &ep->watch_node);
+  int several = watched.next->next != &watched;
+  __atomic_add_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock(&pool_mu);
+  struct ep_desc *d = ep->desc;
+  pthread_mutex_lock(&c->mu);
+  c->watching = d;
+  int queued = c->head != NULL;
+  pthread_mutex_unlock(&c->mu);
+  __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+  uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
+  if (ep_asym_fence) sys_membarrier_global(); /* as ep_wait: wakers skip their fence */
+  /* An application thread waiting in fmx makes progress itself. */
+  int progressed = 0;
+  if (!__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED) && pthread_mutex_trylock(&ep->lock) == 0) {
+    if (ep->nwatch && !ep->closing) ep_progress_locked(ep);
+    pthread_mutex_unlock(&ep->lock);
+    progressed = 1;
+  }
+  /* Asleep until a record arrives (or a job is queued to us, or the
+   * endpoint closes); a short nap when several endpoints take turns or
+   * the application held the lock. */
+  if (!queued && __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST) == seq)
+    sys_futex_wait(&d->wake_seq, seq, several || !progressed ? 1000000 : 100000000);
+  __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED) && pthread_mutex_trylock(&ep->lock) == 0) {
+    if (ep->nwatch && !ep->closing) ep_progress_locked(ep);
+    pthread_mutex_unlock(&ep->lock);
+  }
+  pthread_mutex_lock(&c->mu);
+  c->watching = NULL;
+  pthread_mutex_unlock(&c->mu);
+  __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+}
+
+static int offload_usable(struct fmx_endpoint *ep, struct partner *p) {
+  return fmx_cfg.offload_channels > 0 && strcmp(fmx_cfg.offload, "off") != 0 && !p->is_self;
+}
+
+/* A table entry so it can be forced (FMX_BULK=offload), measured and
+ * costed (FMX_COST_OFFLOAD) like the others; bulk_select turns it into cma
+ * (ring where cma is refused) run by a channel. It never moves bytes itself. */
+const struct fmx_bulk_engine bulk_offload = {
+    .name = "offload",
+    .cost_cfg = &fmx_cfg.cost_offload,
+    .cost_var = "FMX_COST_OFFLOAD",
+    .probe = offload_probe,
+    .usable = offload_usable,
+};
