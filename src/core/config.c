@@ -68,7 +68,9 @@ static struct cfg_entry table[] = {
      "helper threads per process moving offloaded receives (started at the first); 0 = none", F(offload_channels),
      NULL, {0}},
     {"FMX_OFFLOAD_CPUS", CFG_STRING, "",
-     "CPU list the channels run on (e.g. 2-3); default every online CPU", F(offload_cpus), NULL, {0}},
+     "CPU list the channels run on (e.g. 2-3); default every other online CPU when the thread is bound to one, "
+     "else every online CPU",
+     F(offload_cpus), NULL, {0}},
     {"FMX_CHUNK_MAX", CFG_SIZE, "4M",
      "largest chunk one progress call copies (1024 pages): bounds the stall of other peers", F(chunk_max), NULL, {0}},
     {"FMX_SPIN_US", CFG_INT, "1000", "longest a waiter polls (yielding the core after 5 us) before it blocks on its futex", F(spin_us), NULL, {0}},

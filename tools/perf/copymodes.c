@@ -316,6 +316,41 @@ static double median(double *v, size_t n)
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The "offload" participant: the copy done by a helper thread on the second
+ * core (what an fmx offload channel does), the probing thread waiting. */
+struct helper {
+  pthread_t th;
+  int core;
+  uint8_t *src, *dst;
+  size_t size;
+  uint64_t go, done; /* requests and completions, counted */
+  int quit;
+};
+
+static void *helper_run(void *arg)
+{
+  struct helper *h = arg;
+  pin_self(h->core);
+  for (uint64_t seen = 0;;) {
+    uint64_t go;
+    while ((go = __atomic_load_n(&h->go, __ATOMIC_ACQUIRE)) == seen && !__atomic_load_n(&h->quit, __ATOMIC_ACQUIRE))
+      sched_yield();
+    if (go == seen)
+      return NULL;
+    memcpy(h->dst, h->src, h->size);
+    seen = go;
+    __atomic_store_n(&h->done, go, __ATOMIC_RELEASE);
+  }
+}
+
+static void helper_copy(struct helper *h, uint8_t *dst, const uint8_t *src, size_t size)
+{
+  h->dst = dst, h->src = (uint8_t *)src, h->size = size;
+  uint64_t go = __atomic_add_fetch(&h->go, 1, __ATOMIC_ACQ_REL);
+  while (__atomic_load_n(&h->done, __ATOMIC_ACQUIRE) != go)
+    ;
+}
+
 static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
 {
   const struct topo_info *topo = topo_get();
@@ -326,12 +361,18 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
   for (uint32_t k = 0; k < perf_opt.nsizes; k++)
     maxsize = perf_opt.sizes[k] > maxsize ? perf_opt.sizes[k] : maxsize;
 
-  /* Participants: "none" (index 0), then each usable routine. */
+  /* Participants: "none" (index 0), then each usable routine, then
+   * "offload" (memcpy on the second core) when two cores are given. */
   const struct fmx_copy_routine *who[16] = {NULL};
   size_t nwho = 1;
-  for (size_t i = 0; i < nrt && nwho < 16; i++)
+  for (size_t i = 0; i < nrt && nwho < 15; i++)
     if (rt[i].usable())
       who[nwho++] = &rt[i];
+  struct helper h = {.core = perf_opt.ncores >= 2 ? perf_opt.cores[1] : -1};
+  size_t offl = 0;
+  if (h.core >= 0 && h.core != perf_opt.cores[0] &&
+      pthread_create(&h.th, NULL, helper_run, &h) == 0)
+    offl = nwho++;
 
   if (pin_self(perf_opt.cores[0]))
     return 1;
@@ -375,20 +416,23 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
       perf_die("out of memory");
     progress("cachepollution", "", size, 0, false);
     for (size_t w = 1; w < nwho; w++) /* first touch of dst by each routine */
-      who[w]->fn(dst, src, size);
+      if (who[w])
+        who[w]->fn(dst, src, size);
     for (uint64_t s = 0; s < n; s++)
       for (size_t w = 0; w < nwho; w++) {
         warm(pb, probe);
         if (who[w])
           who[w]->fn(dst, src, size);
+        else if (w && w == offl)
+          helper_copy(&h, dst, src, size);
         samples[w * n + s] = probe_pass(pb, order, nlines);
       }
     double base = median(samples, n) * 1e6;
     for (size_t w = 0; w < nwho; w++) {
       double us = w ? median(samples + w * n, n) * 1e6 : base;
       double ratio = base > 0 ? us / base : 0;
-      const char *name = who[w] ? who[w]->name : "none";
-      const char *stores = !who[w] ? "-" : who[w]->nontemporal ? "nt" : "regular";
+      const char *name = who[w] ? who[w]->name : w && w == offl ? "offload" : "none";
+      const char *stores = !who[w] ? (w && w == offl ? "core2" : "-") : who[w]->nontemporal ? "nt" : "regular";
       if (perf_opt.json) {
         json_head("cachepollution", 1, size, n, us, 0, name);
         printf(",\"stores\":\"%s\",\"baseline_us\":%.3f,\"ratio\":%.4f,\"ns_per_line\":%.3f"
@@ -402,6 +446,10 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
     }
     fflush(stdout);
     progress("cachepollution", "", size, n, true);
+  }
+  if (offl) {
+    __atomic_store_n(&h.quit, 1, __ATOMIC_RELEASE);
+    pthread_join(h.th, NULL);
   }
   free(samples);
   free(order);
