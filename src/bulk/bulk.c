@@ -100,6 +100,7 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 static void partner_costs(struct partner *p, int my_cpu) {
   int level = my_cpu >= 0 && p->cpu >= 0 ? topo_shared_level(my_cpu, p->cpu) : TOPO_LEVEL_UNKNOWN;
   if (level < 0) level = TOPO_LEVEL_NUMA;
+  p->level = level;
   for (int i = 0; bulk_engines[i] && i < BULK_MAX_ENGINES; i++) {
     const struct fmx_bulk_engine *e = bulk_engines[i];
     int rc = bulk_cost_parse(*e->cost_cfg, level, &p->cost[i]);
@@ -110,6 +111,19 @@ static void partner_costs(struct partner *p, int my_cpu) {
   p->cost_ready = 1;
 }
 
+/* No measured cost: from the topology. Two cores that share a cache, and a
+ * message larger than one core's L2: ring, whose slots (half an L2) keep
+ * both copies in cache and put both cores to work, where the kernel's
+ * single copy pins and walks every page of a cache-cold buffer (measured
+ * 2-3x faster from 2-4 MiB on a Xeon, from 512 KiB on an EPYC:
+ * docs/engines.md). Else cma, else ring. */
+static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
+  uint64_t l2 = topo_get()->l2.size;
+  if (!bulk_cma.usable(ep, p)) return &bulk_ring;
+  if (l2 && len >= l2 && p->level <= TOPO_LEVEL_L3 && !p->is_self) return &bulk_ring;
+  return &bulk_cma;
+}
+
 const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload) {
   const struct fmx_bulk_engine *e = NULL;
   *offload = 0;
@@ -117,31 +131,37 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     e = bulk_find(fmx_cfg.bulk);
     if (!e) log_warn_once("FMX-BULK-UNKNOWN", "FMX_BULK=%s is no engine; automatic selection used", fmx_cfg.bulk);
   }
-  if (!e) {
-    /* Measured costs (fmx_tune) decide among the engines usable with this
-     * peer. Without them: the one copy of cma beats the two copies of ring
-     * wherever cma is allowed (docs/engines.md). */
-    if (!p->cost_ready) partner_costs(p, ep->cpu);
-    int usable[BULK_MAX_ENGINES] = {0}, n = 0;
-    for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++) usable[n] = bulk_engines[n]->usable(ep, p);
-    /* Whoever is idle moves the bytes: a thread waiting in fmx copies
-     * itself; one that matched from fmx_test or irecv, or a channel matching
-     * while the application computes, may hand it to a channel. */
-    int off = 0;
-    while (off < n && bulk_engines[off] != &bulk_offload) off++;
-    if (off < n && offload_in_wait) usable[off] = 0;
-    int i = bulk_cost_pick(p->cost, usable, n, len);
-    e = i >= 0 ? bulk_engines[i] : &bulk_cma;
-    /* Untuned: the topology's offload switch (FMX_OFFLOAD_THRESHOLD). */
-    if (i < 0 && len >= fmx_cfg.offload_threshold && off < n && usable[off]) e = &bulk_offload;
-  }
+  if (!p->cost_ready) partner_costs(p, ep->cpu);
   if (e == &bulk_offload) {
-    /* cma run by a channel; ring where cma is refused. */
-    if (bulk_offload.usable(ep, p) || strcmp(fmx_cfg.bulk, "offload") == 0) *offload = 1;
-    e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
-  } else if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) {
+    /* Forced: cma run by a channel; ring where cma is refused. */
     *offload = 1;
+    e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+  } else if (!e) {
+    /* Measured costs (fmx_tune) decide among the engines usable with this
+     * peer; offload competes as one more. Whoever is idle moves the bytes:
+     * a thread waiting in fmx copies itself; one that matched from fmx_test
+     * or irecv, or a channel matching while the application computes, may
+     * hand it to a channel. */
+    int usable[BULK_MAX_ENGINES] = {0}, n = 0, off = -1;
+    for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++) {
+      usable[n] = bulk_engines[n]->usable(ep, p);
+      if (bulk_engines[n] == &bulk_offload) off = n;
+    }
+    int may_offload = off >= 0 && usable[off] && !offload_in_wait;
+    if (off >= 0) usable[off] = 0;
+    int i = bulk_cost_pick(p->cost, usable, n, len);
+    e = i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
+    if (may_offload && p->cost[off].n) {
+      /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
+      *offload = i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len);
+      if (*offload) e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+    } else if (may_offload && len >= fmx_cfg.offload_threshold) {
+      /* The topology's switch, on whichever engine was chosen. */
+      *offload = 1;
+      if (!e->offload_step) e = untuned(ep, p, len);
+    }
   }
+  if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = 1;
   if (!e->usable(ep, p)) {
     if (e != &bulk_ring) {
       CNT(ep, BULK_FALLBACK);

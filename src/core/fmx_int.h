@@ -62,7 +62,8 @@ struct partner {
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
   int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
-  int cost_ready;                          /* cost[] filled (first rendezvous) */
+  int cost_ready;                          /* cost[] and level filled (first rendezvous) */
+  int level;                               /* topology level shared with us (enum topo_level) */
   struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
   int cma_ok;
   char cma_reason[96];

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The bulk-engine selector: cost specs (what fmx_tune writes), the cheapest
  * engine per size, and decisions against synthetic topologies (two packages:
- * CPUs 0,1 share an L3; CPU 2 shares nothing with CPU 0). */
+ * CPUs 0,1 share an L3; CPU 2 shares nothing with CPU 0), measured or not,
+ * offloaded or not. */
 #include <math.h>
 #include <string.h>
 
@@ -72,22 +73,35 @@ int main(void) {
   CHECK_EQ(bulk_cost_pick(seg, usable, 2, 1 << 20), 0);
   CHECK_EQ(bulk_cost_pick(seg, usable, 2, 8 << 20), 1);
 
-  /* No measured costs: cma wherever the peer allows it, else ring; from
-   * the offload threshold on, run by a channel. */
-  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "cma") == 0);
-  CHECK(strcmp(pick(0, 1, 0, 1 << 20), "ring") == 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma+offload") == 0);
-  CHECK(strcmp(pick(0, 1, 0, 64 << 20), "ring+offload") == 0);
-  CHECK(strcmp(pick(0, 1, 1, (16 << 20) - 1), "cma") == 0);
+  /* No measured costs, from the topology (two packages; CPUs 0 and 1 share
+   * a 32 MiB L3, each has a 1 MiB L2; CPU 2 shares nothing with 0): ring
+   * from one L2's size between cores sharing a cache, else cma; cma refused:
+   * ring; from the offload threshold on, run by a channel. */
+  CHECK_EQ(topo_load_synthetic("pack:2 l3:1(size=32MiB) l2:2(size=1MiB) core:1 pu:1"), 0);
+  CHECK_EQ(topo_get()->l2.size, 1 << 20);
+  CHECK(strcmp(pick(0, 1, 1, (1 << 20) - 1), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "ring") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 1 << 20), "cma") == 0); /* across packages */
+  CHECK(strcmp(pick(-1, 1, 1, 4 << 20), "cma") == 0); /* unknown CPU: NUMA */
+  CHECK(strcmp(pick(0, 1, 0, 1 << 15), "ring") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring+offload") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma+offload") == 0);
+  CHECK(strcmp(pick(0, 2, 0, 64 << 20), "ring+offload") == 0);
+  CHECK(strcmp(pick(0, 2, 1, (16 << 20) - 1), "cma") == 0);
+  /* A thread waiting in fmx copies what it matches itself. */
+  offload_in_wait = 1;
+  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma") == 0);
+  offload_in_wait = 0;
   CHECK_EQ(config_set("FMX_OFFLOAD", "off", "environment"), 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma") == 0);
   CHECK_EQ(config_set("FMX_OFFLOAD", "auto", "environment"), 0);
   CHECK_EQ(config_set("FMX_OFFLOAD_CHANNELS", "0", "environment"), 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma") == 0);
   CHECK_EQ(config_set("FMX_OFFLOAD_CHANNELS", "2", "environment"), 0);
   /* FMX_OFFLOAD=on: any engine with an offload step, from any size. */
   CHECK_EQ(config_set("FMX_OFFLOAD", "on", "environment"), 0);
-  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "cma+offload") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 15), "cma+offload") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 1 << 20), "ring+offload") == 0);
   CHECK_EQ(config_set("FMX_BULK", "coop", "environment"), 0);
   CHECK(strcmp(pick(0, 1, 1, 1 << 20), "coop+offload") == 0);
   CHECK_EQ(config_set("FMX_BULK", "vmsplice", "environment"), 0);
@@ -96,19 +110,23 @@ int main(void) {
   CHECK_EQ(config_set("FMX_OFFLOAD", "off", "environment"), 0);
   CHECK_EQ(config_set("FMX_BULK", "offload", "environment"), 0);
   CHECK(strcmp(pick(0, 1, 1, 4096), "cma+offload") == 0); /* forced beats off */
+  CHECK(strcmp(pick(0, 1, 0, 4096), "ring+offload") == 0);
   CHECK_EQ(config_set("FMX_BULK", "auto", "environment"), 0);
   CHECK_EQ(config_set("FMX_OFFLOAD", "auto", "environment"), 0);
 
   /* Measured costs on a two-package machine: ring wins large messages
    * between cores that share the L3, cma everything across packages. */
-  CHECK_EQ(topo_load_synthetic("pack:2 l3:1 l2:2 core:1 pu:1"), 0);
   CHECK_EQ(topo_shared_level(0, 1), TOPO_LEVEL_L3);
   CHECK_EQ(topo_shared_level(0, 2), TOPO_LEVEL_NUMA); /* one NUMA node */
   CHECK_EQ(config_set("FMX_COST_CMA", "L3:2:4000;NUMA:2:3000", "environment"), 0);
   CHECK_EQ(config_set("FMX_COST_RING", "L3:10:8000;NUMA:10:1500", "environment"), 0);
   CHECK(strcmp(pick(0, 1, 1, 1 << 15), "cma") == 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring") == 0);
-  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(0, 1, 1, 8 << 20), "ring") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 8 << 20), "cma") == 0);
+  /* No offload cost measured (a ping-pong cannot: its receiver waits), so
+   * the topology's switch still applies to receives matched outside a wait. */
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring+offload") == 0);
+  CHECK(strcmp(pick(0, 2, 1, 64 << 20), "cma+offload") == 0);
   /* A measured offload cost competes like an engine's: cma run by a
    * channel (ring where cma is refused). */
   CHECK_EQ(config_set("FMX_COST_OFFLOAD", "L3:30:9000;NUMA:30:9000", "environment"), 0);
@@ -119,13 +137,13 @@ int main(void) {
   /* A peer that refuses CMA leaves ring, whatever the costs. */
   CHECK(strcmp(pick(0, 2, 0, 1 << 15), "ring") == 0);
   /* Unknown CPUs count as NUMA. */
-  CHECK(strcmp(pick(-1, 1, 1, 64 << 20), "cma") == 0);
+  CHECK(strcmp(pick(-1, 1, 1, 8 << 20), "cma") == 0);
   /* Only one engine measured: it is chosen whenever usable. */
   CHECK_EQ(config_set("FMX_COST_CMA", "", "environment"), 0);
   CHECK(strcmp(pick(0, 1, 1, 1 << 15), "ring") == 0);
   /* A malformed spec is ignored (warned once), not half-used. */
   CHECK_EQ(config_set("FMX_COST_RING", "L3:fast", "environment"), 0);
-  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma+offload") == 0); /* untuned */
+  CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring+offload") == 0); /* untuned */
   /* FMX_BULK forces, costs or not. */
   CHECK_EQ(config_set("FMX_COST_RING", "L3:10:8000", "environment"), 0);
   CHECK_EQ(config_set("FMX_BULK", "cma", "environment"), 0);

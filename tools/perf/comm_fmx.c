@@ -163,7 +163,7 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
     if (rc != FMX_SUCCESS)
       perf_msg("warning: engine '%s' is unknown to this library (%s); FMX_BULK is ignored",
                perf_opt.engine, fmx_strerror(rc));
-    else if (strcmp(status, "available") != 0)
+    else if (strncmp(status, "available", 9) != 0)
       perf_msg("warning: engine '%s' not available here: %s", perf_opt.engine, status);
   }
   char hs[32], cores[96] = "not pinned";
