@@ -134,7 +134,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
   if (!p->cost_ready) partner_costs(p, ep->cpu);
   if (e == &bulk_offload) {
     /* Forced: cma run by a channel; ring where cma is refused. */
-    *offload = 1;
+    *offload = OFFLOAD_NOW;
     e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
   } else if (!e) {
     /* Measured costs (fmx_tune) decide among the engines usable with this
@@ -153,15 +153,17 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     e = i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
     if (may_offload && p->cost[off].n) {
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
-      *offload = i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len);
-      if (*offload) e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+      if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {
+        *offload = OFFLOAD_AWAY;
+        e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+      }
     } else if (may_offload && len >= fmx_cfg.offload_threshold) {
       /* The topology's switch, on whichever engine was chosen. */
-      *offload = 1;
+      *offload = OFFLOAD_AWAY;
       if (!e->offload_step) e = untuned(ep, p, len);
     }
   }
-  if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = 1;
+  if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = OFFLOAD_NOW;
   if (!e->usable(ep, p)) {
     if (e != &bulk_ring) {
       CNT(ep, BULK_FALLBACK);

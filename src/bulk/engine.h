@@ -88,7 +88,10 @@ double bulk_cost_time(const struct bulk_model *m, uint64_t len);
  * -1 if none. Ties go to the lower index. */
 int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_t len);
 /* The engine for a message of `len` bytes from p (receiver's choice);
- * *offload says whether a channel should run it (offload.c). */
+ * *offload says whether a channel should run it (offload.c): 0 no,
+ * OFFLOAD_NOW, or OFFLOAD_AWAY (if the application stays out of fmx). */
+#define OFFLOAD_NOW 1
+#define OFFLOAD_AWAY 2
 const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload);
 
 /* Offload channels (offload.c). */
@@ -105,6 +108,13 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r);
 /* Application: the job's status word; when final, releases the job and
  * returns BULK_DONE (r->done set) or -fmx_return_t; else BULK_MORE. */
 int offload_poll(struct fmx_endpoint *ep, struct fmx_request *r);
+/* An application thread left ep_wait on an endpoint with watched work:
+ * channel 0, asleep until then, looks again. */
+void offload_kick(void);
+/* r matched with OFFLOAD_AWAY (ep->lock held): whoever is idle moves it;
+ * the application copies while it waits in fmx, channel 0 hands it to a
+ * channel once the application has been away a moment. */
+void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r);
 /* Stop the channel's work on r (at most one step later) and release the
  * job; before a request completes with an error or its endpoint closes. */
 void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r);

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bulk/engine.h"
@@ -75,8 +76,10 @@ static pid_t pool_pid; /* a forked child has no channels: it starts its own */
 static char pool_error[128];
 static struct list_node watched = {&watched, &watched}; /* endpoints with nwatch > 0 */
 static int nwatched;
+static struct offload_chan *chan0; /* set once the pool runs */
 
 static void watch_once(struct offload_chan *c);
+static void listed(struct fmx_endpoint *ep);
 
 static void run_job(struct offload_job *j) {
   int rc = BULK_MORE;
@@ -196,6 +199,7 @@ static int pool_start(void) {
   chans = c;
   nchans = n;
   pool_pid = getpid();
+  __atomic_store_n(&chan0, c, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -296,6 +300,14 @@ void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r) {
 
 /* ---- watch ------------------------------------------------------------ */
 
+void offload_kick(void) {
+  struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
+  if (!c || pool_pid != getpid()) return;
+  pthread_mutex_lock(&c->mu);
+  pthread_cond_signal(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
 /* Whether a posted receive of len bytes may end up offloaded. */
 static int may_offload(uint64_t len) {
   if (fmx_cfg.offload_channels == 0 || strcmp(fmx_cfg.offload, "off") == 0) return 0;
@@ -309,7 +321,12 @@ void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
   char why[160];
   if (!may_offload(r->len) || offload_probe(why, sizeof why) != 0) return;
   r->flags |= REQ_F_WATCHED;
-  if (ep->nwatch++) return;
+  if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
+  listed(ep);
+}
+
+/* ep->nwatch became 1: on the list, channel 0 told. */
+static void listed(struct fmx_endpoint *ep) {
   pthread_mutex_lock(&pool_mu);
   list_add_tail(&watched, &ep->watch_node);
   __atomic_add_fetch(&nwatched, 1, __ATOMIC_RELEASE);
@@ -334,10 +351,18 @@ static void unlist(struct fmx_endpoint *ep) {
   pthread_mutex_unlock(&c->mu);
 }
 
+void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
+  char why[160];
+  if (offload_probe(why, sizeof why) != 0) return;
+  r->flags |= REQ_F_DEFERRED | REQ_F_WATCHED;
+  if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
+  listed(ep);
+}
+
 void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
   if (!(r->flags & REQ_F_WATCHED)) return;
   r->flags &= (uint8_t)~REQ_F_WATCHED;
-  if (--ep->nwatch == 0) unlist(ep);
+  if (__atomic_sub_fetch(&ep->nwatch, 1, __ATOMIC_RELAXED) == 0) unlist(ep);
 }
 
 void offload_forget_ep(struct fmx_endpoint *ep) {
@@ -348,6 +373,40 @@ void offload_forget_ep(struct fmx_endpoint *ep) {
     ep_wake(ep->desc);
     sched_yield();
   }
+}
+
+/* A gap longer than a small message's round trip (0.3-1 us here, more in a
+ * VM): an application that left fmx_wait this long ago is doing something
+ * else; one that left just now is about to call again (a ping-pong between
+ * its waits) and matches itself. */
+#define AWAY_NS 10000
+
+/* Deferred transfers (ep->lock held): the application is away, a channel
+ * takes over from where it got. */
+static void hand_over(struct fmx_endpoint *ep) {
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &ep->bulk) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    if (r->kind != REQ_RECV || !(r->flags & REQ_F_DEFERRED) || r->job) continue;
+    r->flags &= (uint8_t)~REQ_F_DEFERRED;
+    offload_unwatch(ep, r);
+    offload_start(ep, r);
+  }
+}
+
+/* Progress on a watched endpoint, unless the application is in it or just
+ * left it: 1 if done (or not needed), 0 if it should be tried again soon. */
+static int try_progress(struct fmx_endpoint *ep) {
+  if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) return 1; /* it waits: it progresses itself */
+  if (sys_now_ns() - __atomic_load_n(&ep->wait_left_ns, __ATOMIC_RELAXED) < AWAY_NS) return 0;
+  if (pthread_mutex_trylock(&ep->lock) != 0) return 0;
+  if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) && !ep->closing) {
+    hand_over(ep);
+    ep_progress_locked(ep);
+    hand_over(ep); /* what that progress matched */
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return 1;
 }
 
 /* Channel 0, idle: sleep on the first watched endpoint (rotating), then
@@ -366,29 +425,35 @@ static void watch_once(struct offload_chan *c) {
   pthread_mutex_unlock(&pool_mu);
   struct ep_desc *d = ep->desc;
   pthread_mutex_lock(&c->mu);
+  if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) {
+    /* The application waits in it and progresses itself: do not sleep on
+     * its futex (every slot a peer fills would wake us) but on our own,
+     * until it leaves the wait (offload_kick) or a job comes. */
+    if (!c->head) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 100000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+    return;
+  }
   c->watching = d;
   int queued = c->head != NULL;
   pthread_mutex_unlock(&c->mu);
   __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
   uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
   if (ep_asym_fence) sys_membarrier_global(); /* as ep_wait: wakers skip their fence */
-  /* An application thread waiting in fmx makes progress itself. */
-  int progressed = 0;
-  if (!__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED) && pthread_mutex_trylock(&ep->lock) == 0) {
-    if (ep->nwatch && !ep->closing) ep_progress_locked(ep);
-    pthread_mutex_unlock(&ep->lock);
-    progressed = 1;
-  }
+  int progressed = try_progress(ep);
   /* Asleep until a record arrives (or a job is queued to us, or the
-   * endpoint closes); a short nap when several endpoints take turns or
-   * the application held the lock. */
+   * endpoint closes); a short nap when several endpoints take turns, and
+   * just AWAY_NS when the application held the lock or just left a wait. */
   if (!queued && __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST) == seq)
-    sys_futex_wait(&d->wake_seq, seq, several || !progressed ? 1000000 : 100000000);
+    sys_futex_wait(&d->wake_seq, seq, !progressed ? AWAY_NS : several ? 1000000 : 100000000);
   __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
-  if (!__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED) && pthread_mutex_trylock(&ep->lock) == 0) {
-    if (ep->nwatch && !ep->closing) ep_progress_locked(ep);
-    pthread_mutex_unlock(&ep->lock);
-  }
+  try_progress(ep);
   pthread_mutex_lock(&c->mu);
   c->watching = NULL;
   pthread_mutex_unlock(&c->mu);

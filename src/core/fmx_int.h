@@ -80,7 +80,8 @@ enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
 #define REQ_F_RNDV 0x04
 #define REQ_F_QUEUED 0x08 /* on partner outq */
 #define REQ_F_OFFLOADED 0x10 /* an offload channel moved (or helped move) it */
-#define REQ_F_WATCHED 0x20   /* posted, counted in ep->nwatch */
+#define REQ_F_WATCHED 0x20   /* counted in ep->nwatch (posted, or deferred) */
+#define REQ_F_DEFERRED 0x40  /* matched: to a channel if the application stays away */
 
 /* A record waiting for room in a ring. */
 struct out_rec {
@@ -158,6 +159,7 @@ struct fmx_endpoint {
    * endpoints (under the pool's lock, with the channel's references). */
   uint32_t nwatch;
   int nwaiting; /* application threads inside ep_wait */
+  uint64_t wait_left_ns; /* when the last one left */
   struct list_node watch_node;
   int watch_refs;
   uint64_t timeout_ms;        /* default request timeout */

@@ -76,7 +76,8 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   }
   r->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &r->bnode);
-  if (offload && r->engine->offload_step) offload_start(ep, r); /* else (no channels) we copy */
+  if (offload == OFFLOAD_NOW) offload_start(ep, r); /* else (no channels) we copy */
+  else if (offload == OFFLOAD_AWAY) offload_defer(ep, r);
 }
 
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
