@@ -115,7 +115,7 @@ def test_issend_completes_only_when_matched():
 
 
 @pytest.mark.parametrize("victim", [0, 1])
-@pytest.mark.parametrize("env", [{"FMX_CHUNK_MAX": "4K"},
+@pytest.mark.parametrize("env", [{"FMX_BULK": "cma", "FMX_CHUNK_MAX": "4K"},
                                  {"FMX_BULK": "ring", "FMX_BULK_SLOT_SIZE": "4K", "FMX_BULK_SLOTS": "1"},
                                  {"FMX_BULK": "coop", "FMX_CHUNK_MAX": "4K"},
                                  # a 4 KiB pipe; the sender must get EPIPE, not die of SIGPIPE
