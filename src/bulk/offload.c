@@ -81,9 +81,24 @@ static struct offload_chan *chan0; /* set once the pool runs */
 static void watch_once(struct offload_chan *c);
 static void listed(struct fmx_endpoint *ep);
 
+/* Waiting on the peer (ring slots it has not filled): yield a while, then
+ * sleep on the endpoint's futex as one more sleeper (the peer wakes it per
+ * slot), at most 1 ms (a wake may fall before we count ourselves). */
+static void wait_peer(struct offload_job *j, unsigned idle) {
+  if (idle < 64) {
+    sched_yield();
+    return;
+  }
+  struct ep_desc *d = j->wake;
+  __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+  uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
+  sys_futex_wait(&d->wake_seq, seq, 1000000);
+  __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
 static void run_job(struct offload_job *j) {
   int rc = BULK_MORE;
-  while (rc == BULK_MORE) {
+  for (unsigned idle = 0; rc == BULK_MORE;) {
     if (__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE)) {
       rc = -FMX_MESSAGE_ABORTED;
       break;
@@ -91,7 +106,8 @@ static void run_job(struct offload_job *j) {
     uint64_t moved = 0;
     rc = j->e->offload_step(j->r, &j->done, &moved);
     j->bytes += moved;
-    if (rc == BULK_MORE && !moved) sched_yield(); /* waiting on the peer (ring slots) */
+    if (rc == BULK_MORE && !moved) wait_peer(j, idle++);
+    else idle = 0;
   }
   __atomic_store_n(&j->status, rc == BULK_DONE ? JOB_DONE : rc, __ATOMIC_RELEASE);
   ep_wake(j->wake);
