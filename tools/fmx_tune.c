@@ -161,23 +161,30 @@ static void run_perf(const char *perf, const char *engine, uint64_t thr, double 
 }
 
 /* The eager/rendezvous crossover: the smallest size from which rendezvous
- * (with `engine`) is faster at every larger size measured; twice the
- * largest size when eager always wins. Prints the table. */
-static uint64_t measure_threshold(const char *perf, const char *engine) {
+ * with the best engine at each size is faster at every larger size
+ * measured; twice the largest size when eager always wins. Prints the table. */
+static uint64_t measure_threshold(const char *perf, const struct engine_run *runs, int nruns) {
   uint64_t sizes[MAX_SIZES], max = opt.quick ? 128u << 10 : 512u << 10;
-  double eager[MAX_SIZES] = {0}, rndv[MAX_SIZES] = {0};
-  int n = 0;
+  double eager[MAX_SIZES] = {0}, rndv[8][MAX_SIZES] = {{0}}, best[MAX_SIZES];
+  int n = 0, who[MAX_SIZES];
   for (uint64_t sz = 4096; sz <= max; sz *= 2) sizes[n++] = sz;
   for (int rep = 0; rep < opt.reps; rep++) {
-    fprintf(stderr, "[fmx_tune] rep %d/%d: eager against rendezvous (%s), %d sizes\n", rep + 1, opt.reps, engine, n);
-    run_perf(perf, engine, 2 * max, eager, sizes, n); /* all eager */
-    run_perf(perf, engine, 4096, rndv, sizes, n);     /* all rendezvous */
+    fprintf(stderr, "[fmx_tune] rep %d/%d: eager against rendezvous (each engine), %d sizes\n", rep + 1, opt.reps, n);
+    run_perf(perf, runs[0].e->name, 2 * max, eager, sizes, n); /* all eager */
+    for (int k = 0; k < nruns && k < 8; k++) run_perf(perf, runs[k].e->name, 4096, rndv[k], sizes, n);
+  }
+  for (int i = 0; i < n; i++) {
+    who[i] = 0;
+    for (int k = 1; k < nruns && k < 8; k++)
+      if (rndv[k][i] > 0 && (rndv[who[i]][i] <= 0 || rndv[k][i] < rndv[who[i]][i])) who[i] = k;
+    best[i] = rndv[who[i]][i];
   }
   uint64_t thr = 2 * max;
-  for (int i = n - 1; i >= 0 && rndv[i] < eager[i]; i--) thr = sizes[i];
-  printf("# eager against rendezvous (%s), best of %d, latency in us\n%10s %10s %10s\n", engine, opt.reps, "size",
-         "eager", "rndv");
-  for (int i = 0; i < n; i++) printf("%10" PRIu64 " %10.2f %10.2f\n", sizes[i], eager[i], rndv[i]);
+  for (int i = n - 1; i >= 0 && best[i] > 0 && best[i] < eager[i]; i--) thr = sizes[i];
+  printf("# eager against rendezvous (the best engine per size), best of %d, latency in us\n%10s %10s %10s  %s\n",
+         opt.reps, "size", "eager", "rndv", "engine");
+  for (int i = 0; i < n; i++)
+    printf("%10" PRIu64 " %10.2f %10.2f  %s\n", sizes[i], eager[i], best[i], runs[who[i]].e->name);
   printf("# FMX_RNDV_THRESHOLD=%" PRIu64 "%s\n", thr, thr > max ? " (eager won every size measured)" : "");
   return thr;
 }
@@ -353,7 +360,7 @@ int main(int argc, char **argv) {
 
   /* Where rendezvous starts to pay (unless --no-threshold), then the
    * engines from there: the threshold, the powers of two above it, to 64 MiB. */
-  uint64_t thr = opt.no_threshold ? 0 : measure_threshold(perf, runs[0].e->name);
+  uint64_t thr = opt.no_threshold ? 0 : measure_threshold(perf, runs, nruns);
   uint64_t from = thr ? thr : fmx_cfg.rndv_threshold;
   uint64_t sizes[MAX_SIZES], max = opt.quick ? 16u << 20 : 64u << 20;
   int nsizes = 0;
