@@ -108,6 +108,9 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r);
 /* Application: the job's status word; when final, releases the job and
  * returns BULK_DONE (r->done set) or -fmx_return_t; else BULK_MORE. */
 int offload_poll(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Stop and join the channels (fmx_finalize, every endpoint closed); the
+ * next offload starts them again. */
+void offload_shutdown(void);
 /* An application thread left ep_wait on an endpoint with watched work:
  * channel 0, asleep until then, looks again. */
 void offload_kick(void);

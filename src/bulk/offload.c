@@ -64,6 +64,7 @@ struct offload_chan {
   struct offload_job *head, *tail;
   struct ep_desc *watching; /* channel 0: the endpoint it sleeps on, or NULL */
   int index;
+  int quit; /* offload_shutdown */
 };
 
 __thread int offload_in_wait;
@@ -119,6 +120,10 @@ static void *chan_main(void *arg) {
   for (;;) {
     pthread_mutex_lock(&c->mu);
     while (!c->head) {
+      if (c->quit) {
+        pthread_mutex_unlock(&c->mu);
+        return NULL;
+      }
       if (c->index == 0 && __atomic_load_n(&nwatched, __ATOMIC_ACQUIRE)) {
         pthread_mutex_unlock(&c->mu);
         watch_once(c);
@@ -312,6 +317,30 @@ void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r) {
   pthread_mutex_unlock(&c->mu);
   __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
   release(ep, r);
+}
+
+void offload_shutdown(void) {
+  pthread_mutex_lock(&pool_mu);
+  struct offload_chan *c = chans;
+  int n = nchans;
+  int ours = c && pool_pid == getpid();
+  chans = NULL;
+  nchans = 0;
+  __atomic_store_n(&chan0, NULL, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&pool_mu);
+  if (!ours) return; /* none, or a forked child's copy of the parent's */
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_lock(&c[i].mu);
+    c[i].quit = 1;
+    pthread_cond_signal(&c[i].cv);
+    pthread_mutex_unlock(&c[i].mu);
+  }
+  for (int i = 0; i < n; i++) {
+    pthread_join(c[i].th, NULL);
+    pthread_mutex_destroy(&c[i].mu);
+    pthread_cond_destroy(&c[i].cv);
+  }
+  free(c);
 }
 
 /* ---- watch ------------------------------------------------------------ */

@@ -52,6 +52,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
   }
   lib_initialized = 0;
   pthread_mutex_unlock(&lib_lock);
+  offload_shutdown(); /* every endpoint is closed: no job, nothing watched */
   return FMX_SUCCESS;
 }
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Offload channels (run under TSan too): two endpoints of one process, a
  * sending thread and a receiving thread, many rendezvous receives in flight
- * on few channels, for cma, ring and coop run (or helped) by channels; then
- * an endpoint closed while channels are still copying into it. */
+ * on few channels, for cma, ring and coop run (or helped) by channels; a
+ * receive matched and moved by channels while the application computes; an
+ * endpoint closed while channels are still copying into it; finalize and
+ * init again. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +209,15 @@ int main(void) {
   config_set("FMX_CMA", "1", "environment");
   channel_matches_while_computing();
   close_mid_transfer();
+  /* finalize joins the channels; after a new init they start again */
+  CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
+  CHECK_EQ(fmx_init(), FMX_SUCCESS);
+  config_set("FMX_BULK", "offload", "environment");
+  config_set("FMX_CHUNK_MAX", "64K", "environment");
+  open_pair();
+  round_trip("cma+offload");
+  close_pair();
+  CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_DONE("test_offload");
   return 0;
 }
