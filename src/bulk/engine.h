@@ -55,6 +55,8 @@ struct fmx_bulk_engine {
    * transfer advanced and to *moved what this call copied. BULK_MORE,
    * BULK_DONE or -fmx_return_t. NULL: the engine cannot be offloaded. */
   int (*offload_step)(struct fmx_request *r, uint64_t *done, uint64_t *moved);
+  /* The sender's part, likewise (ring: fill slots for a computing sender). */
+  int (*offload_send_step)(struct fmx_request *s, uint64_t *done, uint64_t *moved);
   /* The channel only helps (coop: it takes stripes beside receiver and
    * sender, recv_progress still completes); else it moves everything and
    * the application only polls the job's status word. */
@@ -118,6 +120,9 @@ void offload_kick(void);
  * the application copies while it waits in fmx, channel 0 hands it to a
  * channel once the application has been away a moment. */
 void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r);
+/* The send s got its CTS (ep->lock held): a channel may fill for it
+ * (FMX_OFFLOAD=on, FMX_BULK=offload: at once; auto: deferred, as receives). */
+void offload_send_cts(struct fmx_endpoint *ep, struct fmx_request *s);
 /* Stop the channel's work on r (at most one step later) and release the
  * job; before a request completes with an error or its endpoint closes. */
 void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r);

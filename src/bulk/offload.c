@@ -45,6 +45,7 @@
 
 struct offload_job {
   struct fmx_request *r;
+  int (*step)(struct fmx_request *r, uint64_t *done, uint64_t *moved);
   struct offload_chan *chan;
   const struct fmx_bulk_engine *e;
   struct ep_desc *wake;     /* the endpoint to wake when done */
@@ -97,7 +98,25 @@ static void wait_peer(struct offload_job *j, unsigned idle) {
   __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
-static void run_job(struct offload_job *j) {
+/* A stalled job goes back behind the others queued on its channel: jobs
+ * depend on each other (a ring receive waits for slots its sender fills only
+ * after another transfer's slots are drained by that transfer's job), so one
+ * channel running one stalled job to the end could wait forever. 1 if
+ * requeued. */
+static int requeue(struct offload_chan *c, struct offload_job *j) {
+  pthread_mutex_lock(&c->mu);
+  int others = c->head != NULL;
+  if (others) {
+    j->started = 0;
+    j->next = NULL;
+    c->tail->next = j;
+    c->tail = j;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return others;
+}
+
+static void run_job(struct offload_chan *c, struct offload_job *j) {
   int rc = BULK_MORE;
   for (unsigned idle = 0; rc == BULK_MORE;) {
     if (__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE)) {
@@ -105,10 +124,14 @@ static void run_job(struct offload_job *j) {
       break;
     }
     uint64_t moved = 0;
-    rc = j->e->offload_step(j->r, &j->done, &moved);
+    rc = j->step(j->r, &j->done, &moved);
     j->bytes += moved;
-    if (rc == BULK_MORE && !moved) wait_peer(j, idle++);
-    else idle = 0;
+    if (rc == BULK_MORE && !moved) {
+      if (idle >= 16 && requeue(c, j)) return;
+      wait_peer(j, idle++);
+    } else {
+      idle = 0;
+    }
   }
   __atomic_store_n(&j->status, rc == BULK_DONE ? JOB_DONE : rc, __ATOMIC_RELEASE);
   ep_wake(j->wake);
@@ -137,7 +160,7 @@ static void *chan_main(void *arg) {
     if (!c->head) c->tail = NULL;
     j->started = 1;
     pthread_mutex_unlock(&c->mu);
-    run_job(j);
+    run_job(c, j);
   }
   return NULL;
 }
@@ -249,7 +272,9 @@ int offload_channels(void) {
 
 int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   char why[160];
-  if (!r->engine->offload_step) return -1;
+  int (*step)(struct fmx_request *, uint64_t *, uint64_t *) =
+      r->kind == REQ_SEND ? r->engine->offload_send_step : r->engine->offload_step;
+  if (!step) return -1;
   if (offload_probe(why, sizeof why) != 0) {
     log_warn_once("FMX-OFFLOAD-NONE", "offload: %s; the application thread copies", why);
     return -1;
@@ -257,6 +282,7 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct offload_job *j = calloc(1, sizeof *j);
   if (!j) return -1;
   j->r = r;
+  j->step = step;
   j->e = r->engine;
   j->wake = ep->desc;
   j->done = r->done;
@@ -404,6 +430,15 @@ void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
   listed(ep);
 }
 
+void offload_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
+  offload_unwatch(ep, s);
+  if (!s->engine->offload_send_step || s->partner->is_self) return;
+  if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0)
+    offload_start(ep, s);
+  else if (!offload_in_wait && may_offload(s->want))
+    offload_defer(ep, s);
+}
+
 void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
   if (!(r->flags & REQ_F_WATCHED)) return;
   r->flags &= (uint8_t)~REQ_F_WATCHED;
@@ -432,7 +467,7 @@ static void hand_over(struct fmx_endpoint *ep) {
   struct list_node *pos, *tmp;
   list_for_each_safe(pos, tmp, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
-    if (r->kind != REQ_RECV || !(r->flags & REQ_F_DEFERRED) || r->job) continue;
+    if (!(r->flags & REQ_F_DEFERRED) || r->job) continue;
     r->flags &= (uint8_t)~REQ_F_DEFERRED;
     offload_unwatch(ep, r);
     offload_start(ep, r);

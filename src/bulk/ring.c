@@ -82,33 +82,53 @@ static int ring_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *mo
   return rc;
 }
 
-static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
+/* Fill the free slots with the send sr's bytes from *done on, one transfer
+ * per channel direction at a time (tx_owner). The caller holds tx_busy. */
+static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   struct channel *c = sr->partner->chan[0];
   uint64_t me = req_id(sr);
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
   c->tx_owner = me;
   struct bulk_slots *s = &c->tx_slots;
-  int moved = 0;
-  for (uint64_t k = 0; k < s->n && sr->done < sr->want; k++) {
+  for (uint64_t k = 0; k < s->n && *done < sr->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
-    uint64_t len = sr->want - sr->done < s->size ? sr->want - sr->done : s->size;
+    uint64_t len = sr->want - *done < s->size ? sr->want - *done : s->size;
     /* Regular stores: the slot must stay in cache for the receiver. */
-    req_copy(sr, sr->done, chan_slot_data(s, s->next % s->n), len, 0, NULL);
+    req_copy(sr, *done, chan_slot_data(s, s->next % s->n), len, 0, NULL);
     h->rreq = sr->rreq;
-    h->off = sr->done;
+    h->off = *done;
     h->len = len;
     __atomic_store_n(&h->full, 1, __ATOMIC_RELEASE);
     s->next++;
-    sr->done += len;
-    moved = 1;
+    *done += len;
+    *moved += len;
   }
-  if (moved) wake_peer(sr->partner);
-  if (sr->done == sr->want) {
+  if (*moved) wake_peer(sr->partner);
+  if (*done == sr->want) {
     c->tx_owner = 0;
     return BULK_DONE;
   }
   return BULK_MORE;
+}
+
+static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
+  struct channel *c = sr->partner->chan[0];
+  /* An offload channel filling these slots for another send: its turn. */
+  if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  uint64_t moved = 0;
+  int rc = fill(sr, &sr->done, &moved);
+  __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);
+  return rc;
+}
+
+/* The same, run by an offload channel for a sender that computes. */
+static int ring_offload_send_step(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
+  struct channel *c = sr->partner->chan[0];
+  if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  int rc = fill(sr, done, moved);
+  __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);
+  return rc;
 }
 
 const struct fmx_bulk_engine bulk_ring = {
@@ -122,4 +142,5 @@ const struct fmx_bulk_engine bulk_ring = {
     .recv_progress = ring_recv_progress,
     .send_progress = ring_send_progress,
     .offload_step = ring_offload_step,
+    .offload_send_step = ring_offload_send_step,
 };

@@ -29,7 +29,7 @@
   X(BULK_COOP_BYTES, "bytes this side copied for coop transfers")             \
   X(BULK_VMSPLICE, "large messages moved by vmsplice")                        \
   X(BULK_VMSPLICE_BYTES, "bytes read from vmsplice pipes")                   \
-  X(BULK_OFFLOAD, "large receives handed to an offload channel")               \
+  X(BULK_OFFLOAD, "large transfers (receives, ring sends) handed to an offload channel") \
   X(BULK_OFFLOAD_BYTES, "bytes offload channels copied")
 
 enum fmx_counter {

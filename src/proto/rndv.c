@@ -93,6 +93,7 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
   s->done = 0;
   s->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &s->bnode);
+  offload_send_cts(ep, s); /* a channel may push for a sender that computes */
 }
 
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
@@ -124,7 +125,7 @@ void rndv_progress(struct fmx_endpoint *ep) {
       else if (rc < 0)
         recv_finish(ep, r, (fmx_return_t)-rc);
     } else {
-      int rc = r->engine->send_progress(ep, r);
+      int rc = r->job ? offload_poll(ep, r) : r->engine->send_progress(ep, r);
       if (r->done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         list_del(&r->bnode); /* all pushed: completes on FIN */

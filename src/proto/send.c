@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bulk/engine.h"
 #include "core/config.h"
 #include "core/transport.h"
 #include "proto/proto_int.h"
@@ -95,6 +96,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
     o->hdr.nseg = (uint16_t)r->nseg;
     o->hdr.len = (uint32_t)(r->nseg * sizeof(struct proto_seg));
     o->hdr.sreq = req_id(r);
+    offload_watch(ep, r); /* channel 0 may take the CTS while the application computes */
   }
   enqueue(ep, p, o);
 }

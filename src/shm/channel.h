@@ -89,6 +89,7 @@ struct channel {
   uint64_t rx_freed; /* cells consumed since we last woke the sender */
   uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */
   int rx_busy;       /* ring engine: someone (application or offload channel) is copying out of rx_slots */
+  int tx_busy;       /* ring engine: someone is filling tx_slots */
   /* vmsplice engine: one pipe per direction, created by the connector and
    * passed in the hello (-1 when the connection has none). */
   int pipe_tx, pipe_rx;    /* write end of our direction, read end of the peer's */

@@ -15,6 +15,7 @@
 #include "fmx.h"
 
 #define MSGS 24
+#define OFFLOADED "large transfers (receives, ring sends) handed to an offload channel"
 
 static fmx_endpoint_t a, b;
 static fmx_endpoint_addr_t a_to_b;
@@ -141,13 +142,59 @@ static void channel_matches_while_computing(void) {
   CHECK_EQ(fmx_test(b, &rr, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_SUCCESS);
-  CHECK_EQ(counter(b, "large receives handed to an offload channel"), 1);
+  CHECK_EQ(counter(b, OFFLOADED), 1);
   CHECK_EQ(counter(b, "bytes offload channels copied"), len);
   uint64_t bad = 0;
   for (uint64_t k = 0; k < len; k++) bad += d[k] != pat(3, k);
   CHECK_EQ(bad, 0);
   pthread_join(t, NULL);
   close_pair();
+  free(s);
+  free(d);
+}
+
+static void *send_then_compute(void *arg) {
+  fmx_seg_t *s = arg;
+  fmx_request_t r;
+  CHECK_EQ(fmx_isend(a, s, 1, a_to_b, 6, NULL, &r), FMX_SUCCESS);
+  struct timespec ts = {1, 0};
+  nanosleep(&ts, NULL); /* computing: no call into fmx */
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_test(a, &r, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1); /* a channel filled the ring for us meanwhile */
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  return NULL;
+}
+
+/* The sending side: ring (CMA off), the receiver waits, the sender computes
+ * right after fmx_isend: channel 0 takes the CTS and a channel fills the
+ * slots, so the receive completes while the sender is away. */
+static void channel_sends_while_computing(void) {
+  config_set("FMX_BULK", "auto", "environment");
+  config_set("FMX_CMA", "0", "environment");
+  config_set("FMX_OFFLOAD_THRESHOLD", "1M", "environment");
+  open_pair();
+  uint64_t len = 16u << 20;
+  uint8_t *s = malloc(len), *d = calloc(1, len);
+  for (uint64_t k = 0; k < len; k++) s[k] = pat(4, k);
+  fmx_seg_t ss = {s, len}, ds = {d, len};
+  fmx_request_t rr;
+  CHECK_EQ(fmx_irecv(b, &ds, 1, 6, ~0ull, NULL, &rr), FMX_SUCCESS);
+  pthread_t t;
+  pthread_create(&t, NULL, send_then_compute, &ss);
+  fmx_status_t st;
+  uint32_t res = 0;
+  while (!res) CHECK_EQ(fmx_wait(b, &rr, 10000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  uint64_t bad = 0;
+  for (uint64_t k = 0; k < len; k++) bad += d[k] != pat(4, k);
+  CHECK_EQ(bad, 0);
+  pthread_join(t, NULL);
+  CHECK_EQ(counter(a, OFFLOADED), 1);
+  CHECK(counter(a, "bytes offload channels copied") > 0);
+  close_pair();
+  config_set("FMX_CMA", "1", "environment");
   free(s);
   free(d);
 }
@@ -171,7 +218,7 @@ static void close_mid_transfer(void) {
   uint64_t off = 0;
   for (int i = 0; i < 2000 && !off; i++) {
     CHECK_EQ(fmx_test(b, &rr, &st, &res), FMX_SUCCESS);
-    off = counter(b, "large receives handed to an offload channel");
+    off = counter(b, OFFLOADED);
   }
   CHECK_EQ(off, 1);
   CHECK_EQ(res, 0); /* 64 MiB in 4 KiB steps: still moving */
@@ -208,6 +255,7 @@ int main(void) {
   config_set("FMX_OFFLOAD", "auto", "environment");
   config_set("FMX_CMA", "1", "environment");
   channel_matches_while_computing();
+  channel_sends_while_computing();
   close_mid_transfer();
   /* finalize joins the channels; after a new init they start again */
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);

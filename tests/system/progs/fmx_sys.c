@@ -210,7 +210,7 @@ static void exchange(void) {
   OK(fmx_get_info(ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, engine, sizeof engine));
   printf("{\"rank\":%d,\"received\":%d,\"bytes\":%" PRIu64 ",\"engine\":\"%s\",\"offloaded\":%" PRIu64
          ",\"offload_bytes\":%" PRIu64 "}\n",
-         rank, ni, bytes, engine, counter("large receives handed to an offload channel"),
+         rank, ni, bytes, engine, counter("large transfers (receives, ring sends) handed to an offload channel"),
          counter("bytes offload channels copied"));
   /* Stay until every peer is done with us: a zero-byte issend each way,
    * every receive posted before any send so nobody waits in a cycle. */
