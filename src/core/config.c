@@ -58,14 +58,15 @@ static struct cfg_entry table[] = {
      "measured cost of cma run by an offload channel, same form as FMX_COST_CMA; fmx_tune writes it",
      F(cost_offload), NULL, {0}},
     {"FMX_OFFLOAD", CFG_STRING, "auto",
-     "offload channels move large receives: auto (from FMX_OFFLOAD_THRESHOLD or measured costs), on (every "
-     "rendezvous receive whose engine can be offloaded), off",
+     "offload channels move large transfers (receives; ring sends): auto (from FMX_OFFLOAD_THRESHOLD or measured "
+     "costs, what the application leaves while it computes), on (every rendezvous transfer whose engine can be "
+     "offloaded), off",
      F(offload), NULL, {0}},
     {"FMX_OFFLOAD_THRESHOLD", CFG_SIZE, "8M",
      "auto offload from this size (untuned); default L3 / (2 x cores sharing it), the KNEM paper's switch",
      F(offload_threshold), NULL, {0}},
     {"FMX_OFFLOAD_CHANNELS", CFG_INT, "1",
-     "helper threads per process moving offloaded receives (started at the first); 0 = none", F(offload_channels),
+     "helper threads per process moving offloaded transfers (started at the first); 0 = none", F(offload_channels),
      NULL, {0}},
     {"FMX_OFFLOAD_CPUS", CFG_STRING, "",
      "CPU list the channels run on (e.g. 2-3); default every other online CPU when the thread is bound to one, "
