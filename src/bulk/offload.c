@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * offload: helper threads ("channels") move the bytes of a rendezvous
- * receive for the application thread (KNEM's kernel-thread mode, the I/OAT
+ * transfer for the application thread (KNEM's kernel-thread mode, the I/OAT
  * asynchronous copy engine). One channel per message, messages dealt to
  * channels round-robin; the channel runs the chosen engine's offload step
- * (cma: pull chunks; ring: copy full slots out; coop: take stripes beside
- * receiver and sender) until the transfer is done, then publishes the
- * outcome in the job's status word, which the application polls, and wakes
- * the endpoint. Idle channels sleep on their condition variable.
+ * (receives: cma pulls chunks, ring copies full slots out, coop takes
+ * stripes beside receiver and sender; sends: ring fills slots) until the
+ * transfer is done, then publishes the outcome in the job's status word,
+ * which the application polls, and wakes the endpoint. Idle channels sleep
+ * on their condition variable; a job that stalls on its peer goes back
+ * behind the others queued on its channel.
  *
  * A channel never takes the endpoint lock and touches only the job, the
  * request's segment lists (stable while the request is in flight) and the
@@ -17,12 +19,15 @@
  * lands in a buffer the user got back; a job not started yet is just taken
  * off its channel's queue.
  *
- * Watch: a rendezvous is only matched when someone makes progress on the
- * receiving endpoint. While an endpoint has large receives posted
- * (offload_watch), channel 0, when idle, sleeps on that endpoint's futex
- * as one more sleeper, and when woken (an RTS arrived) makes progress on it
- * (trylock: never waits for the application), so the receive is matched
- * and handed to a channel while the application computes.
+ * Watch: a rendezvous is only matched (an RTS, a CTS) when someone makes
+ * progress on the endpoint. While an endpoint has large receives posted or
+ * large sends waiting for their CTS (offload_watch), channel 0, when idle,
+ * sleeps on that endpoint's futex as one more sleeper, and when woken makes
+ * progress on it (trylock: never waits for the application; never while an
+ * application thread waits in it), so a transfer starts while the
+ * application computes. Whoever is idle moves the bytes: what the
+ * application matches outside a wait is deferred (offload_defer) and handed
+ * to a channel only once the application has been away for AWAY_NS.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,7 +52,6 @@ struct offload_job {
   struct fmx_request *r;
   int (*step)(struct fmx_request *r, uint64_t *done, uint64_t *moved);
   struct offload_chan *chan;
-  const struct fmx_bulk_engine *e;
   struct ep_desc *wake;     /* the endpoint to wake when done */
   uint64_t done;            /* channel: bytes of the transfer done */
   uint64_t bytes;           /* channel: bytes this channel copied */
@@ -283,7 +287,6 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   if (!j) return -1;
   j->r = r;
   j->step = step;
-  j->e = r->engine;
   j->wake = ep->desc;
   j->done = r->done;
   j->held = 1;
