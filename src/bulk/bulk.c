@@ -111,8 +111,9 @@ static void partner_costs(struct partner *p, int my_cpu) {
   p->cost_ready = 1;
 }
 
-/* No measured cost: from the topology. Two cores that share a cache, and a
- * message larger than one core's L2: ring, whose slots (half an L2) keep
+/* No measured cost: from the topology. Two cores that share an L2 or an L3
+ * (not one core, nor its hardware threads, where ring's two copies would
+ * take turns on it), and a message larger than one core's L2: ring, whose slots (half an L2) keep
  * both copies in cache and put both cores to work, where the kernel's
  * single copy pins and walks every page of a cache-cold buffer (measured
  * 2-3x faster from 2-4 MiB on a Xeon, from 512 KiB on an EPYC:
@@ -120,7 +121,7 @@ static void partner_costs(struct partner *p, int my_cpu) {
 static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
   uint64_t l2 = topo_get()->l2.size;
   if (!bulk_cma.usable(ep, p)) return &bulk_ring;
-  if (l2 && len >= l2 && p->level <= TOPO_LEVEL_L3 && !p->is_self) return &bulk_ring;
+  if (l2 && len >= l2 && p->level >= TOPO_LEVEL_L2 && p->level <= TOPO_LEVEL_L3 && !p->is_self) return &bulk_ring;
   return &bulk_cma;
 }
 

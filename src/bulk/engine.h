@@ -100,6 +100,9 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
 /* Nonzero while this thread waits in ep_wait: it is idle and copies what it
  * matches itself. */
 extern __thread int offload_in_wait;
+/* Nonzero in offload channels: their progress leaves deferred transfers
+ * alone (they hand them to a job instead of copying under the lock). */
+extern __thread int offload_in_channel;
 /* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
 int offload_probe(char *reason, size_t len);
 /* Channels running in this process (0 before the first offload). */

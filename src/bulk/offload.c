@@ -73,6 +73,7 @@ struct offload_chan {
 };
 
 __thread int offload_in_wait;
+__thread int offload_in_channel;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct offload_chan *chans;
@@ -144,6 +145,7 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
 
 static void *chan_main(void *arg) {
   struct offload_chan *c = arg;
+  offload_in_channel = 1;
   for (;;) {
     pthread_mutex_lock(&c->mu);
     while (!c->head) {

@@ -116,6 +116,7 @@ void rndv_progress(struct fmx_endpoint *ep) {
   struct list_node *pos, *tmp;
   list_for_each_safe(pos, tmp, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    if (offload_in_channel && (r->flags & REQ_F_DEFERRED)) continue; /* handed to a job next */
     uint64_t before = r->done;
     if (r->kind == REQ_RECV) {
       int rc = r->job && !r->engine->offload_helps ? offload_poll(ep, r) : r->engine->recv_progress(ep, r);

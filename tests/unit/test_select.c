@@ -82,6 +82,7 @@ int main(void) {
   CHECK(strcmp(pick(0, 1, 1, (1 << 20) - 1), "cma") == 0);
   CHECK(strcmp(pick(0, 1, 1, 1 << 20), "ring") == 0);
   CHECK(strcmp(pick(0, 2, 1, 1 << 20), "cma") == 0); /* across packages */
+  CHECK(strcmp(pick(1, 1, 1, 1 << 20), "cma") == 0); /* both on one CPU */
   CHECK(strcmp(pick(-1, 1, 1, 4 << 20), "cma") == 0); /* unknown CPU: NUMA */
   CHECK(strcmp(pick(0, 1, 0, 1 << 15), "ring") == 0);
   CHECK(strcmp(pick(0, 1, 1, 64 << 20), "ring+offload") == 0);
