@@ -118,6 +118,10 @@ static void partner_costs(struct partner *p, int my_cpu) {
  * single copy pins and walks every page of a cache-cold buffer (measured
  * 2-3x faster from 2-4 MiB on a Xeon, from 512 KiB on an EPYC:
  * docs/engines.md). Else cma, else ring. */
+static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct partner *p) {
+  return bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+}
+
 static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
   uint64_t l2 = topo_get()->l2.size;
   if (!bulk_cma.usable(ep, p)) return &bulk_ring;
@@ -136,7 +140,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
   if (e == &bulk_offload) {
     /* Forced: cma run by a channel; ring where cma is refused. */
     *offload = OFFLOAD_NOW;
-    e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+    e = cma_or_ring(ep, p);
   } else if (!e) {
     /* Measured costs (fmx_tune) decide among the engines usable with this
      * peer; offload competes as one more. Whoever is idle moves the bytes:
@@ -156,7 +160,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
       if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {
         *offload = OFFLOAD_AWAY;
-        e = bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+        e = cma_or_ring(ep, p);
       }
     } else if (may_offload && len >= fmx_cfg.offload_threshold) {
       /* The topology's switch, on whichever engine was chosen. */

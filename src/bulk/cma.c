@@ -58,27 +58,24 @@ static int cma_probe(char *reason, size_t len) {
 
 static int cma_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_cfg.cma && p->cma_ok; }
 
-static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  uint64_t off = r->done;
-  /* One call per FMX_CHUNK_MAX: small first chunks only add system calls
-   * here (the kernel pins each call's pages itself, nothing overlaps), and
-   * the cap bounds how long this progress call stalls other peers. */
-  uint64_t len = r->want - off < fmx_cfg.chunk_max ? r->want - off : fmx_cfg.chunk_max;
-  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
-  if (n < 0) return -bulk_cma_error(n);
-  r->done += len;
-  ep->counters[CNT_BULK_CMA_BYTES] += len;
-  return r->done == r->want ? BULK_DONE : BULK_MORE;
-}
-
-/* The same, run by an offload channel. */
-static int cma_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
+/* One call per FMX_CHUNK_MAX: small first chunks only add system calls
+ * here (the kernel pins each call's pages itself, nothing overlaps), and
+ * the cap bounds how long this progress call stalls other peers. Also the
+ * engine's offload step (an offload channel pulling). */
+static int cma_pull(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
   uint64_t len = r->want - *done < fmx_cfg.chunk_max ? r->want - *done : fmx_cfg.chunk_max;
   ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, *done, len);
   if (n < 0) return -bulk_cma_error(n);
   *done += len;
   *moved = len;
   return *done == r->want ? BULK_DONE : BULK_MORE;
+}
+
+static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+  uint64_t moved = 0;
+  int rc = cma_pull(r, &r->done, &moved);
+  ep->counters[CNT_BULK_CMA_BYTES] += moved;
+  return rc;
 }
 
 const struct fmx_bulk_engine bulk_cma = {
@@ -92,5 +89,5 @@ const struct fmx_bulk_engine bulk_cma = {
     .cnt_msgs = CNT_BULK_CMA,
     .recv_progress = cma_recv_progress,
     .send_progress = NULL,
-    .offload_step = cma_offload_step,
+    .offload_step = cma_pull,
 };

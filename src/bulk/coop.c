@@ -121,17 +121,27 @@ static void finish(struct fmx_request *r, int failed) {
   a->busy = 0;
 }
 
-static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+/* Receiver side (the application or an offload channel): take the next
+ * stripe and pull it. 0 when none is left, else the stripe's length (its
+ * bytes in *moved, 0 if the pull failed: the area then carries the error). */
+static uint64_t pull_stripe(struct fmx_request *r, uint64_t *moved) {
   struct coop_area *a = r->chan->rx_coop;
   int64_t k = take(a, r->xfer_tag, r->want);
-  if (k >= 0) {
-    uint64_t off, len;
-    stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
-    ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
-    if (n < 0) fail(a, bulk_cma_error(n));
-    __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
-    if (n > 0) ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
-  }
+  if (k < 0) return 0;
+  uint64_t off, len;
+  stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
+  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+  if (n < 0) fail(a, bulk_cma_error(n));
+  __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
+  *moved = n > 0 ? (uint64_t)n : 0;
+  return len;
+}
+
+static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+  struct coop_area *a = r->chan->rx_coop;
+  uint64_t moved = 0;
+  pull_stripe(r, &moved);
+  ep->counters[CNT_BULK_COOP_BYTES] += moved;
   uint64_t err = __atomic_load_n(&a->error, __ATOMIC_ACQUIRE);
   if (err) {
     finish(r, 1);
@@ -177,17 +187,10 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
 /* An offload channel helping the receiver: it takes stripes too, until
  * none is left; the receiver's recv_progress still completes. */
 static int coop_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
-  struct coop_area *a = r->chan->rx_coop;
-  int64_t k = take(a, r->xfer_tag, r->want);
-  if (k < 0) return BULK_DONE;
-  uint64_t off, len;
-  stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
-  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
-  if (n < 0) fail(a, bulk_cma_error(n));
-  __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
+  uint64_t len = pull_stripe(r, moved);
   *done += len;
-  *moved = n > 0 ? (uint64_t)n : 0;
-  return n < 0 ? BULK_DONE : BULK_MORE;
+  /* Done when none is left, or a pull failed (the receiver ends it). */
+  return len && *moved ? BULK_MORE : BULK_DONE;
 }
 
 const struct fmx_bulk_engine bulk_coop = {

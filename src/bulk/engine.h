@@ -105,8 +105,6 @@ extern __thread int offload_in_wait;
 extern __thread int offload_in_channel;
 /* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
 int offload_probe(char *reason, size_t len);
-/* Channels running in this process (0 before the first offload). */
-int offload_channels(void);
 /* Hand the receive r (its engine chosen, started) to the next channel,
  * round-robin: 0, or -1 (no channels; the application copies). */
 int offload_start(struct fmx_endpoint *ep, struct fmx_request *r);

@@ -79,14 +79,12 @@ static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct offload_chan *chans;
 static int nchans;
 static unsigned next_chan;
-static pid_t pool_pid; /* a forked child has no channels: it starts its own */
 static char pool_error[128];
 static struct list_node watched = {&watched, &watched}; /* endpoints with nwatch > 0 */
 static int nwatched;
 static struct offload_chan *chan0; /* set once the pool runs */
 
 static void watch_once(struct offload_chan *c);
-static void listed(struct fmx_endpoint *ep);
 
 /* Waiting on the peer (ring slots it has not filled): yield a while, then
  * sleep on the endpoint's futex as one more sleeper (the peer wakes it per
@@ -210,6 +208,21 @@ static void chan_cpus(cpu_set_t *set) {
   if (CPU_COUNT(set) == 0) *set = mine; /* one CPU in all */
 }
 
+/* A forked child inherits the parent's pool but none of its threads: it
+ * forgets it (and what was watched) and starts its own when it needs one.
+ * pool_mu is held across fork so the child finds it consistent. */
+static void fork_prepare(void) { pthread_mutex_lock(&pool_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&pool_mu); }
+static void fork_child(void) {
+  chans = NULL;
+  nchans = 0;
+  __atomic_store_n(&chan0, NULL, __ATOMIC_RELAXED);
+  list_init(&watched);
+  nwatched = 0;
+  pthread_mutex_unlock(&pool_mu);
+}
+static void register_atfork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
 /* Start the channels (pool_mu held). 0, or -1 with pool_error set. */
 static int pool_start(void) {
   int want = (int)fmx_cfg.offload_channels;
@@ -248,19 +261,18 @@ static int pool_start(void) {
   }
   chans = c;
   nchans = n;
-  pool_pid = getpid();
   __atomic_store_n(&chan0, c, __ATOMIC_RELEASE);
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_atfork);
   return 0;
 }
 
+/* The pool, started if it is not (pool_mu held): 0, or -1 (pool_error). */
+static int pool_up_locked(void) { return chans ? 0 : pool_start(); }
+
 int offload_probe(char *reason, size_t len) {
   pthread_mutex_lock(&pool_mu);
-  int rc = 0;
-  if (!chans || pool_pid != getpid()) {
-    chans = NULL; /* a forked child inherits the pointer, not the threads */
-    nchans = 0;
-    rc = pool_start();
-  }
+  int rc = pool_up_locked();
   if (rc == 0)
     snprintf(reason, len, "available (%d channel%s)", nchans, nchans == 1 ? "" : "s");
   else
@@ -269,23 +281,23 @@ int offload_probe(char *reason, size_t len) {
   return rc;
 }
 
-int offload_channels(void) {
+/* The pool, started if it is not: 0, or -1. */
+static int pool_up(void) {
   pthread_mutex_lock(&pool_mu);
-  int n = chans && pool_pid == getpid() ? nchans : 0;
+  int rc = pool_up_locked();
   pthread_mutex_unlock(&pool_mu);
-  return n;
+  return rc;
 }
 
 int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
-  char why[160];
   int (*step)(struct fmx_request *, uint64_t *, uint64_t *) =
       r->kind == REQ_SEND ? r->engine->offload_send_step : r->engine->offload_step;
   if (!step) return -1;
-  if (offload_probe(why, sizeof why) != 0) {
-    log_warn_once("FMX-OFFLOAD-NONE", "offload: %s; the application thread copies", why);
-    return -1;
-  }
-  struct offload_job *j = calloc(1, sizeof *j);
+  pthread_mutex_lock(&pool_mu);
+  struct offload_chan *c = pool_up_locked() == 0 ? &chans[next_chan++ % (unsigned)nchans] : NULL;
+  if (!c) log_warn_once("FMX-OFFLOAD-NONE", "offload: no channels: %s; the application thread copies", pool_error);
+  pthread_mutex_unlock(&pool_mu);
+  struct offload_job *j = c ? calloc(1, sizeof *j) : NULL;
   if (!j) return -1;
   j->r = r;
   j->step = step;
@@ -294,9 +306,6 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   j->held = 1;
   r->job = j;
   r->flags |= REQ_F_OFFLOADED;
-  pthread_mutex_lock(&pool_mu);
-  struct offload_chan *c = &chans[next_chan++ % (unsigned)nchans];
-  pthread_mutex_unlock(&pool_mu);
   j->chan = c;
   pthread_mutex_lock(&c->mu);
   if (c->tail) c->tail->next = j;
@@ -354,12 +363,11 @@ void offload_shutdown(void) {
   pthread_mutex_lock(&pool_mu);
   struct offload_chan *c = chans;
   int n = nchans;
-  int ours = c && pool_pid == getpid();
   chans = NULL;
   nchans = 0;
   __atomic_store_n(&chan0, NULL, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&pool_mu);
-  if (!ours) return; /* none, or a forked child's copy of the parent's */
+  if (!c) return;
   for (int i = 0; i < n; i++) {
     pthread_mutex_lock(&c[i].mu);
     c[i].quit = 1;
@@ -378,7 +386,7 @@ void offload_shutdown(void) {
 
 void offload_kick(void) {
   struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
-  if (!c || pool_pid != getpid()) return;
+  if (!c) return;
   pthread_mutex_lock(&c->mu);
   pthread_cond_signal(&c->cv);
   pthread_mutex_unlock(&c->mu);
@@ -393,24 +401,22 @@ static int may_offload(uint64_t len) {
   return len >= fmx_cfg.offload_threshold;
 }
 
-void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
-  char why[160];
-  if (!may_offload(r->len) || offload_probe(why, sizeof why) != 0) return;
-  r->flags |= REQ_F_WATCHED;
+/* Count r in ep->nwatch (ep->lock held, the pool running); the first puts
+ * the endpoint on the list and tells channel 0. The application is in fmx
+ * right now: that counts as its last visit (wait_left_ns). */
+static void watch(struct fmx_endpoint *ep, struct fmx_request *r, uint8_t flags) {
+  r->flags |= flags;
   if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
-  listed(ep);
-}
-
-/* ep->nwatch became 1: on the list, channel 0 told. */
-static void listed(struct fmx_endpoint *ep) {
+  __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
   pthread_mutex_lock(&pool_mu);
   list_add_tail(&watched, &ep->watch_node);
   __atomic_add_fetch(&nwatched, 1, __ATOMIC_RELEASE);
-  struct offload_chan *c = &chans[0];
   pthread_mutex_unlock(&pool_mu);
-  pthread_mutex_lock(&c->mu);
-  pthread_cond_signal(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  offload_kick();
+}
+
+void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (may_offload(r->len) && pool_up() == 0) watch(ep, r, REQ_F_WATCHED);
 }
 
 static void unlist(struct fmx_endpoint *ep) {
@@ -428,11 +434,7 @@ static void unlist(struct fmx_endpoint *ep) {
 }
 
 void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
-  char why[160];
-  if (offload_probe(why, sizeof why) != 0) return;
-  r->flags |= REQ_F_DEFERRED | REQ_F_WATCHED;
-  if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
-  listed(ep);
+  if (pool_up() == 0) watch(ep, r, REQ_F_DEFERRED | REQ_F_WATCHED);
 }
 
 void offload_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {

@@ -26,8 +26,8 @@ static void wake_peer(struct partner *p) {
  * *done on; a slot of another transfer stops us unless drop(ep, its id)
  * says its owner is gone (only the application can tell; a channel passes
  * no drop and waits). The caller holds the channel's rx_busy. */
-static int consume(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
-                   uint64_t *done, uint64_t *moved) {
+static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
+                        uint64_t *done, uint64_t *moved) {
   struct bulk_slots *s = &r->chan->rx_slots;
   uint64_t me = req_id(r);
   int any = 0;
@@ -55,6 +55,16 @@ static int consume(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(s
   return *done == r->want ? BULK_DONE : BULK_MORE;
 }
 
+/* Whoever holds the channel's rx_busy copies out (the application or an
+ * offload channel); the other tries again later. */
+static int consume(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
+                   uint64_t *done, uint64_t *moved) {
+  if (__atomic_exchange_n(&r->chan->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  int rc = consume_held(ep, r, drop, done, moved);
+  __atomic_store_n(&r->chan->rx_busy, 0, __ATOMIC_RELEASE);
+  return rc;
+}
+
 /* Another transfer's slot: leave it to its owner unless that owner is gone
  * (completed with an error), then drop it so the pipe flows. */
 static int owner_gone(struct fmx_endpoint *ep, uint64_t rreq) {
@@ -63,28 +73,20 @@ static int owner_gone(struct fmx_endpoint *ep, uint64_t rreq) {
 }
 
 static int ring_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct channel *c = r->chan;
-  /* An offload channel copying out of these slots: its turn. */
-  if (__atomic_exchange_n(&c->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
   uint64_t moved = 0;
   int rc = consume(ep, r, owner_gone, &r->done, &moved);
-  __atomic_store_n(&c->rx_busy, 0, __ATOMIC_RELEASE);
   ep->counters[CNT_BULK_RING_BYTES] += moved;
   return rc;
 }
 
 /* The same, run by an offload channel. */
 static int ring_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
-  struct channel *c = r->chan;
-  if (__atomic_exchange_n(&c->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
-  int rc = consume(NULL, r, NULL, done, moved);
-  __atomic_store_n(&c->rx_busy, 0, __ATOMIC_RELEASE);
-  return rc;
+  return consume(NULL, r, NULL, done, moved);
 }
 
 /* Fill the free slots with the send sr's bytes from *done on, one transfer
  * per channel direction at a time (tx_owner). The caller holds tx_busy. */
-static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
+static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   struct channel *c = sr->partner->chan[0];
   uint64_t me = req_id(sr);
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
@@ -112,23 +114,19 @@ static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   return BULK_MORE;
 }
 
-static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
+/* Whoever holds tx_busy fills (the application, or an offload channel for
+ * a sender that computes: this is also the engine's offload_send_step). */
+static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   struct channel *c = sr->partner->chan[0];
-  /* An offload channel filling these slots for another send: its turn. */
   if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
-  uint64_t moved = 0;
-  int rc = fill(sr, &sr->done, &moved);
+  int rc = fill_held(sr, done, moved);
   __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);
   return rc;
 }
 
-/* The same, run by an offload channel for a sender that computes. */
-static int ring_offload_send_step(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
-  struct channel *c = sr->partner->chan[0];
-  if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
-  int rc = fill(sr, done, moved);
-  __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);
-  return rc;
+static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
+  uint64_t moved = 0;
+  return fill(sr, &sr->done, &moved);
 }
 
 const struct fmx_bulk_engine bulk_ring = {
@@ -142,5 +140,5 @@ const struct fmx_bulk_engine bulk_ring = {
     .recv_progress = ring_recv_progress,
     .send_progress = ring_send_progress,
     .offload_step = ring_offload_step,
-    .offload_send_step = ring_offload_send_step,
+    .offload_send_step = fill,
 };

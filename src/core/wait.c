@@ -142,10 +142,12 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
   int r = wait_loop(ep, timeout_ms, check, arg);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and
-     * waits again): channel 0 leaves the endpoint alone for a moment. */
-    __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
+     * waits again): channel 0 leaves a watched endpoint alone for a moment
+     * (offload.c stamps the time itself when the watch begins). */
+    int watched = __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
+    if (watched) __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
     __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED)) offload_kick();
+    if (watched) offload_kick();
   }
   offload_in_wait--;
   return r;

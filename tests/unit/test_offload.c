@@ -24,6 +24,14 @@ static uint8_t *out[MSGS];
 
 static uint8_t pat(int m, uint64_t k) { return (uint8_t)(m * 131 + k * 7 + (k >> 12)); }
 
+/* Wait until r completes, successfully. */
+static void wait_ok(fmx_endpoint_t e, fmx_request_t *r) {
+  fmx_status_t st;
+  uint32_t res = 0;
+  while (!res) CHECK_EQ(fmx_wait(e, r, 10000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+}
+
 static void *sender(void *arg) {
   (void)arg;
   fmx_request_t r[MSGS];
@@ -31,12 +39,7 @@ static void *sender(void *arg) {
     fmx_seg_t s = {out[m], sizes[m]};
     CHECK_EQ(fmx_isend(a, &s, 1, a_to_b, (uint64_t)m, NULL, &r[m]), FMX_SUCCESS);
   }
-  for (int m = 0; m < MSGS; m++) {
-    fmx_status_t st;
-    uint32_t res = 0;
-    while (!res) CHECK_EQ(fmx_wait(a, &r[m], 10000, &st, &res), FMX_SUCCESS);
-    CHECK_EQ(st.code, FMX_SUCCESS);
-  }
+  for (int m = 0; m < MSGS; m++) wait_ok(a, &r[m]);
   return NULL;
 }
 
@@ -106,14 +109,51 @@ static uint64_t counter(fmx_endpoint_t e, const char *label) {
   return r;
 }
 
+/* A 16 MiB message: the sender's bytes (pattern `seed`), the receiver's
+ * zeroed buffer. */
+struct big {
+  uint64_t len;
+  int seed;
+  uint8_t *s, *d;
+  fmx_seg_t ss, ds;
+};
+
+static void big_init(struct big *m, int seed) {
+  m->len = 16u << 20;
+  m->seed = seed;
+  m->s = malloc(m->len);
+  m->d = calloc(1, m->len);
+  for (uint64_t k = 0; k < m->len; k++) m->s[k] = pat(seed, k);
+  m->ss = (fmx_seg_t){m->s, m->len};
+  m->ds = (fmx_seg_t){m->d, m->len};
+}
+
+/* Every byte arrived; frees the buffers. */
+static void big_check_free(struct big *m) {
+  uint64_t bad = 0;
+  for (uint64_t k = 0; k < m->len; k++) bad += m->d[k] != pat(m->seed, k);
+  CHECK_EQ(bad, 0);
+  free(m->s);
+  free(m->d);
+}
+
+/* "Compute" for a second (no call into fmx), then find r complete at the
+ * first look: a channel moved it meanwhile. */
+static void compute_then_find_done(fmx_endpoint_t e, fmx_request_t *r) {
+  struct timespec ts = {1, 0};
+  nanosleep(&ts, NULL);
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_test(e, r, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+}
+
 static void *send_one(void *arg) {
   fmx_seg_t *s = arg;
   fmx_request_t r;
   CHECK_EQ(fmx_isend(a, s, 1, a_to_b, 5, NULL, &r), FMX_SUCCESS);
-  fmx_status_t st;
-  uint32_t res = 0;
-  while (!res) CHECK_EQ(fmx_wait(a, &r, 10000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(st.code, FMX_SUCCESS);
+  wait_ok(a, &r);
   return NULL;
 }
 
@@ -127,43 +167,25 @@ static void channel_matches_while_computing(void) {
   config_set("FMX_OFFLOAD_THRESHOLD", "1M", "environment");
   config_set("FMX_CHUNK_MAX", "1M", "environment");
   open_pair();
-  uint64_t len = 16u << 20;
-  uint8_t *s = malloc(len), *d = calloc(1, len);
-  for (uint64_t k = 0; k < len; k++) s[k] = pat(3, k);
-  fmx_seg_t ss = {s, len}, ds = {d, len};
+  struct big m;
+  big_init(&m, 3);
   fmx_request_t rr;
-  CHECK_EQ(fmx_irecv(b, &ds, 1, 5, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_irecv(b, &m.ds, 1, 5, ~0ull, NULL, &rr), FMX_SUCCESS);
   pthread_t t;
-  pthread_create(&t, NULL, send_one, &ss);
-  struct timespec ts = {1, 0};
-  nanosleep(&ts, NULL); /* computing: no call into fmx */
-  fmx_status_t st;
-  uint32_t res = 0;
-  CHECK_EQ(fmx_test(b, &rr, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  CHECK_EQ(st.code, FMX_SUCCESS);
+  pthread_create(&t, NULL, send_one, &m.ss);
+  compute_then_find_done(b, &rr);
   CHECK_EQ(counter(b, OFFLOADED), 1);
-  CHECK_EQ(counter(b, "bytes offload channels copied"), len);
-  uint64_t bad = 0;
-  for (uint64_t k = 0; k < len; k++) bad += d[k] != pat(3, k);
-  CHECK_EQ(bad, 0);
+  CHECK_EQ(counter(b, "bytes offload channels copied"), m.len);
   pthread_join(t, NULL);
+  big_check_free(&m);
   close_pair();
-  free(s);
-  free(d);
 }
 
 static void *send_then_compute(void *arg) {
   fmx_seg_t *s = arg;
   fmx_request_t r;
   CHECK_EQ(fmx_isend(a, s, 1, a_to_b, 6, NULL, &r), FMX_SUCCESS);
-  struct timespec ts = {1, 0};
-  nanosleep(&ts, NULL); /* computing: no call into fmx */
-  fmx_status_t st;
-  uint32_t res = 0;
-  CHECK_EQ(fmx_test(a, &r, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1); /* a channel filled the ring for us meanwhile */
-  CHECK_EQ(st.code, FMX_SUCCESS);
+  compute_then_find_done(a, &r); /* a channel filled the ring for us */
   return NULL;
 }
 
@@ -175,28 +197,19 @@ static void channel_sends_while_computing(void) {
   config_set("FMX_CMA", "0", "environment");
   config_set("FMX_OFFLOAD_THRESHOLD", "1M", "environment");
   open_pair();
-  uint64_t len = 16u << 20;
-  uint8_t *s = malloc(len), *d = calloc(1, len);
-  for (uint64_t k = 0; k < len; k++) s[k] = pat(4, k);
-  fmx_seg_t ss = {s, len}, ds = {d, len};
+  struct big m;
+  big_init(&m, 4);
   fmx_request_t rr;
-  CHECK_EQ(fmx_irecv(b, &ds, 1, 6, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_irecv(b, &m.ds, 1, 6, ~0ull, NULL, &rr), FMX_SUCCESS);
   pthread_t t;
-  pthread_create(&t, NULL, send_then_compute, &ss);
-  fmx_status_t st;
-  uint32_t res = 0;
-  while (!res) CHECK_EQ(fmx_wait(b, &rr, 10000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(st.code, FMX_SUCCESS);
-  uint64_t bad = 0;
-  for (uint64_t k = 0; k < len; k++) bad += d[k] != pat(4, k);
-  CHECK_EQ(bad, 0);
+  pthread_create(&t, NULL, send_then_compute, &m.ss);
+  wait_ok(b, &rr);
   pthread_join(t, NULL);
+  big_check_free(&m);
   CHECK_EQ(counter(a, OFFLOADED), 1);
   CHECK(counter(a, "bytes offload channels copied") > 0);
   close_pair();
   config_set("FMX_CMA", "1", "environment");
-  free(s);
-  free(d);
 }
 
 /* The receiver closes while a channel copies 64 MiB into it in 4 KiB steps:
