@@ -117,7 +117,8 @@ static void partner_costs(struct partner *p, int my_cpu) {
  * both copies in cache and put both cores to work, where the kernel's
  * single copy pins and walks every page of a cache-cold buffer (measured
  * 2-3x faster from 2-4 MiB on a Xeon, from 512 KiB on an EPYC:
- * docs/engines.md). Else cma, else ring. */
+ * docs/engines.md). Not within one process: cma needs nothing from the
+ * sending endpoint, ring needs a thread progressing it. Else cma, else ring. */
 static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct partner *p) {
   return bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
 }
@@ -125,13 +126,15 @@ static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct
 static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
   uint64_t l2 = topo_get()->l2.size;
   if (!bulk_cma.usable(ep, p)) return &bulk_ring;
-  if (l2 && len >= l2 && p->level >= TOPO_LEVEL_L2 && p->level <= TOPO_LEVEL_L3 && !p->is_self) return &bulk_ring;
+  if (l2 && len >= l2 && p->level >= TOPO_LEVEL_L2 && p->level <= TOPO_LEVEL_L3 && !p->same_process) return &bulk_ring;
   return &bulk_cma;
 }
 
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload) {
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload,
+                                          int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
   *offload = 0;
+  if (adapt) *adapt = 0;
   if (strcmp(fmx_cfg.bulk, "auto") != 0) {
     e = bulk_find(fmx_cfg.bulk);
     if (!e) log_warn_once("FMX-BULK-UNKNOWN", "FMX_BULK=%s is no engine; automatic selection used", fmx_cfg.bulk);
@@ -156,6 +159,18 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     if (off >= 0) usable[off] = 0;
     int i = bulk_cost_pick(p->cost, usable, n, len);
     e = i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
+    if (i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold && !p->same_process) {
+      /* Nothing measured offline: measure online, starting from the
+       * topology's suggestion (adapt.c). Not from the offload switch on:
+       * there every engine streams from memory, the topology's rule holds
+       * on the hosts measured (docs/engines.md), and a round of slower
+       * engines costs the most. Not within one process: a thread waiting
+       * on one endpoint for a message from another endpoint of its process
+       * would wait forever for an engine the sender must push (ring), when
+       * no thread makes progress on the sending endpoint. */
+      e = adapt_pick(ep, p, len, usable, n, e);
+      *adapt = 1;
+    }
     if (may_offload && p->cost[off].n) {
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
       if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {

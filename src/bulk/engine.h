@@ -94,7 +94,9 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
  * OFFLOAD_NOW, or OFFLOAD_AWAY (if the application stays out of fmx). */
 #define OFFLOAD_NOW 1
 #define OFFLOAD_AWAY 2
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload);
+/* *adapt (may be NULL) is set when adapt.c chose it: time the transfer. */
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload,
+                                          int *adapt);
 
 /* Offload channels (offload.c). */
 /* Nonzero while this thread waits in ep_wait: it is idle and copies what it
@@ -103,6 +105,17 @@ extern __thread int offload_in_wait;
 /* Nonzero in offload channels: their progress leaves deferred transfers
  * alone (they hand them to a job instead of copying under the lock). */
 extern __thread int offload_in_channel;
+
+/* Adaptive choice (adapt.c), where no cost was measured. */
+/* When this thread's outermost ep_wait began (wait.c stamps it). */
+extern __thread uint64_t adapt_wait_ns;
+/* The engine for the next message of len bytes from p, among the usable
+ * ones (usable[i] for bulk_engines[i], n of them); prior is the topology's
+ * suggestion, tried first. */
+const struct fmx_bulk_engine *adapt_pick(struct fmx_endpoint *ep, struct partner *p, uint64_t len,
+                                         const int *usable, int n, const struct fmx_bulk_engine *prior);
+/* A receive r (REQ_F_ADAPT) finished well: its time counts if clean. */
+void adapt_record(struct fmx_request *r);
 /* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
 int offload_probe(char *reason, size_t len);
 /* Hand the receive r (its engine chosen, started) to the next channel,

@@ -95,7 +95,12 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   for (uint64_t k = 0; k < s->n && *done < sr->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
-    uint64_t len = sr->want - *done < s->size ? sr->want - *done : s->size;
+    /* Progressive: the first slot carries one page and each next one twice
+     * as much, up to the slot size, so the receiver starts copying out at
+     * once instead of after a whole slot (DESIGN.md section 6). */
+    uint64_t len = *done < 4096 ? 4096 : *done;
+    if (len > s->size) len = s->size;
+    if (len > sr->want - *done) len = sr->want - *done;
     /* Regular stores: the slot must stay in cache for the receiver. */
     req_copy(sr, *done, chan_slot_data(s, s->next % s->n), len, 0, NULL);
     h->rreq = sr->rreq;

@@ -57,6 +57,10 @@ static struct cfg_entry table[] = {
     {"FMX_COST_OFFLOAD", CFG_STRING, "",
      "measured cost of cma run by an offload channel, same form as FMX_COST_CMA; fmx_tune writes it",
      F(cost_offload), NULL, {0}},
+    {"FMX_ADAPT", CFG_BOOL, "1",
+     "without measured costs (FMX_COST_*), the receiver times its own transfers and keeps the fastest engine per "
+     "size class and peer, trying the others now and then; 0 = the topology's rule alone",
+     F(adapt), NULL, {0}},
     {"FMX_OFFLOAD", CFG_STRING, "auto",
      "offload channels move large transfers (receives; ring sends): auto (from FMX_OFFLOAD_THRESHOLD or measured "
      "costs, what the application leaves while it computes), on (every rendezvous transfer whose engine can be "

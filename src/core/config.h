@@ -13,6 +13,7 @@ struct fmx_config {
   uint64_t ring_size;       /* FMX_RING_SIZE: eager ring bytes per direction */
   const char *bulk;         /* FMX_BULK: auto or an engine name */
   int cma;                  /* FMX_CMA */
+  int adapt;                /* FMX_ADAPT */
   uint64_t bulk_slots;      /* FMX_BULK_SLOTS: ring engine slots */
   uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */
   const char *copy;         /* FMX_COPY: auto or a copy routine's name */

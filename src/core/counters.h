@@ -30,7 +30,9 @@
   X(BULK_VMSPLICE, "large messages moved by vmsplice")                        \
   X(BULK_VMSPLICE_BYTES, "bytes read from vmsplice pipes")                   \
   X(BULK_OFFLOAD, "large transfers (receives, ring sends) handed to an offload channel") \
-  X(BULK_OFFLOAD_BYTES, "bytes offload channels copied")
+  X(BULK_OFFLOAD_BYTES, "bytes offload channels copied")                     \
+  X(ADAPT_TRIES, "large receives moved by an engine FMX_ADAPT tried beside the one in use") \
+  X(ADAPT_CHANGES, "engine changes by FMX_ADAPT (a peer's size class found a faster engine)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

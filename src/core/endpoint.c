@@ -211,6 +211,7 @@ static int open_self(struct fmx_endpoint *ep) {
   if (!p->chan[0]) return -1;
   p->nchan = 1;
   p->is_self = 1;
+  p->same_process = 1;
   p->cpu = ep->cpu;
   p->nic = ep->nic;
   p->eid = ep->eid;

@@ -47,6 +47,25 @@ struct bulk_model {
 };
 #define BULK_MAX_ENGINES 8
 
+/* The receiver's own measurement of the engines for one size class (a
+ * power of two) of one partner, where nothing was measured (bulk/adapt.c). */
+#define ADAPT_CLASSES 40
+struct adapt_class {
+  uint8_t inc;   /* the engine in use: bulk_engines[] index + 1; 0 = none yet */
+  uint8_t probe; /* within a round: the next index to try */
+  uint8_t skip;  /* engines (bit i: bulk_engines[i]) this round leaves out */
+  uint8_t rounds; /* rounds ended (saturates) */
+  uint16_t changes; /* how often the choice changed */
+  uint32_t left; /* messages on inc before the next round */
+  uint32_t span; /* the last such run */
+  float best[BULK_MAX_ENGINES]; /* fastest clean transfer this round, ns per byte; 0 = none */
+  float last[BULK_MAX_ENGINES]; /* the same, of the last round ended */
+  /* The engine in use, recent only: the fastest of its last ADAPT_WINDOW
+   * clean transfers and of the window before (the machine changes). */
+  float win, prev_win;
+  uint32_t nwin;
+};
+
 struct partner {
   uint32_t index;
   uint32_t gen;
@@ -57,6 +76,7 @@ struct partner {
   int pidfd;
   int state;
   int is_self;
+  int same_process; /* another endpoint of this process (or ourselves) */
   int failing; /* ep_partner_fail is draining its rings */
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
@@ -65,6 +85,7 @@ struct partner {
   int cost_ready;                          /* cost[] and level filled (first rendezvous) */
   int level;                               /* topology level shared with us (enum topo_level) */
   struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
+  struct adapt_class adapt[ADAPT_CLASSES];  /* per size class, when cost[] is empty */
   int cma_ok;
   char cma_reason[96];
   struct list_node outq;   /* records waiting for ring room, in order */
@@ -82,6 +103,7 @@ enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
 #define REQ_F_OFFLOADED 0x10 /* an offload channel moved (or helped move) it */
 #define REQ_F_WATCHED 0x20   /* counted in ep->nwatch (posted, or deferred) */
 #define REQ_F_DEFERRED 0x40  /* matched: to a channel if the application stays away */
+#define REQ_F_ADAPT 0x80     /* its engine came from adapt: time it (bulk/adapt.c) */
 
 /* A record waiting for room in a ring. */
 struct out_rec {
@@ -120,6 +142,7 @@ struct fmx_request {
   uint64_t want;          /* bytes to move */
   uint64_t done;          /* bytes moved */
   uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
+  uint64_t adapt_ns;      /* when it was matched (REQ_F_ADAPT) */
   uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
   struct offload_job *job; /* the offload channel's job moving it, or NULL */
   struct list_node bnode; /* ep->bulk list */

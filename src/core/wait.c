@@ -138,7 +138,10 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
  * not make progress on this endpoint for it (offload.c). */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   int outer = offload_in_wait++ == 0;
-  if (outer) __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
+  if (outer) {
+    __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
+    adapt_wait_ns = sys_now_ns();
+  }
   int r = wait_loop(ep, timeout_ms, check, arg);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and

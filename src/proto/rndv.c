@@ -29,6 +29,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
     snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->engine->name,
              r->flags & REQ_F_OFFLOADED ? "+offload" : "");
     ep->counters[r->engine->cnt_msgs]++;
+    adapt_record(r);
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
     CNT(ep, BULK_ERROR);
@@ -53,8 +54,15 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
-  int offload = 0;
-  r->engine = bulk_select(ep, p, r->want, &offload);
+  int offload = 0, adapt = 0;
+  /* Alone on the endpoint: its time is the engine's (adapt.c). */
+  int alone = list_empty(&ep->bulk);
+  r->engine = bulk_select(ep, p, r->want, &offload, &adapt);
+  r->flags &= (uint8_t)~REQ_F_ADAPT;
+  if (adapt && alone && !offload) {
+    r->flags |= REQ_F_ADAPT;
+    r->adapt_ns = sys_now_ns();
+  }
   if (total != msg_len) {
     CNT(ep, BAD_PACKET);
     recv_finish(ep, r, FMX_MESSAGE_ABORTED);

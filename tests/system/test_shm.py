@@ -62,8 +62,9 @@ def test_unexpected_large_messages():
     assert all(o["received"] == 16 for o in outs)
 
 
-# auto (FMX_CMA=0): from the offload threshold on, ring run by a channel
-@pytest.mark.parametrize("env,engines", [({"FMX_CMA": "0"}, {"ring", "ring+offload"}),
+# auto (FMX_CMA=0): from the offload threshold on, ring run by a channel (the
+# topology's rule: FMX_ADAPT would try vmsplice too)
+@pytest.mark.parametrize("env,engines", [({"FMX_CMA": "0", "FMX_ADAPT": "0"}, {"ring", "ring+offload"}),
                                          ({"FMX_BULK": "ring"}, {"ring"}),
                                          ({"FMX_BULK": "cma"}, {"cma"}),
                                          # coop: one transfer per peer and direction at
@@ -95,6 +96,21 @@ def test_engines_same_results(env, engines):
         assert all(o["offloaded"] > 0 and o["offload_bytes"] > 0 for o in outs)
     elif "FMX_BULK" in env:  # a forced engine runs on the application thread
         assert all(o["offloaded"] == 0 for o in outs)
+
+
+def test_adapt_tries_engines_without_losing_a_byte():
+    """FMX_ADAPT, the default without a tuning file: each receiver times its
+    transfers and tries the other engines beside the one in use, so one
+    peer's messages change engine along the way; every byte is checked
+    across the switches, segment lists and truncation included."""
+    outs = run_all("exchange", 2, 60, env={"FMX_ADAPT": "1"}, msgs=300, max_size=1 << 20, segs=1, seed=8,
+                   trunc=1)
+    assert all(o["received"] == 300 for o in outs)
+    assert all(o["adapt_tries"] > 0 for o in outs)
+    assert all(sum(1 for v in o["by"].values() if v) >= 2 for o in outs)
+    # and off, the topology's rule alone: no tries
+    outs = run_all("exchange", 2, 60, env={"FMX_ADAPT": "0"}, msgs=100, max_size=1 << 20, seed=8)
+    assert all(o["adapt_tries"] == 0 for o in outs)
 
 
 @pytest.mark.parametrize("channels", [1, 2])

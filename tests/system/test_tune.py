@@ -73,11 +73,11 @@ def test_selection_follows_tuning_file(tmp_path):
     # segments: cma until 1 MiB, ring from there (the nearest level is used)
     f.write_text("FMX_COST_CMA=L3:1:100000;L3@1048576:1:10\nFMX_COST_RING=L3:5:5000\n")
     assert engines_by_size(f) == {256 << 10: "cma", 2 << 20: "ring"}
-    # malformed: ignored with a warning, the untuned choice used (cma below
-    # one L2's size)
+    # malformed: ignored with a warning, the untuned choice used (the
+    # topology's rule, FMX_ADAPT off: cma below one L2's size)
     f.write_text("FMX_COST_RING=L3:fast\n")
     p = run(["fmx_perf", "pingpong", "--sizes", "64K", "--iters", "3", "--json", "--quiet"],
-            {"FMX_TUNING_FILE": str(f), "FMX_RNDV_THRESHOLD": "16K"})
+            {"FMX_TUNING_FILE": str(f), "FMX_RNDV_THRESHOLD": "16K", "FMX_ADAPT": "0"})
     assert p.returncode == 0 and json.loads(p.stdout)["engine"] == "cma"
     assert "FMX-COST-BAD" in p.stderr
     # FMX_BULK still forces
