@@ -164,6 +164,22 @@ class FmxTuned(Fmx):
         return argv, env
 
 
+class FmxRule(Fmx):
+    """Auto without the receiver's own measurement (FMX_ADAPT=0): the
+    topology's rule alone, what "auto" was before adapt."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.name = "fmx-rule"
+        self.label = "fmx (auto, FMX_ADAPT=0)"
+        self.note = "no tuning file, FMX_ADAPT=0: the topology's rule alone"
+
+    def command(self, kernel, sizes, iters):
+        argv, env = super().command(kernel, sizes, iters)
+        env["FMX_ADAPT"] = "0"
+        return argv, env
+
+
 def fmx_engines(build):
     """Engine names from `fmx_info --json` (key "engines"), else cma and ring."""
     try:
@@ -570,7 +586,7 @@ class CmaRaw(Config):
 # ------------------------------------------------------------------ list
 def configurations(ctx):
     """Every configuration, in run order (fmx first)."""
-    cfgs = [Fmx(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
+    cfgs = [Fmx(ctx), FmxRule(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
     ucx_any = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
                "--mca", "pml_ucx_devices", "any"]
     cfgs += [
