@@ -35,11 +35,19 @@
  * fits the cores' share of the cache) bulk.c keeps the topology's rule.
  *
  * Only clean samples count: a transfer the receiving thread moved itself
- * (not offloaded), alone on the endpoint when it started, completed while
+ * (not offloaded), alone on the endpoint from start to end, completed while
  * that thread waited in fmx, timed from the later of its match and the
  * start of that wait. A transfer matched while the application computed
  * and finished when it came back would otherwise look as slow as the
- * computation was long.
+ * computation was long. Transfers in flight together (a window of
+ * messages) are not timed: the receiver's work on the others lands in each
+ * one's time (a ring transfer in a stream of cma pulls timed 20x slower
+ * than alone), and the time between two completions does not tell
+ * an engine's cost when the sender moves bytes meanwhile (coop's sender
+ * finishes a transfer while the receiver pulls another, which then looked
+ * 50x faster than it is, 2026-11-23). A stream whose every transfer
+ * overlaps another keeps the topology's rule, or what its size class (or
+ * the nearest smaller one that compared engines) measured when alone.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,10 +70,13 @@ static int size_class(uint64_t len) {
   return c < ADAPT_CLASSES ? c : ADAPT_CLASSES - 1;
 }
 
-/* The engines adapt chooses among: everything but offload (its own switch,
- * bulk.c), usable with this peer. */
+/* The engines adapt chooses among, usable with this peer: not offload (its
+ * own switch, bulk.c), and not coop, whose sender copies stripes the
+ * receiver's clock does not see whole: its receiver timed it at 9-10 GB/s
+ * at 64 KiB in a ping-pong that coop moved at 5-6 GB/s (ring: 7-8 timed,
+ * 10-12 moved; 2026-11-23). fmx_tune times it end to end. */
 static int candidate(const int *usable, int n, int i) {
-  return i >= 0 && i < n && usable[i] && bulk_engines[i] != &bulk_offload;
+  return i >= 0 && i < n && usable[i] && bulk_engines[i] != &bulk_offload && bulk_engines[i] != &bulk_coop;
 }
 
 static int index_of(const struct fmx_bulk_engine *e) {
@@ -97,6 +108,8 @@ static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adap
       o += (size_t)snprintf(seen + o, sizeof seen - o, " %s %.0f MB/s", bulk_engines[i]->name, 1e3 / a->best[i]);
   }
   if (best < 0) best = inc;
+  for (int i = 0; i < n; i++)
+    if (candidate(usable, n, i) && a->best[i] > 0) a->timed |= (uint8_t)(1u << i);
   log_debug("FMX-ADAPT", "endpoint %u, messages of 2^%d bytes: %s (was %s);%s", p->eid, (int)(a - p->adapt),
             bulk_engines[best]->name, bulk_engines[inc]->name, *seen ? seen : " no clean sample");
   if (best != inc) a->win = a->prev_win = 0, a->nwin = 0;
@@ -122,7 +135,10 @@ static void start(struct partner *p, struct adapt_class *a, int pi) {
   a->span = ADAPT_SPAN_MIN / 4;
   a->left = 1;
   for (const struct adapt_class *nb = a; nb-- > p->adapt;) {
-    if (!nb->rounds) continue;
+    /* Only a class that timed the engine the topology suggests here and
+     * found another faster (or kept it): one that never timed it says
+     * nothing against it. */
+    if (!nb->rounds || !(nb->timed >> pi & 1)) continue;
     a->inc = nb->inc;
     a->skip = far_behind(nb->last, nb->inc - 1);
     a->span = ADAPT_SPAN_MIN;
@@ -163,8 +179,9 @@ const struct fmx_bulk_engine *adapt_pick(struct fmx_endpoint *ep, struct partner
   return bulk_engines[a->inc - 1];
 }
 
-void adapt_record(struct fmx_request *r) {
+void adapt_record(struct fmx_endpoint *ep, struct fmx_request *r) {
   if (!(r->flags & REQ_F_ADAPT) || (r->flags & REQ_F_OFFLOADED) || r->job || !offload_in_wait || !r->want) return;
+  if (ep->rndv_starts != r->adapt_seq) return; /* another began meanwhile */
   int i = index_of(r->engine);
   if (i < 0) return;
   uint64_t now = sys_now_ns(), from = r->adapt_ns > adapt_wait_ns ? r->adapt_ns : adapt_wait_ns;

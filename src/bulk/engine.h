@@ -115,7 +115,7 @@ extern __thread uint64_t adapt_wait_ns;
 const struct fmx_bulk_engine *adapt_pick(struct fmx_endpoint *ep, struct partner *p, uint64_t len,
                                          const int *usable, int n, const struct fmx_bulk_engine *prior);
 /* A receive r (REQ_F_ADAPT) finished well: its time counts if clean. */
-void adapt_record(struct fmx_request *r);
+void adapt_record(struct fmx_endpoint *ep, struct fmx_request *r);
 /* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
 int offload_probe(char *reason, size_t len);
 /* Hand the receive r (its engine chosen, started) to the next channel,

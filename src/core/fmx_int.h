@@ -55,6 +55,7 @@ struct adapt_class {
   uint8_t probe; /* within a round: the next index to try */
   uint8_t skip;  /* engines (bit i: bulk_engines[i]) this round leaves out */
   uint8_t rounds; /* rounds ended (saturates) */
+  uint8_t timed;  /* engines (bit i) timed in some round */
   uint16_t changes; /* how often the choice changed */
   uint32_t left; /* messages on inc before the next round */
   uint32_t span; /* the last such run */
@@ -143,6 +144,7 @@ struct fmx_request {
   uint64_t done;          /* bytes moved */
   uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
   uint64_t adapt_ns;      /* when it was matched (REQ_F_ADAPT) */
+  uint64_t adapt_seq;     /* ep->rndv_starts then */
   uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
   struct offload_job *job; /* the offload channel's job moving it, or NULL */
   struct list_node bnode; /* ep->bulk list */
@@ -183,6 +185,7 @@ struct fmx_endpoint {
   uint32_t nwatch;
   int nwaiting; /* application threads inside ep_wait */
   uint64_t wait_left_ns; /* when the last one left */
+  uint64_t rndv_starts;  /* rendezvous receives matched so far (bulk/adapt.c) */
   struct list_node watch_node;
   int watch_refs;
   uint64_t timeout_ms;        /* default request timeout */

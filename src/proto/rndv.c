@@ -29,7 +29,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
     snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->engine->name,
              r->flags & REQ_F_OFFLOADED ? "+offload" : "");
     ep->counters[r->engine->cnt_msgs]++;
-    adapt_record(r);
+    adapt_record(ep, r);
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
     CNT(ep, BULK_ERROR);
@@ -59,6 +59,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   int alone = list_empty(&ep->bulk);
   r->engine = bulk_select(ep, p, r->want, &offload, &adapt);
   r->flags &= (uint8_t)~REQ_F_ADAPT;
+  r->adapt_seq = ++ep->rndv_starts;
   if (adapt && alone && !offload) {
     r->flags |= REQ_F_ADAPT;
     r->adapt_ns = sys_now_ns();
