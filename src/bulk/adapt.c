@@ -12,13 +12,15 @@
  * (its fastest transfer, in ns per byte) moves the next `span` messages,
  * after which the round repeats. span grows 4x while the choice holds, up to
  * ADAPT_SPAN_MAX, and starts again from ADAPT_SPAN_MIN when it changes:
- * once the choice is settled the others cost one message in ADAPT_SPAN_MAX
- * each, and a change of the machine's behaviour is seen within that many.
+ * once the choice is settled the others cost ADAPT_TRIES messages in
+ * ADAPT_SPAN_MAX each, and a change of the machine's behaviour is seen
+ * within that many.
  *
  * A round leaves out the engines that were more than ADAPT_PRUNE times
  * slower in the round before (all are tried again once span reaches
  * ADAPT_SPAN_MAX), and a class met for the first time starts from the
- * nearest smaller class already decided, not from the topology: its engine
+ * nearest smaller class that timed the engine the topology suggests for
+ * the new one (and so chose against it, or kept it knowingly): its engine
  * first for ADAPT_SPAN_MIN messages, its far losers left out of the first
  * round (costs change smoothly with size: an engine about to cross is close
  * before it does). So a benchmark that doubles its size does not pay a
@@ -42,12 +44,12 @@
  * computation was long. Transfers in flight together (a window of
  * messages) are not timed: the receiver's work on the others lands in each
  * one's time (a ring transfer in a stream of cma pulls timed 20x slower
- * than alone), and the time between two completions does not tell
- * an engine's cost when the sender moves bytes meanwhile (coop's sender
- * finishes a transfer while the receiver pulls another, which then looked
- * 50x faster than it is, 2026-11-23). A stream whose every transfer
+ * than alone), and the time between two completions (tried instead) does
+ * not tell an engine's cost when the sender moves bytes meanwhile (coop's
+ * sender finished a transfer while the receiver pulled another, which then
+ * looked 50x faster than it is, 2026-11-23). A stream whose every transfer
  * overlaps another keeps the topology's rule, or what its size class (or
- * the nearest smaller one that compared engines) measured when alone.
+ * the nearest smaller one that timed the rule's engine) measured alone.
  */
 #include <stdio.h>
 #include <string.h>
@@ -128,7 +130,8 @@ static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adap
   if (a->rounds < 255) a->rounds++;
 }
 
-/* A new class: from the nearest smaller decided one if any, else prior. */
+/* A new class: from the nearest smaller one that timed prior (pi), else
+ * from prior. */
 static void start(struct partner *p, struct adapt_class *a, int pi) {
   memset(a, 0, sizeof *a);
   a->inc = (uint8_t)(pi + 1);
