@@ -106,12 +106,11 @@ static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adap
   for (int i = 0; i < n; i++) {
     if (!candidate(usable, n, i) || a->best[i] <= 0) continue;
     if (best < 0 || a->best[i] < a->best[best]) best = i;
+    a->timed |= (uint8_t)(1u << i);
     if (o < sizeof seen)
       o += (size_t)snprintf(seen + o, sizeof seen - o, " %s %.0f MB/s", bulk_engines[i]->name, 1e3 / a->best[i]);
   }
   if (best < 0) best = inc;
-  for (int i = 0; i < n; i++)
-    if (candidate(usable, n, i) && a->best[i] > 0) a->timed |= (uint8_t)(1u << i);
   log_debug("FMX-ADAPT", "endpoint %u, messages of 2^%d bytes: %s (was %s);%s", p->eid, (int)(a - p->adapt),
             bulk_engines[best]->name, bulk_engines[inc]->name, *seen ? seen : " no clean sample");
   if (best != inc) a->win = a->prev_win = 0, a->nwin = 0;
@@ -119,7 +118,6 @@ static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adap
     a->span = a->span * 4 > ADAPT_SPAN_MAX ? ADAPT_SPAN_MAX : a->span * 4;
   } else {
     a->span = ADAPT_SPAN_MIN;
-    a->changes++;
     CNT(ep, ADAPT_CHANGES);
   }
   a->inc = (uint8_t)(best + 1);

@@ -56,7 +56,6 @@ struct adapt_class {
   uint8_t skip;  /* engines (bit i: bulk_engines[i]) this round leaves out */
   uint8_t rounds; /* rounds ended (saturates) */
   uint8_t timed;  /* engines (bit i) timed in some round */
-  uint16_t changes; /* how often the choice changed */
   uint32_t left; /* messages on inc before the next round */
   uint32_t span; /* the last such run */
   float best[BULK_MAX_ENGINES]; /* fastest clean transfer this round, ns per byte; 0 = none */

@@ -76,6 +76,7 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
 
 static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   uint64_t start = sys_now_ns();
+  if (offload_in_wait == 1) adapt_wait_ns = start; /* the outermost wait (ep_wait counted it) */
   uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
   uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
   uint64_t spin = __atomic_load_n(&ep->spin_ns, __ATOMIC_RELAXED);
@@ -138,10 +139,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
  * not make progress on this endpoint for it (offload.c). */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   int outer = offload_in_wait++ == 0;
-  if (outer) {
-    __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
-    adapt_wait_ns = sys_now_ns();
-  }
+  if (outer) __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
   int r = wait_loop(ep, timeout_ms, check, arg);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and

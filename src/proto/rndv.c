@@ -58,9 +58,8 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
   int alone = list_empty(&ep->bulk);
   r->engine = bulk_select(ep, p, r->want, &offload, &adapt);
-  r->flags &= (uint8_t)~REQ_F_ADAPT;
   r->adapt_seq = ++ep->rndv_starts;
-  if (adapt && alone && !offload) {
+  if (adapt && alone && !offload) { /* its flags start clear (req_alloc) */
     r->flags |= REQ_F_ADAPT;
     r->adapt_ns = sys_now_ns();
   }
