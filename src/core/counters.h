@@ -32,7 +32,9 @@
   X(BULK_OFFLOAD, "large transfers (receives, ring sends) handed to an offload channel") \
   X(BULK_OFFLOAD_BYTES, "bytes offload channels copied")                     \
   X(ADAPT_TRIES, "large receives moved by an engine FMX_ADAPT tried beside the one in use") \
-  X(ADAPT_CHANGES, "engine changes by FMX_ADAPT (a peer's size class found a faster engine)")
+  X(ADAPT_CHANGES, "engine changes by FMX_ADAPT (a peer's size class found a faster engine)") \
+  X(SEND_MEDIUM, "eager sends in fragments (medium class, longer than FMX_EAGER_FRAG)")          \
+  X(RECV_MEDIUM, "eager messages received in fragments")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -149,6 +149,7 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
     list_del(&r->pnode);
     req_complete(ep, r, code);
   }
+  medium_reset(p);
   if (p->pidfd >= 0) {
     close(p->pidfd);
     p->pidfd = -1;
@@ -168,7 +169,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
       struct fmx_request *r = o->req;
       /* Only what is still undelivered can time out: once in the ring the
        * peer has it (shm loses nothing). */
-      if (r && r->deadline_ns && now >= r->deadline_ns) {
+      if (r && r->deadline_ns && now >= r->deadline_ns && !o->off) { /* a medium message half pushed is delivered */
         CNT(ep, TIMEOUT);
         req_complete(ep, r, FMX_TIMEOUT);
       }
@@ -231,6 +232,7 @@ static void ep_free(struct fmx_endpoint *ep) {
     if (ep->reqs[i]->job) offload_detach(ep, ep->reqs[i]);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     shm_transport.release(ep, ep->partners[i]);
+    medium_reset(ep->partners[i]);
     free(ep->partners[i]);
   }
   free(ep->partners);

@@ -66,6 +66,15 @@ struct adapt_class {
   uint32_t nwin;
 };
 
+/* A medium message arriving in fragments on one channel (proto/medium.c):
+ * into a matched receive, or into a buffer until it is whole. */
+struct medium_rx {
+  struct channel *chan; /* NULL: none in flight */
+  uint64_t sreq, match, total, got;
+  struct fmx_request *req;
+  struct unexp_msg *unexp;
+};
+
 struct partner {
   uint32_t index;
   uint32_t gen;
@@ -89,6 +98,7 @@ struct partner {
   int cma_ok;
   char cma_reason[96];
   struct list_node outq;   /* records waiting for ring room, in order */
+  struct medium_rx medium[2]; /* per channel we poll */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
 };
@@ -110,7 +120,9 @@ struct out_rec {
   struct list_node node;
   struct proto_hdr hdr;
   struct fmx_request *req; /* EAGER/RTS: payload from req; NULL: control */
+  uint64_t off;            /* EAGER in fragments: bytes pushed so far */
 };
+
 
 struct fmx_request {
   uint32_t index;

@@ -7,6 +7,12 @@
  *
  *   EAGER  match, msg_len = payload bytes (the payload follows the header).
  *          flags & PROTO_F_SYNC never set (issend always goes rendezvous).
+ *          msg_len > len: the first fragment of a medium message (longer
+ *          than FMX_EAGER_FRAG); sreq = sender request id, and FRAG records
+ *          carry the rest, right behind it in the same ring.
+ *   FRAG   the next fragment of the medium message in flight on this ring:
+ *          sreq as in its first fragment, msg_len = offset of this fragment,
+ *          len = its bytes. Nothing else comes between two fragments.
  *   RTS    rendezvous request: match, msg_len, sreq = sender request id,
  *          nseg = sender segments; payload = nseg x {u64 addr, u64 len}.
  *   CTS    receiver -> sender, ring and coop engines: sreq, rreq, msg_len =
@@ -32,6 +38,7 @@ enum proto_type {
   PROTO_CTS = 3,
   PROTO_FIN = 4,
   PROTO_CLOSE = 5,
+  PROTO_FRAG = 6,
   PROTO_TYPE_MAX
 };
 

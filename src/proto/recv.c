@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "proto/proto_int.h"
 
-static void fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len) {
+void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len) {
   r->partner = p;
   r->status.source = ep_partner_addr(p);
   r->status.match_info = match;
@@ -16,9 +16,9 @@ static void fill_status(struct fmx_request *r, struct partner *p, uint64_t match
 }
 
 /* Eager data for a matched receive: copy what fits, never more. */
-static void eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
-                           const void *data, uint64_t len) {
-  fill_status(r, p, match, len);
+void proto_eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
+                          const void *data, uint64_t len) {
+  proto_fill_status(r, p, match, len);
   req_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
   CNT(ep, RECV_EAGER);
   if (r->status.xfer_length < len) CNT(ep, TRUNCATED);
@@ -62,12 +62,18 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
 
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                    const void *payload) {
+  /* Nothing comes between the fragments of a medium message. */
+  if (h->type != PROTO_FRAG && medium_in_flight(p, ch)) medium_abort(ep, p, ch);
   switch (h->type) {
     case PROTO_EAGER: {
+      if (h->msg_len > h->len) {
+        medium_first(ep, p, ch, h, payload);
+        return;
+      }
       if (h->msg_len != h->len) goto bad;
       struct fmx_request *r = match_take_posted(&ep->mq, h->match);
       if (r)
-        eager_complete(ep, r, p, h->match, payload, h->len);
+        proto_eager_complete(ep, r, p, h->match, payload, h->len);
       else
         queue_unexpected(ep, p, ch, h, payload);
       return;
@@ -85,7 +91,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
         return;
       }
       if (h->nseg) memcpy(segs, payload, h->len);
-      fill_status(r, p, h->match, h->msg_len);
+      proto_fill_status(r, p, h->match, h->msg_len);
       rndv_recv_start(ep, r, p, ch, h->msg_len, h->sreq, segs, h->nseg);
       return;
     }
@@ -94,6 +100,9 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
       return;
     case PROTO_FIN:
       rndv_on_fin(ep, p, h);
+      return;
+    case PROTO_FRAG:
+      medium_next(ep, p, ch, h, payload);
       return;
     case PROTO_CLOSE:
       log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", ep->eid, p->eid);
@@ -116,9 +125,9 @@ void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
     return;
   }
   if (u->type == PROTO_EAGER) {
-    eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
+    proto_eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
   } else {
-    fill_status(r, u->partner, u->match, u->msg_len);
+    proto_fill_status(r, u->partner, u->match, u->msg_len);
     if (u->partner->state != PARTNER_ALIVE) {
       req_complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     } else {

@@ -9,23 +9,65 @@
 #include "proto/proto_int.h"
 
 const char *proto_type_str(unsigned type) {
-  static const char *const names[] = {"PAD", "EAGER", "RTS", "CTS", "FIN", "CLOSE"};
+  static const char *const names[] = {"PAD", "EAGER", "RTS", "CTS", "FIN", "CLOSE", "FRAG"};
   return type < PROTO_TYPE_MAX ? names[type] : "UNKNOWN";
 }
 
+/* Eager messages longer than one fragment travel in fragments, so no
+ * record is larger than the ring can take. */
 uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
-  uint64_t ring = shm_transport.max_payload(p);
-  uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
-  return t < ring ? t : ring;
+  return fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
 }
 
-/* Try to put one record in the ring. 1 pushed, 0 no room. */
+static uint64_t frag_size(struct partner *p) {
+  uint64_t ring = shm_transport.max_payload(p), f = fmx_cfg.eager_frag;
+  if (f < 64) f = 64;
+  return f < ring ? f : ring;
+}
+
+/* Push what is left of a medium message, a fragment at a time: 1 when all
+ * of it is in the ring, 0 when the ring is full (o->off says how far). The
+ * first fragment is an EAGER record with msg_len > len, the others FRAG
+ * records (proto.h); the queue keeps every other record behind them. */
+static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o, uint64_t frag) {
+  struct fmx_request *r = o->req;
+  struct iovec iov[FMX_MAX_SEGMENTS];
+  while (o->off < r->len) {
+    /* Progressive, as the ring engine's slots: one page first, then each
+     * fragment as long as what went before, up to frag, so the receiver
+     * starts copying out at once. */
+    uint64_t n = o->off < 4096 ? 4096 : o->off;
+    if (n > frag) n = frag;
+    if (n > r->len - o->off) n = r->len - o->off;
+    struct proto_hdr h = o->hdr;
+    h.len = (uint32_t)n;
+    h.sreq = req_id(r);
+    if (o->off) {
+      h.type = PROTO_FRAG;
+      h.msg_len = o->off;
+    }
+    int niov = bulk_iov_local(r, o->off, n, iov, FMX_MAX_SEGMENTS);
+    if (shm_transport.push(ep, p, &h, iov, niov) < 0) return 0;
+    o->off += n;
+  }
+  return 1;
+}
+
+/* Try to put one record (a medium message: all its fragments) in the ring.
+ * 1 pushed, 0 no room (yet). */
 static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
   struct fmx_request *r = o->req;
   struct iovec iov[FMX_MAX_SEGMENTS];
   struct proto_seg segs[FMX_MAX_SEGMENTS];
   int n = 0;
   iov[0] = (struct iovec){NULL, 0};
+  if (r && o->hdr.type == PROTO_EAGER && r->len > frag_size(p)) {
+    if (!push_medium(ep, p, o, frag_size(p))) return 0;
+    CNT(ep, SEND_MEDIUM);
+    CNT(ep, SEND_EAGER);
+    req_complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */
+    return 1;
+  }
   if (r && o->hdr.type == PROTO_EAGER) {
     for (uint32_t i = 0; i < r->nseg; i++)
       if (r->segs[i].len) iov[n++] = (struct iovec){r->segs[i].ptr, r->segs[i].len};
@@ -83,6 +125,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct out_rec *o = &r->out;
   memset(&o->hdr, 0, sizeof o->hdr);
   o->req = r;
+  o->off = 0;
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
   list_add_tail(&p->reqs, &r->pnode);

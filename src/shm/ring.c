@@ -6,7 +6,7 @@
 #include "platform/sys.h"
 
 #define CELLS_FOR(bytes) (((bytes) + RING_CELL - 1) / RING_CELL)
-#define REC_CELLS(len) CELLS_FOR(RING_STAMP + sizeof(struct proto_hdr) + (uint64_t)(len))
+#define REC_CELLS(len) CELLS_FOR(RING_STAMP + RING_DATA_OFF(len) + (uint64_t)(len))
 
 static uint64_t stamp_of(const struct shm_ring *r, uint64_t pos) {
   uint64_t x = pos + 1;
@@ -49,7 +49,7 @@ int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail) {
 
 size_t shm_ring_max_payload(const struct shm_ring *r) {
   /* A record may need a PAD before it: half the ring is always placeable. */
-  return (size_t)(r->ncells / 2) * RING_CELL - RING_STAMP - sizeof(struct proto_hdr);
+  return (size_t)(r->ncells / 2) * RING_CELL - RING_CELL;
 }
 
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
@@ -66,13 +66,13 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
     struct proto_hdr *p = hdr_at(r, head);
     memset(p, 0, sizeof *p);
     p->type = PROTO_PAD;
-    p->len = (uint32_t)(pad * RING_CELL - RING_STAMP - sizeof *p);
+    p->len = (uint32_t)(pad == 1 ? RING_CELL_TINY : (pad - 1) * RING_CELL); /* REC_CELLS(len) == pad */
     __atomic_store_n(stamp_at(r, head), stamp_of(r, head), __ATOMIC_RELEASE);
     head += pad;
   }
   uint8_t *dst = (uint8_t *)hdr_at(r, head);
   memcpy(dst, hdr, sizeof *hdr);
-  dst += sizeof *hdr;
+  dst += RING_DATA_OFF(hdr->len);
   size_t left = hdr->len;
   for (int i = 0; i < iovcnt && left; i++) {
     size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;

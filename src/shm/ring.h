@@ -31,6 +31,14 @@
 #define RING_STAMP 8
 /* Payload that travels inline in the first cell: the "tiny" class. */
 #define RING_CELL_TINY (RING_CELL - RING_STAMP - sizeof(struct proto_hdr))
+/* Where a record's payload starts, from its header: right behind it for a
+ * tiny payload, else at the next cell, so that both copies of the payload
+ * (into the ring, out of it) run on whole cache lines: copies to a
+ * destination 48 bytes off a line ran at about half speed. */
+#define RING_DATA_OFF(len) ((len) <= RING_CELL_TINY ? sizeof(struct proto_hdr) : (size_t)(RING_CELL - RING_STAMP))
+static inline const void *shm_ring_data(const struct proto_hdr *h) {
+  return (const uint8_t *)h + RING_DATA_OFF(h->len);
+}
 
 struct shm_ring_shared {
   _Alignas(64) uint64_t key;    /* set once by the creator */
@@ -60,8 +68,8 @@ size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and
  * publish it. Returns 0, or -1 if there is no room now. */
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt);
-/* Look at the next record without consuming it; NULL if none is ready. The
- * payload follows the returned header. */
+/* Look at the next record without consuming it; NULL if none is ready. Its
+ * payload is at shm_ring_data(header). */
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r);
 /* Consume the record returned by the last peek. */
 void shm_ring_pop(struct shm_ring *r);

@@ -27,7 +27,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
       /* Copy the header out of shared memory: the peer may rewrite it. */
       struct proto_hdr hdr = *h;
       if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
-      proto_deliver(ep, p, ch, &hdr, h + 1);
+      proto_deliver(ep, p, ch, &hdr, (const uint8_t *)h + RING_DATA_OFF(hdr.len));
       shm_ring_pop(&ch->rx);
     }
     if (ch->rx.broken && p->state == PARTNER_ALIVE) {

@@ -113,6 +113,21 @@ def test_adapt_tries_engines_without_losing_a_byte():
     assert all(o["adapt_tries"] == 0 for o in outs)
 
 
+@pytest.mark.parametrize("env", [{}, {"FMX_EAGER_FRAG": "4K", "FMX_RING_SIZE": "64K"}], ids=["default", "tight"])
+def test_medium_messages_in_fragments(env):
+    """Eager messages longer than one fragment (the medium class) travel in
+    fragments that the receiver copies out as they land: segment lists,
+    truncation, receives posted late (gathered, then matched whole), and a
+    ring smaller than the message (the sender waits for room); every byte
+    checked."""
+    env = dict(env, FMX_RNDV_THRESHOLD="1M")
+    outs = run_all("exchange", 3, 60, env=env, msgs=40, max_size=1 << 20, segs=1, seed=21, trunc=1)
+    assert all(o["received"] == 80 for o in outs)
+    assert all(o["medium_sent"] > 0 and o["medium_received"] > 0 for o in outs)
+    outs = run_all("exchange", 2, 60, env=env, msgs=16, max_size=1 << 20, late_recv=300, seed=22)
+    assert all(o["received"] == 16 and o["medium_received"] > 0 for o in outs)
+
+
 @pytest.mark.parametrize("channels", [1, 2])
 def test_offload_many_messages_few_channels(channels):
     """Six ranks, every receive posted at once: dozens of rendezvous
@@ -139,8 +154,10 @@ def test_issend_completes_only_when_matched():
                                  {"FMX_BULK": "offload", "FMX_CHUNK_MAX": "4K"},
                                  {"FMX_BULK": "ring", "FMX_OFFLOAD": "on", "FMX_BULK_SLOT_SIZE": "4K",
                                   "FMX_BULK_SLOTS": "1"},
-                                 {"FMX_BULK": "coop", "FMX_OFFLOAD": "on", "FMX_CHUNK_MAX": "4K"}],
-                         ids=["cma", "ring", "coop", "vmsplice", "offload", "ring-offload", "coop-offload"])
+                                 {"FMX_BULK": "coop", "FMX_OFFLOAD": "on", "FMX_CHUNK_MAX": "4K"},
+                                 # eager in fragments through a 64 KiB ring
+                                 {"FMX_RNDV_THRESHOLD": "1G", "FMX_RING_SIZE": "64K", "FMX_EAGER_FRAG": "4K"}],
+                         ids=["cma", "ring", "coop", "vmsplice", "offload", "ring-offload", "coop-offload", "medium"])
 def test_peer_killed_mid_transfer(victim, env):
     """The survivor of a SIGKILL gets an error completion, never a hang."""
     before = shm_files()

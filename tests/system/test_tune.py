@@ -9,7 +9,7 @@ from sysutil import run
 
 def engines_by_size(tuning, sizes="256K,2M"):
     p = run(["fmx_perf", "pingpong", "--sizes", sizes, "--iters", "5", "--verify", "--json", "--quiet"],
-            {"FMX_TUNING_FILE": str(tuning)})
+            {"FMX_TUNING_FILE": str(tuning), "FMX_RNDV_THRESHOLD": "64K"})  # 256K rendezvous on any L2
     assert p.returncode == 0, p.stderr
     return {r["size"]: r["engine"] for r in map(json.loads, p.stdout.splitlines())}
 

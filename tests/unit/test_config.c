@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "core/config.h"
+#include "platform/topo.h"
 
 static void count_row(const struct config_item *it, void *arg) {
   CHECK(it->name && it->value && it->source && it->def && it->doc);
@@ -47,8 +48,9 @@ int main(void) {
   CHECK_EQ(fmx_cfg.spin_us, 3);
   CHECK(strcmp(config_source("FMX_SPIN_US"), "environment") == 0);
   CHECK_EQ(fmx_cfg.cma, 1); /* "maybe" refused, default kept */
-  /* "bogus" refused: the topology-derived default (8 x threshold) stands */
-  CHECK_EQ(fmx_cfg.ring_size, 8 * 32 * 1024);
+  /* "bogus" refused: the topology-derived default (one L2, 64K-1M) stands */
+  uint64_t l2 = topo_get()->l2.size;
+  CHECK_EQ(fmx_cfg.ring_size, !l2 ? 256 * 1024 : l2 < 65536 ? 65536 : l2 > 1048576 ? 1048576 : l2);
   CHECK(strcmp(config_source("FMX_RING_SIZE"), "topology") == 0);
   CHECK(config_set("FMX_BULK", "ring", "test") == 0);
   CHECK(strcmp(fmx_cfg.bulk, "ring") == 0);

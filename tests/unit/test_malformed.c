@@ -48,7 +48,7 @@ int main(void) {
    *    requests that do not exist; RTS with too many segments. */
   uint64_t bad0 = counter(b, CNT_BAD_PACKET);
   char junk[64] = {0};
-  struct proto_hdr h = {.type = PROTO_EAGER, .len = 8, .msg_len = 4096, .match = 1};
+  struct proto_hdr h = {.type = PROTO_EAGER, .len = 64, .msg_len = 8, .match = 1};
   inject(&h, junk);
   h = (struct proto_hdr){.type = PROTO_CTS, .sreq = 0x123456789ull, .msg_len = 10};
   inject(&h, NULL);
@@ -92,6 +92,61 @@ int main(void) {
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
 
+  /* 3b. Medium messages (eager in fragments, proto/medium.c):
+   *  - a FRAG with no message in flight;
+   *  - a fragment at the wrong offset: the receive it continues fails and
+   *    nothing lands past its buffer;
+   *  - a record between two fragments ends the message in flight, and is
+   *    itself delivered;
+   *  - an unexpected medium message cut short is dropped, never matched
+   *    (ASan: nothing leaks);
+   *  - an absurd length is refused. */
+  bad0 = counter(b, CNT_BAD_PACKET);
+  static char mbuf[8192 + 64], frag[4096];
+  memset(mbuf, 0x5a, sizeof mbuf);
+  memset(frag, 1, sizeof frag);
+  fmx_seg_t ms = {mbuf, 8192};
+  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 64, .msg_len = 64, .sreq = 9};
+  inject(&h, junk);
+  CHECK_EQ(fmx_irecv(b, &ms, 1, 10, ~0ull, NULL, &rr), FMX_SUCCESS);
+  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 4096, .msg_len = 8192, .match = 10, .sreq = 9};
+  inject(&h, frag);
+  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 4096, .msg_len = 2048, .sreq = 9};
+  inject(&h, frag);
+  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+  for (size_t i = 8192; i < sizeof mbuf; i++) CHECK_EQ(mbuf[i], 0x5a);
+  fmx_request_t rr2;
+  char small[64];
+  fmx_seg_t ss = {small, sizeof small};
+  CHECK_EQ(fmx_irecv(b, &ms, 1, 11, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_irecv(b, &ss, 1, 12, ~0ull, NULL, &rr2), FMX_SUCCESS);
+  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 4096, .msg_len = 8192, .match = 11, .sreq = 10};
+  inject(&h, frag);
+  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 8, .msg_len = 8, .match = 12};
+  inject(&h, junk);
+  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+  CHECK_EQ(fmx_wait(b, &rr2, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  CHECK_EQ(st.xfer_length, 8);
+  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 4096, .msg_len = 8192, .match = 13, .sreq = 11};
+  inject(&h, frag);
+  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 4096, .msg_len = 4096, .sreq = 12}; /* not its sender id */
+  inject(&h, frag);
+  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 64, .msg_len = 1ull << 40, .match = 14, .sreq = 13};
+  inject(&h, junk);
+  progress_b();
+  uint32_t found = 1;
+  CHECK_EQ(fmx_iprobe(b, 13, ~0ull, &st, &found), FMX_SUCCESS);
+  CHECK_EQ(found, 0);
+  CHECK_EQ(fmx_iprobe(b, 14, ~0ull, &st, &found), FMX_SUCCESS);
+  CHECK_EQ(found, 0);
+  CHECK_EQ(counter(b, CNT_BAD_PACKET) - bad0, 5);
+
   /* Real traffic still flows both ways after all that. */
   uint64_t v = 99;
   fmx_seg_t vs = {&v, sizeof v};
@@ -109,6 +164,7 @@ int main(void) {
    *    (too many segments, wrong sender id: b does not take part), then a
    *    well-formed transfer whose destination is unmapped (b's push fails,
    *    recorded in the area, no crash). A FIN with an error ends the send. */
+  CHECK_EQ(config_set("FMX_RNDV_THRESHOLD", "64K", "environment"), 0); /* 1 MiB goes rendezvous on any L2 */
   static char big[1 << 20];
   fmx_seg_t bs = {big, sizeof big};
   CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);

@@ -36,7 +36,7 @@ static void test_wrap_and_full(void) {
     while ((h = shm_ring_peek(&rx)) != NULL && popped < 3) {
       CHECK_EQ(h->match, recvd);
       CHECK_EQ(h->len, (recvd * 977) % 5000);
-      memcpy(out, h + 1, h->len);
+      memcpy(out, shm_ring_data(h), h->len);
       for (uint32_t i = 0; i < h->len; i++) CHECK_EQ(out[i], recvd & 0xff);
       shm_ring_pop(&rx);
       recvd++;

@@ -210,12 +210,15 @@ static void exchange(void) {
   OK(fmx_get_info(ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, engine, sizeof engine));
   printf("{\"rank\":%d,\"received\":%d,\"bytes\":%" PRIu64 ",\"engine\":\"%s\",\"offloaded\":%" PRIu64
          ",\"offload_bytes\":%" PRIu64 ",\"adapt_tries\":%" PRIu64 ",\"by\":{\"cma\":%" PRIu64 ",\"ring\":%" PRIu64
-         ",\"coop\":%" PRIu64 ",\"vmsplice\":%" PRIu64 "}}\n",
+         ",\"coop\":%" PRIu64 ",\"vmsplice\":%" PRIu64 "},\"medium_sent\":%" PRIu64 ",\"medium_received\":%" PRIu64
+         "}\n",
          rank, ni, bytes, engine, counter("large transfers (receives, ring sends) handed to an offload channel"),
          counter("bytes offload channels copied"),
          counter("large receives moved by an engine FMX_ADAPT tried beside the one in use"),
          counter("large messages moved by cma"), counter("large messages moved by ring"),
-         counter("large messages moved by coop"), counter("large messages moved by vmsplice"));
+         counter("large messages moved by coop"), counter("large messages moved by vmsplice"),
+         counter("eager sends in fragments (medium class, longer than FMX_EAGER_FRAG)"),
+         counter("eager messages received in fragments"));
   /* Stay until every peer is done with us: a zero-byte issend each way,
    * every receive posted before any send so nobody waits in a cycle. */
   fmx_request_t *sync = calloc(2 * (size_t)nprocs, sizeof *sync);

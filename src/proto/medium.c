@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The medium class, receiving side: an eager message longer than
+ * FMX_EAGER_FRAG arrives as an EAGER record with msg_len > len (its first
+ * fragment) and FRAG records right behind it on the same ring (proto.h).
+ * Each fragment is copied out as soon as it lands, while the sender copies
+ * the next one in: the two copies of the eager class overlap, with no
+ * rendezvous round trip. A matched receive takes the fragments directly; an
+ * unexpected message is gathered in a buffer and queued only when whole, so
+ * a receive posted meanwhile still matches it in order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bulk/engine.h"
+#include "core/log.h"
+#include "proto/proto_int.h"
+
+/* A peer cannot make us allocate more than this for one message. */
+#define MEDIUM_MAX (1ull << 30)
+
+static struct medium_rx *slot_of(struct partner *p, struct channel *ch) {
+  for (int i = 0; i < 2; i++)
+    if (p->medium[i].chan == ch) return &p->medium[i];
+  return NULL;
+}
+
+static void drop(struct medium_rx *m) {
+  if (m->unexp) proto_unexp_free(m->unexp);
+  memset(m, 0, sizeof *m);
+}
+
+static void bad(struct fmx_endpoint *ep, struct partner *p, const char *why) {
+  CNT(ep, BAD_PACKET);
+  log_warn_once("FMX-BAD-FRAGMENT", "endpoint %u: %s from endpoint %u dropped", ep->eid, why, p->eid);
+}
+
+/* The message in flight on ch will never be whole: its receive fails. */
+static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
+  if (m->req) req_complete(ep, m->req, FMX_MESSAGE_ABORTED);
+  drop(m);
+}
+
+int medium_in_flight(struct partner *p, struct channel *ch) { return slot_of(p, ch) != NULL; }
+
+void medium_abort(struct fmx_endpoint *ep, struct partner *p, struct channel *ch) {
+  struct medium_rx *m = slot_of(p, ch);
+  if (!m) return;
+  bad(ep, p, "medium message cut short by another record");
+  abort_one(ep, m);
+}
+
+void medium_reset(struct partner *p) {
+  for (int i = 0; i < 2; i++) drop(&p->medium[i]);
+}
+
+static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx *m) {
+  CNT(ep, RECV_MEDIUM);
+  if (m->req) {
+    struct fmx_request *r = m->req;
+    CNT(ep, RECV_EAGER);
+    int trunc = r->status.xfer_length < r->status.msg_length;
+    if (trunc) CNT(ep, TRUNCATED);
+    m->req = NULL;
+    drop(m);
+    req_complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+    return;
+  }
+  struct unexp_msg *u = m->unexp;
+  m->unexp = NULL;
+  drop(m);
+  /* Whole now: a receive posted while it arrived comes first. */
+  struct fmx_request *r = match_take_posted(&ep->mq, u->match);
+  if (r) {
+    proto_eager_complete(ep, r, p, u->match, u->data, u->msg_len);
+    proto_unexp_free(u);
+  } else {
+    CNT(ep, UNEXPECTED);
+    match_add_unexp(&ep->mq, u);
+  }
+}
+
+/* Copy [off, off+len) of the message out of the ring. */
+static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t len) {
+  if (m->req) {
+    uint64_t fit = m->req->status.xfer_length;
+    if (off < fit) req_copy(m->req, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
+  } else {
+    memcpy((char *)m->unexp->data + off, data, len);
+  }
+  m->got += len;
+}
+
+void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+                  const void *payload) {
+  if (h->len == 0 || h->msg_len > MEDIUM_MAX) {
+    bad(ep, p, "malformed medium message");
+    return;
+  }
+  struct medium_rx *m = slot_of(p, NULL);
+  if (!m) { /* both slots busy: cannot be (one per channel) */
+    bad(ep, p, "medium message on an unknown channel");
+    return;
+  }
+  m->chan = ch;
+  m->sreq = h->sreq;
+  m->match = h->match;
+  m->total = h->msg_len;
+  m->got = 0;
+  struct fmx_request *r = match_take_posted(&ep->mq, h->match);
+  if (r) {
+    offload_unwatch(ep, r);
+    proto_fill_status(r, p, h->match, h->msg_len);
+    r->state = REQ_MATCHED;
+    list_add_tail(&p->reqs, &r->pnode); /* a dying peer completes it */
+    m->req = r;
+  } else {
+    struct unexp_msg *u = calloc(1, sizeof *u);
+    void *data = malloc(h->msg_len);
+    if (!u || !data) {
+      free(u);
+      free(data);
+      log_warn_once("FMX-UNEXP-NOMEM", "out of memory for an unexpected message: dropped");
+      /* Keep the slot to swallow the rest of its fragments. */
+      m->unexp = NULL;
+      m->req = NULL;
+      m->got = h->len;
+      return;
+    }
+    u->match = h->match;
+    u->msg_len = h->msg_len;
+    u->partner = p;
+    u->type = PROTO_EAGER;
+    u->chan = ch;
+    u->data = data;
+    m->unexp = u;
+  }
+  take(m, 0, payload, h->len);
+}
+
+void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+                 const void *payload) {
+  struct medium_rx *m = slot_of(p, ch);
+  if (!m || h->sreq != m->sreq || h->msg_len != m->got || h->len == 0 || h->len > m->total - m->got) {
+    bad(ep, p, "fragment out of place");
+    if (m) abort_one(ep, m);
+    return;
+  }
+  if (!m->req && !m->unexp) { /* dropped for lack of memory: swallow it */
+    m->got += h->len;
+    if (m->got == m->total) drop(m);
+    return;
+  }
+  take(m, h->msg_len, payload, h->len);
+  if (m->got == m->total) finish(ep, p, m);
+}
