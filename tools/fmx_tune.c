@@ -60,7 +60,7 @@ static void usage(void) {
          "  --quick         sizes up to 16 MiB, few iterations (a smoke run)\n"
          "  --perf PATH     the fmx_perf to run (default: next to fmx_tune)\n"
          "  --no-threshold  keep FMX_RNDV_THRESHOLD; by default it is measured (eager\n"
-         "                  against rendezvous, 4K..512K) and written too\n"
+         "                  against rendezvous, 4K..1M) and written too\n"
          "  --help          this text\n\n"
          "Other levels already in the file stay, as do all other lines. fmx reads the\n"
          "file at fmx_init; FMX_COST_* in the environment override it, FMX_BULK forces.\n"
@@ -164,7 +164,7 @@ static void run_perf(const char *perf, const char *engine, uint64_t thr, double 
  * with the best engine at each size is faster at every larger size
  * measured; twice the largest size when eager always wins. Prints the table. */
 static uint64_t measure_threshold(const char *perf, const struct engine_run *runs, int nruns) {
-  uint64_t sizes[MAX_SIZES], max = opt.quick ? 128u << 10 : 512u << 10;
+  uint64_t sizes[MAX_SIZES], max = opt.quick ? 128u << 10 : 1024u << 10;
   double eager[MAX_SIZES] = {0}, rndv[8][MAX_SIZES] = {{0}}, best[MAX_SIZES];
   int n = 0, who[MAX_SIZES];
   for (uint64_t sz = 4096; sz <= max; sz *= 2) sizes[n++] = sz;
