@@ -16,9 +16,6 @@
 #include "core/log.h"
 #include "proto/proto_int.h"
 
-/* A peer cannot make us allocate more than this for one message. */
-#define MEDIUM_MAX (1ull << 30)
-
 static struct medium_rx *slot_of(struct partner *p, struct channel *ch) {
   for (int i = 0; i < 2; i++)
     if (p->medium[i].chan == ch) return &p->medium[i];
@@ -93,7 +90,7 @@ static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t l
 
 void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                   const void *payload) {
-  if (h->len == 0 || h->msg_len > MEDIUM_MAX) {
+  if (h->len == 0 || h->msg_len > PROTO_EAGER_MAX) {
     bad(ep, p, "malformed medium message");
     return;
   }

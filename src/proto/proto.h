@@ -42,6 +42,10 @@ enum proto_type {
   PROTO_TYPE_MAX
 };
 
+/* The longest eager message (a medium one, in fragments): a receiver
+ * refuses longer ones, since it may have to buffer it whole. */
+#define PROTO_EAGER_MAX (1ull << 30)
+
 #define PROTO_F_SYNC 0x01
 #define PROTO_F_ERROR 0x02
 #define PROTO_F_COOP 0x04 /* CTS: join the coop transfer published in the channel */

@@ -16,7 +16,8 @@ const char *proto_type_str(unsigned type) {
 /* Eager messages longer than one fragment travel in fragments, so no
  * record is larger than the ring can take. */
 uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
-  return fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
+  uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
+  return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
 
 static uint64_t frag_size(struct partner *p) {
