@@ -210,10 +210,10 @@ static void load_file(const char *path) {
 /* Defaults that follow the cache topology instead of a magic number
  * (measurements behind them: docs/tuning.md):
  *  - rendezvous threshold = one L2: below it the eager class, in fragments
- *    (FMX_EAGER_FRAG) from one page up, beat every bulk engine 1.2-1.7x here
+ *    (FMX_EAGER_FRAG) from one page up, beat every bulk engine 1.1-1.7x here
  *    (no round trip, both copies overlap), at one L2 they are even;
- *  - eager ring = one L2 per direction: 512K moved medium messages 1.2-1.7x
- *    faster than 256K (and 128K, 2M, 8M) in ping-pong;
+ *  - eager ring = one L2 per direction: 512K moved medium messages 1.2-2x
+ *    faster than 128K, 256K, 2M or 8M in ping-pong;
  *  - a fragment of a medium message is half the L1 data cache, so the one
  *    being copied out stays in L1 while the next one comes in (8K, 16K and
  *    32K measured even here);

@@ -123,7 +123,6 @@ struct out_rec {
   uint64_t off;            /* EAGER in fragments: bytes pushed so far */
 };
 
-
 struct fmx_request {
   uint32_t index;
   uint32_t gen;

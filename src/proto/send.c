@@ -62,8 +62,9 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
   struct proto_seg segs[FMX_MAX_SEGMENTS];
   int n = 0;
   iov[0] = (struct iovec){NULL, 0};
-  if (r && o->hdr.type == PROTO_EAGER && r->len > frag_size(p)) {
-    if (!push_medium(ep, p, o, frag_size(p))) return 0;
+  uint64_t frag = frag_size(p);
+  if (r && o->hdr.type == PROTO_EAGER && r->len > frag) {
+    if (!push_medium(ep, p, o, frag)) return 0;
     CNT(ep, SEND_MEDIUM);
     CNT(ep, SEND_EAGER);
     req_complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */

@@ -2,8 +2,9 @@
 /*
  * Single-producer/single-consumer ring of 64-byte cells in shared memory.
  *
- * A record is an 8-byte stamp, a struct proto_hdr and its payload, in whole
- * contiguous cells; when it does not fit before the end, a PAD record fills
+ * A record is an 8-byte stamp, a struct proto_hdr and its payload (right
+ * behind the header when tiny, else from the record's second cell: see
+ * RING_DATA_OFF), in whole contiguous cells; when it does not fit before the end, a PAD record fills
  * the tail and it starts at cell 0. The producer writes the record, then
  * stores the stamp with release; the consumer polls the stamp of the cell at
  * its tail. So a tiny message costs the receiver one cache line, not two (a
