@@ -2,6 +2,7 @@
 /* Every call is thread-safe: threads share one endpoint and a pair of
  * endpoints, sending, receiving and waiting at once (run under TSan too). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -16,8 +17,10 @@ static fmx_endpoint_addr_t a_to_b, b_to_a;
 static void *worker(void *arg) {
   long id = (long)arg;
   for (int i = 0; i < ITERS; i++) {
-    size_t len = (i % 7 == 0) ? 40000 : (size_t)(i % 300); /* eager and rendezvous */
-    static __thread uint8_t out[40000], in[40000];
+    /* small eager, medium (eager in fragments) and rendezvous (main sets
+     * the threshold to 64K) */
+    size_t len = (i % 11 == 0) ? 100000 : (i % 7 == 0) ? 40000 : (size_t)(i % 300);
+    static __thread uint8_t out[100000], in[100000];
     memset(out, (int)(id + i), len);
     fmx_seg_t so = {out, len}, si = {in, sizeof in};
     fmx_request_t sr, rr;
@@ -36,6 +39,8 @@ static void *worker(void *arg) {
 }
 
 int main(void) {
+  setenv("FMX_RNDV_THRESHOLD", "64K", 1);
+  setenv("FMX_EAGER_FRAG", "8K", 1);
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 42, NULL, 0, &a), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 43, NULL, 0, &b), FMX_SUCCESS);
