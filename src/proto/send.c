@@ -14,9 +14,16 @@ const char *proto_type_str(unsigned type) {
 }
 
 /* Eager messages longer than one fragment travel in fragments, so no
- * record is larger than the ring can take. */
+ * record is larger than the ring can take. Between two endpoints of one
+ * process no longer than half the ring, which an empty ring takes whole:
+ * the only thread in fmx may be one waiting on the receiving endpoint,
+ * and nothing else would push the rest from the sending one. */
 uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
+  if (p->same_process && !p->is_self) {
+    uint64_t ring = shm_transport.max_payload(p);
+    if (t > ring) t = ring;
+  }
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
 

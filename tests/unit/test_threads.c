@@ -17,9 +17,9 @@ static fmx_endpoint_addr_t a_to_b, b_to_a;
 static void *worker(void *arg) {
   long id = (long)arg;
   for (int i = 0; i < ITERS; i++) {
-    /* small eager, medium (eager in fragments) and rendezvous (main sets
-     * the threshold to 64K) */
-    size_t len = (i % 11 == 0) ? 100000 : (i % 7 == 0) ? 40000 : (size_t)(i % 300);
+    /* small eager, medium (eager in 8K fragments: between endpoints of one
+     * process up to half the 64K ring) and rendezvous (main's settings) */
+    size_t len = (i % 11 == 0) ? 100000 : (i % 7 == 0) ? 20000 : (size_t)(i % 300);
     static __thread uint8_t out[100000], in[100000];
     memset(out, (int)(id + i), len);
     fmx_seg_t so = {out, len}, si = {in, sizeof in};
@@ -39,7 +39,8 @@ static void *worker(void *arg) {
 }
 
 int main(void) {
-  setenv("FMX_RNDV_THRESHOLD", "64K", 1);
+  setenv("FMX_RNDV_THRESHOLD", "256K", 1);
+  setenv("FMX_RING_SIZE", "64K", 1);
   setenv("FMX_EAGER_FRAG", "8K", 1);
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 42, NULL, 0, &a), FMX_SUCCESS);
@@ -55,6 +56,27 @@ int main(void) {
   pthread_t t[THREADS];
   for (long i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, (void *)i);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  /* A message below the threshold but larger than the ring, waited for
+   * on the receiving endpoint only: nobody would push the rest of it from
+   * the sending endpoint, so between endpoints of one process it goes
+   * rendezvous (cma needs nothing from the sender). */
+  {
+    static uint8_t big_out[200000], big_in[200000];
+    memset(big_out, 0x77, sizeof big_out);
+    fmx_seg_t so = {big_out, sizeof big_out}, si = {big_in, sizeof big_in};
+    fmx_request_t sr, rr;
+    fmx_status_t st;
+    uint32_t res = 0;
+    CHECK_EQ(fmx_irecv(b, &si, 1, 99, ~0ull, NULL, &rr), FMX_SUCCESS);
+    CHECK_EQ(fmx_isend(a, &so, 1, a_to_b, 99, NULL, &sr), FMX_SUCCESS);
+    CHECK_EQ(fmx_wait(b, &rr, 10000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(res, 1);
+    CHECK_EQ(st.xfer_length, sizeof big_in);
+    CHECK(memcmp(big_in, big_out, sizeof big_in) == 0);
+    res = 0;
+    CHECK_EQ(fmx_wait(a, &sr, 10000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(res, 1);
+  }
   /* close one side: the other sees it closed */
   CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
   char c = 0;
