@@ -111,17 +111,19 @@ static void partner_costs(struct partner *p, int my_cpu) {
   p->cost_ready = 1;
 }
 
-/* No measured cost: from the topology. Two cores that share an L2 or an L3
- * (not one core, nor its hardware threads, where ring's two copies would
- * take turns on it), and a message larger than one core's L2: ring, whose slots (half an L2) keep
- * both copies in cache and put both cores to work, where the kernel's
- * single copy pins and walks every page of a cache-cold buffer (measured
- * 2-3x faster from 2-4 MiB on a Xeon, from 512 KiB on an EPYC:
- * docs/engines.md). Not within one process: cma needs nothing from the
- * sending endpoint, ring needs a thread progressing it. Else cma, else ring. */
 static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct partner *p) {
   return bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
 }
+
+/* No measured cost: from the topology. Two cores that share an L2 or an L3
+ * (not one core, nor its hardware threads, where ring's two copies would
+ * take turns on it), and a message larger than one core's L2: ring, whose
+ * slots (one L2 in all) keep both copies in cache and put both cores to
+ * work, where the kernel's single copy pins and walks every page of a
+ * cache-cold buffer (measured 2-3x faster from 2-4 MiB on a Xeon, from
+ * 512 KiB on an EPYC: docs/engines.md). Not within one process: cma needs
+ * nothing from the sending endpoint, ring needs a thread progressing it.
+ * Else cma, else ring. */
 
 static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
   uint64_t l2 = topo_get()->l2.size;

@@ -67,10 +67,11 @@ struct adapt_class {
 };
 
 /* A medium message arriving in fragments on one channel (proto/medium.c):
- * into a matched receive, or into a buffer until it is whole. */
+ * into a matched receive, or into a buffer until it is whole (neither:
+ * out of memory, its fragments are swallowed). */
 struct medium_rx {
   struct channel *chan; /* NULL: none in flight */
-  uint64_t sreq, match, total, got;
+  uint64_t sreq, total, got;
   struct fmx_request *req;
   struct unexp_msg *unexp;
 };

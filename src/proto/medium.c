@@ -38,9 +38,7 @@ static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
   drop(m);
 }
 
-int medium_in_flight(struct partner *p, struct channel *ch) { return slot_of(p, ch) != NULL; }
-
-void medium_abort(struct fmx_endpoint *ep, struct partner *p, struct channel *ch) {
+void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch) {
   struct medium_rx *m = slot_of(p, ch);
   if (!m) return;
   bad(ep, p, "medium message cut short by another record");
@@ -52,13 +50,16 @@ void medium_reset(struct partner *p) {
 }
 
 static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx *m) {
+  if (!m->req && !m->unexp) { /* dropped for lack of memory */
+    drop(m);
+    return;
+  }
   CNT(ep, RECV_MEDIUM);
   if (m->req) {
     struct fmx_request *r = m->req;
     CNT(ep, RECV_EAGER);
     int trunc = r->status.xfer_length < r->status.msg_length;
     if (trunc) CNT(ep, TRUNCATED);
-    m->req = NULL;
     drop(m);
     req_complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
     return;
@@ -77,12 +78,13 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
   }
 }
 
-/* Copy [off, off+len) of the message out of the ring. */
+/* Copy [off, off+len) of the message out of the ring (nowhere when it was
+ * dropped for lack of memory). */
 static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t len) {
   if (m->req) {
     uint64_t fit = m->req->status.xfer_length;
     if (off < fit) req_copy(m->req, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
-  } else {
+  } else if (m->unexp) {
     memcpy((char *)m->unexp->data + off, data, len);
   }
   m->got += len;
@@ -101,9 +103,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
   }
   m->chan = ch;
   m->sreq = h->sreq;
-  m->match = h->match;
   m->total = h->msg_len;
-  m->got = 0;
   struct fmx_request *r = match_take_posted(&ep->mq, h->match);
   if (r) {
     offload_unwatch(ep, r);
@@ -112,25 +112,8 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     list_add_tail(&p->reqs, &r->pnode); /* a dying peer completes it */
     m->req = r;
   } else {
-    struct unexp_msg *u = calloc(1, sizeof *u);
-    void *data = malloc(h->msg_len);
-    if (!u || !data) {
-      free(u);
-      free(data);
-      log_warn_once("FMX-UNEXP-NOMEM", "out of memory for an unexpected message: dropped");
-      /* Keep the slot to swallow the rest of its fragments. */
-      m->unexp = NULL;
-      m->req = NULL;
-      m->got = h->len;
-      return;
-    }
-    u->match = h->match;
-    u->msg_len = h->msg_len;
-    u->partner = p;
-    u->type = PROTO_EAGER;
-    u->chan = ch;
-    u->data = data;
-    m->unexp = u;
+    /* NULL when out of memory: the slot then swallows its fragments. */
+    m->unexp = proto_unexp_new(p, ch, h, h->msg_len);
   }
   take(m, 0, payload, h->len);
 }
@@ -141,11 +124,6 @@ void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
   if (!m || h->sreq != m->sreq || h->msg_len != m->got || h->len == 0 || h->len > m->total - m->got) {
     bad(ep, p, "fragment out of place");
     if (m) abort_one(ep, m);
-    return;
-  }
-  if (!m->req && !m->unexp) { /* dropped for lack of memory: swallow it */
-    m->got += h->len;
-    if (m->got == m->total) drop(m);
     return;
   }
   take(m, h->msg_len, payload, h->len);

@@ -26,6 +26,9 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
 /* Post a receive: take an unexpected message or queue it. */
 void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r);
 void proto_unexp_free(struct unexp_msg *u);
+/* An unexpected message from h's fields with a `bytes` buffer (not filled);
+ * NULL, with a warning, when out of memory. */
+struct unexp_msg *proto_unexp_new(struct partner *p, struct channel *ch, const struct proto_hdr *h, size_t bytes);
 /* A matched receive takes a message from p: status fields. */
 void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len);
 /* A matched receive takes a whole eager message: copy what fits, complete. */
@@ -37,10 +40,9 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
                   const void *payload);
 void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                  const void *payload);
-/* 1 while a medium message arrives on ch. */
-int medium_in_flight(struct partner *p, struct channel *ch);
-/* Another record came between its fragments: its receive fails. */
-void medium_abort(struct fmx_endpoint *ep, struct partner *p, struct channel *ch);
+/* Another record came on ch: a medium message in flight there was cut
+ * short (malformed), its receive fails. Nothing when none is. */
+void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch);
 /* Forget what arrives from p (it failed or goes away); its receives are
  * completed by whoever fails p. */
 void medium_reset(struct partner *p);

@@ -30,23 +30,15 @@ void proto_unexp_free(struct unexp_msg *u) {
   free(u);
 }
 
-static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
-                             const struct proto_hdr *h, const void *payload) {
+struct unexp_msg *proto_unexp_new(struct partner *p, struct channel *ch, const struct proto_hdr *h, size_t bytes) {
   struct unexp_msg *u = calloc(1, sizeof *u);
-  size_t bytes = h->len;
   void *data = bytes ? malloc(bytes) : NULL;
   if (!u || (bytes && !data)) {
-    /* Out of memory: the message cannot be kept. Tell a rendezvous sender. */
     free(u);
     free(data);
     log_warn_once("FMX-UNEXP-NOMEM", "out of memory for an unexpected message: dropped");
-    if (h->type == PROTO_RTS) {
-      struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .match = FMX_NO_RESOURCES, .sreq = h->sreq};
-      proto_send_ctl(ep, p, &fin);
-    }
-    return;
+    return NULL;
   }
-  if (bytes) memcpy(data, payload, bytes);
   u->match = h->match;
   u->msg_len = h->msg_len;
   u->partner = p;
@@ -56,6 +48,21 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
   u->sreq = h->sreq;
   u->chan = ch;
   u->data = data;
+  return u;
+}
+
+static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+                             const struct proto_hdr *h, const void *payload) {
+  struct unexp_msg *u = proto_unexp_new(p, ch, h, h->len);
+  if (!u) {
+    /* The message cannot be kept. Tell a rendezvous sender. */
+    if (h->type == PROTO_RTS) {
+      struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .match = FMX_NO_RESOURCES, .sreq = h->sreq};
+      proto_send_ctl(ep, p, &fin);
+    }
+    return;
+  }
+  if (h->len) memcpy(u->data, payload, h->len);
   CNT(ep, UNEXPECTED);
   match_add_unexp(&ep->mq, u);
 }
@@ -63,7 +70,7 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                    const void *payload) {
   /* Nothing comes between the fragments of a medium message. */
-  if (h->type != PROTO_FRAG && medium_in_flight(p, ch)) medium_abort(ep, p, ch);
+  if (h->type != PROTO_FRAG) medium_cut(ep, p, ch);
   switch (h->type) {
     case PROTO_EAGER: {
       if (h->msg_len > h->len) {

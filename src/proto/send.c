@@ -73,20 +73,18 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
   if (r && o->hdr.type == PROTO_EAGER && r->len > frag) {
     if (!push_medium(ep, p, o, frag)) return 0;
     CNT(ep, SEND_MEDIUM);
-    CNT(ep, SEND_EAGER);
-    req_complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */
-    return 1;
+  } else {
+    if (r && o->hdr.type == PROTO_EAGER) {
+      for (uint32_t i = 0; i < r->nseg; i++)
+        if (r->segs[i].len) iov[n++] = (struct iovec){r->segs[i].ptr, r->segs[i].len};
+    } else if (r && o->hdr.type == PROTO_RTS) {
+      for (uint32_t i = 0; i < r->nseg; i++)
+        segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
+      iov[0] = (struct iovec){segs, r->nseg * sizeof *segs};
+      n = 1;
+    }
+    if (shm_transport.push(ep, p, &o->hdr, iov, n) < 0) return 0;
   }
-  if (r && o->hdr.type == PROTO_EAGER) {
-    for (uint32_t i = 0; i < r->nseg; i++)
-      if (r->segs[i].len) iov[n++] = (struct iovec){r->segs[i].ptr, r->segs[i].len};
-  } else if (r && o->hdr.type == PROTO_RTS) {
-    for (uint32_t i = 0; i < r->nseg; i++)
-      segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
-    iov[0] = (struct iovec){segs, r->nseg * sizeof *segs};
-    n = 1;
-  }
-  if (shm_transport.push(ep, p, &o->hdr, iov, n) < 0) return 0;
   if (r && o->hdr.type == PROTO_EAGER) {
     CNT(ep, SEND_EAGER);
     req_complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */

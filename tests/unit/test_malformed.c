@@ -30,6 +30,23 @@ static void inject(const struct proto_hdr *h, const void *payload) {
   CHECK_EQ(shm_ring_push(&p->chan[0]->tx, h, &iov, payload ? 1 : 0), 0);
 }
 
+/* The first fragment of an 8 KiB medium message: 4 KiB of ones. */
+static void inject_first_fragment(uint64_t match, uint64_t sreq) {
+  static char frag[4096];
+  memset(frag, 1, sizeof frag);
+  struct proto_hdr h = {.type = PROTO_EAGER, .len = sizeof frag, .msg_len = 2 * sizeof frag, .match = match, .sreq = sreq};
+  inject(&h, frag);
+}
+
+/* Wait for r on ep; it must complete. */
+static fmx_status_t wait_done(fmx_endpoint_t ep, fmx_request_t *r) {
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_wait(ep, r, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  return st;
+}
+
 static void progress_b(void) {
   for (int i = 0; i < 10; i++) fmx_progress(b);
 }
@@ -102,41 +119,32 @@ int main(void) {
    *    (ASan: nothing leaks);
    *  - an absurd length is refused. */
   bad0 = counter(b, CNT_BAD_PACKET);
-  static char mbuf[8192 + 64], frag[4096];
+  static char mbuf[8192 + 64];
   memset(mbuf, 0x5a, sizeof mbuf);
-  memset(frag, 1, sizeof frag);
   fmx_seg_t ms = {mbuf, 8192};
   h = (struct proto_hdr){.type = PROTO_FRAG, .len = 64, .msg_len = 64, .sreq = 9};
   inject(&h, junk);
   CHECK_EQ(fmx_irecv(b, &ms, 1, 10, ~0ull, NULL, &rr), FMX_SUCCESS);
-  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 4096, .msg_len = 8192, .match = 10, .sreq = 9};
-  inject(&h, frag);
-  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 4096, .msg_len = 2048, .sreq = 9};
-  inject(&h, frag);
-  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+  inject_first_fragment(10, 9);
+  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 64, .msg_len = 2048, .sreq = 9};
+  inject(&h, junk);
+  CHECK_EQ(wait_done(b, &rr).code, FMX_MESSAGE_ABORTED);
   for (size_t i = 8192; i < sizeof mbuf; i++) CHECK_EQ(mbuf[i], 0x5a);
   fmx_request_t rr2;
   char small[64];
   fmx_seg_t ss = {small, sizeof small};
   CHECK_EQ(fmx_irecv(b, &ms, 1, 11, ~0ull, NULL, &rr), FMX_SUCCESS);
   CHECK_EQ(fmx_irecv(b, &ss, 1, 12, ~0ull, NULL, &rr2), FMX_SUCCESS);
-  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 4096, .msg_len = 8192, .match = 11, .sreq = 10};
-  inject(&h, frag);
+  inject_first_fragment(11, 10);
   h = (struct proto_hdr){.type = PROTO_EAGER, .len = 8, .msg_len = 8, .match = 12};
   inject(&h, junk);
-  CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
-  CHECK_EQ(fmx_wait(b, &rr2, 5000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
+  CHECK_EQ(wait_done(b, &rr).code, FMX_MESSAGE_ABORTED);
+  st = wait_done(b, &rr2);
   CHECK_EQ(st.code, FMX_SUCCESS);
   CHECK_EQ(st.xfer_length, 8);
-  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 4096, .msg_len = 8192, .match = 13, .sreq = 11};
-  inject(&h, frag);
-  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 4096, .msg_len = 4096, .sreq = 12}; /* not its sender id */
-  inject(&h, frag);
+  inject_first_fragment(13, 11);
+  h = (struct proto_hdr){.type = PROTO_FRAG, .len = 64, .msg_len = 4096, .sreq = 12}; /* not its sender id */
+  inject(&h, junk);
   h = (struct proto_hdr){.type = PROTO_EAGER, .len = 64, .msg_len = 1ull << 40, .match = 14, .sreq = 13};
   inject(&h, junk);
   progress_b();
