@@ -188,6 +188,24 @@ void ep_progress_locked(struct fmx_endpoint *ep) {
   if (ep->ntimed) check_timeouts(ep);
 }
 
+/* A waiter whose transfer needs another endpoint of this process (a ring or
+ * vmsplice sender fills slots only when someone makes progress on it) makes
+ * that progress itself: the application may wait on the receiving endpoint
+ * alone. Trylock only: an endpoint in use is already being progressed.
+ * lib_lock keeps a sibling from being freed meanwhile; nobody takes it while
+ * holding an endpoint's lock. */
+void ep_progress_siblings(struct fmx_endpoint *ep) {
+  pthread_mutex_lock(&lib_lock);
+  struct list_node *pos;
+  list_for_each(pos, &endpoints) {
+    struct fmx_endpoint *e = list_entry(pos, struct fmx_endpoint, link);
+    if (e == ep || pthread_mutex_trylock(&e->lock) != 0) continue;
+    if (!e->closing) ep_progress_locked(e);
+    pthread_mutex_unlock(&e->lock);
+  }
+  pthread_mutex_unlock(&lib_lock);
+}
+
 /* ---- endpoints --------------------------------------------------------- */
 
 static int open_desc(struct fmx_endpoint *ep) {

@@ -190,6 +190,7 @@ struct fmx_endpoint {
   struct match_queues mq;
   struct list_node completed;
   struct list_node bulk;      /* requests with a bulk transfer in progress */
+  uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
   /* Offload watch (offload.c): posted receives that a channel should
    * match while the application computes, and the pool's list of such
    * endpoints (under the pool's lock, with the channel's references). */
@@ -238,6 +239,7 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_wake(struct ep_desc *d);
 extern int ep_asym_fence;
 void ep_progress_locked(struct fmx_endpoint *ep);
+void ep_progress_siblings(struct fmx_endpoint *ep);
 
 /* wait.c */
 /* Blocks until check(ep, arg) returns non-zero (called under ep->lock after a

@@ -34,25 +34,32 @@
 static int has_local_work(struct fmx_endpoint *ep) {
   struct list_node *pos;
   uint64_t now = 0;
+  int work = 0;
   list_for_each(pos, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    /* Its other end is an endpoint of this process: we progress it. */
+    if (r->partner->same_process && !r->partner->is_self) return 3;
+    if (work) continue;
     /* A channel moving it all wakes us when done: we may sleep. */
     if (r->job && !r->engine->offload_helps) continue;
-    if (r->kind == REQ_RECV && r->engine->receiver_copies) return 1;
-    if (!now) now = sys_now_ns();
-    if (now - r->moved_ns < fmx_cfg.spin_us * 1000ull) return 1;
+    if (r->kind == REQ_RECV && r->engine->receiver_copies) work = 1;
+    else if ((now = now ? now : sys_now_ns()) - r->moved_ns < fmx_cfg.spin_us * 1000ull) work = 1;
+    if (work && !ep->nsiblings) break;
   }
-  return 0;
+  return work;
 }
 
 /* busy: 1 if we must not sleep (local work), 2 if only short sleeps (a
- * request deadline may fall meanwhile). */
+ * request deadline may fall meanwhile), 3 (odd: no sleep either) if we must make
+ * progress on the other endpoints of this process (ep_progress_siblings). */
 static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy) {
   pthread_mutex_lock(&ep->lock);
   ep_progress_locked(ep);
   int r = check(ep, arg);
-  if (busy) *busy = has_local_work(ep) ? 1 : ep->ntimed ? 2 : 0;
+  int work = busy || ep->nsiblings ? has_local_work(ep) : 0;
+  if (busy) *busy = work ? work : ep->ntimed ? 2 : 0;
   pthread_mutex_unlock(&ep->lock);
+  if (!r && work == 3) ep_progress_siblings(ep);
   return r;
 }
 
@@ -99,7 +106,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
     if (spins % 16) continue;
     uint64_t now = sys_now_ns();
     if (now >= deadline) return 0;
-    if (now < spin_end || busy == 1) {
+    if (now < spin_end || (busy & 1)) {
       /* Past a small message's round trip, give the core to whoever else
        * may run on it: with more ranks than cores the one we wait for may
        * be queued behind us. Costs a system call per 16 polls when nobody
@@ -114,7 +121,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
      * below, or they read our increment. */
     if (ep_asym_fence) sys_membarrier_global();
     r = poll_once(ep, check, arg, &busy);
-    if (!r && busy != 1 && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
+    if (!r && !(busy & 1) && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
       /* Cap the sleep: a safety net, never the mechanism (peers wake us). */
       uint64_t left = deadline - now;
       int64_t ns = left > 1000000000ull ? 1000000000ll : (int64_t)left;

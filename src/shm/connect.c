@@ -167,6 +167,7 @@ static struct partner *adopt(struct fmx_endpoint *ep, const struct shm_hello *h,
     p->session = h->session;
     p->pid = pid;
     p->same_process = pid == getpid();
+    ep->nsiblings += p->same_process;
     p->desc = map_desc(desc_fd);
     int pfd = sys_pidfd_open(pid);
     p->pidfd = pfd >= 0 ? pfd : -1;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Every call is thread-safe: threads share one endpoint and a pair of
- * endpoints, sending, receiving and waiting at once (run under TSan too). */
+ * endpoints, sending, receiving and waiting at once (run under TSan too),
+ * with the automatic engine and each engine forced. The threads wait on the
+ * receiving endpoint; a forced ring or vmsplice sender fills its slots only
+ * when someone makes progress on the sending endpoint, which the waiter then
+ * does (wait.c). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +42,8 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-int main(void) {
-  setenv("FMX_RNDV_THRESHOLD", "256K", 1);
-  setenv("FMX_RING_SIZE", "64K", 1);
-  setenv("FMX_EAGER_FRAG", "8K", 1);
+static void run(const char *engine) {
+  setenv("FMX_BULK", engine, 1);
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 42, NULL, 0, &a), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 43, NULL, 0, &b), FMX_SUCCESS);
@@ -91,6 +93,14 @@ int main(void) {
   CHECK_EQ(res, 1);
   CHECK(st.code == FMX_REMOTE_ENDPOINT_CLOSED);
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
+}
+
+int main(void) {
+  setenv("FMX_RNDV_THRESHOLD", "256K", 1);
+  setenv("FMX_RING_SIZE", "64K", 1);
+  setenv("FMX_EAGER_FRAG", "8K", 1);
+  static const char *const engines[] = {"auto", "ring", "vmsplice", "coop", "cma"};
+  for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++) run(engines[i]);
   CHECK_DONE("test_threads");
   return 0;
 }
