@@ -44,7 +44,7 @@ static struct cfg_entry table[] = {
     {"FMX_BULK_SLOT_SIZE", CFG_SIZE, "64K",
      "bytes per ring-engine slot; default one L2 / FMX_BULK_SLOTS (at least 64K)", F(bulk_slot_size), NULL, {0}},
     {"FMX_COPY", CFG_STRING, "auto",
-     "copy routine of the user-space copies of large messages: auto, memcpy, movsb, avx2_nt, avx512_nt",
+     "copy routine of the user-space copies of large messages: auto, memcpy, movsb, avx2_nt, avx512_nt, avx2_nt_clean",
      F(copy), NULL, {0}},
     {"FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M",
      "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share",

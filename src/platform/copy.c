@@ -27,6 +27,7 @@ enum {
   COPY_CPU_ERMS = 1 << 1,
   COPY_CPU_AVX2 = 1 << 2,
   COPY_CPU_AVX512F = 1 << 3,
+  COPY_CPU_CLFLUSHOPT = 1 << 4,
 };
 static unsigned copy_cpu_flags;
 
@@ -39,6 +40,8 @@ static unsigned copy_cpu(void) {
    * bit 9. It needs no OS support, unlike the vector registers, whose XSAVE
    * state __builtin_cpu_supports checks for us. */
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 9))) f |= COPY_CPU_ERMS;
+  /* CLFLUSHOPT: leaf 7, EBX bit 23 (no OS state either). */
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23))) f |= COPY_CPU_CLFLUSHOPT;
   __builtin_cpu_init(); /* in case we run before libgcc's constructor */
   if (__builtin_cpu_supports("avx2")) f |= COPY_CPU_AVX2;
   if (__builtin_cpu_supports("avx512f")) f |= COPY_CPU_AVX512F;
@@ -49,6 +52,10 @@ static unsigned copy_cpu(void) {
 static bool copy_movsb_usable(void) { return copy_cpu() & COPY_CPU_ERMS; }
 static bool copy_avx2_usable(void) { return copy_cpu() & COPY_CPU_AVX2; }
 static bool copy_avx512_usable(void) { return copy_cpu() & COPY_CPU_AVX512F; }
+static bool copy_clean_usable(void) {
+  unsigned need = COPY_CPU_AVX2 | COPY_CPU_CLFLUSHOPT;
+  return (copy_cpu() & need) == need;
+}
 
 static void copy_movsb(void *dst, const void *src, size_t n) {
   /* The ABI guarantees DF = 0 (forward) at function entry. */
@@ -96,6 +103,46 @@ __attribute__((target("avx2"))) static void copy_avx2_nt(void *dst, const void *
   memcpy(d, s, n);
 }
 
+/* avx2_nt that also flushes each source line once it is read (CLFLUSHOPT
+ * of a clean line drops it from every cache, no write-back): the copy then
+ * leaves neither side in any cache, and what the application had cached
+ * stays (docs/engines.md, cache pollution). Costs bandwidth (one more
+ * instruction per line) and, on a dirty source, a write-back per line: for
+ * clean sources nobody reads again soon; never chosen automatically. The
+ * flushes are ordered before later stores by the sfence. Only whole lines
+ * inside [src, src+n) are flushed: flushing a line drops no data, but a
+ * partial line belongs to the caller's neighbours. */
+__attribute__((target("avx2,clflushopt"))) static void copy_avx2_nt_clean(void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  if (n < COPY_NT_MIN) {
+    memcpy(d, s, n);
+    return;
+  }
+  const unsigned char *end = s + n;
+  /* The next whole source line not yet flushed. */
+  const unsigned char *f = s + (-(uintptr_t)s & 63);
+  size_t head = (size_t)(-(uintptr_t)d & 31);
+  memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  for (; n >= 128; d += 128, s += 128, n -= 128) {
+    __m256i v0 = _mm256_loadu_si256((const __m256i_u *)(s + 0));
+    __m256i v1 = _mm256_loadu_si256((const __m256i_u *)(s + 32));
+    __m256i v2 = _mm256_loadu_si256((const __m256i_u *)(s + 64));
+    __m256i v3 = _mm256_loadu_si256((const __m256i_u *)(s + 96));
+    _mm256_stream_si256((__m256i *)(d + 0), v0);
+    _mm256_stream_si256((__m256i *)(d + 32), v1);
+    _mm256_stream_si256((__m256i *)(d + 64), v2);
+    _mm256_stream_si256((__m256i *)(d + 96), v3);
+    for (; f + 64 <= s + 128; f += 64) _mm_clflushopt((void *)f);
+  }
+  for (; n >= 32; d += 32, s += 32, n -= 32)
+    _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i_u *)s));
+  memcpy(d, s, n);
+  for (; f + 64 <= end; f += 64) _mm_clflushopt((void *)f);
+  _mm_sfence();
+}
+
 __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
   const unsigned char *s = src;
@@ -129,6 +176,7 @@ static const struct fmx_copy_routine copy_table[] = {
     {"movsb", copy_movsb, false, copy_movsb_usable},
     {"avx2_nt", copy_avx2_nt, true, copy_avx2_usable},
     {"avx512_nt", copy_avx512_nt, true, copy_avx512_usable},
+    {"avx2_nt_clean", copy_avx2_nt_clean, true, copy_clean_usable},
 #endif
 };
 #define COPY_NROUTINES (sizeof copy_table / sizeof copy_table[0])

@@ -8,6 +8,9 @@
  *   movsb      `rep movsb`; x86-64 with ERMS (enhanced rep movsb)
  *   avx2_nt    AVX2 loads, 32-byte non-temporal (streaming) stores; x86-64 AVX2
  *   avx512_nt  AVX-512 loads, 64-byte non-temporal stores; x86-64 AVX-512F
+ *   avx2_nt_clean  avx2_nt that also flushes (CLFLUSHOPT) each whole source
+ *              line once read: no cache keeps either side. Never chosen by
+ *              copy_select; x86-64 AVX2 + CLFLUSHOPT
  * Usability is decided from CPUID at run time (the CPU and the OS must both
  * support the instructions); the file is compiled without -mavx flags, so
  * one build runs everywhere. Other architectures have memcpy only.
@@ -39,7 +42,7 @@
 typedef void (*copy_fn)(void *dst, const void *src, size_t n);
 
 struct fmx_copy_routine {
-  const char *name;    /* "memcpy", "movsb", "avx2_nt", "avx512_nt" */
+  const char *name;    /* "memcpy", "movsb", "avx2_nt", "avx512_nt", "avx2_nt_clean" */
   copy_fn fn;          /* memcpy's contract, see above */
   bool nontemporal;    /* stores bypass the cache */
   bool (*usable)(void); /* this CPU and OS can run fn; cheap after the first call */

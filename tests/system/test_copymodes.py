@@ -43,6 +43,8 @@ def expected_routines():
             want.add("avx2_nt")
         if "avx512f" in flags:
             want.add("avx512_nt")
+        if "avx2" in flags and "clflushopt" in flags:
+            want.add("avx2_nt_clean")
     return want
 
 
@@ -113,9 +115,12 @@ def test_cachepollution_json():
             assert r["ratio"] > 0 and r["latency_us"] > 0 and r["baseline_us"] > 0
             assert r["baseline_us"] == sized[0]["latency_us"]
             assert r["probe_bytes"] > 0 and r["probe_bytes"] % 64 == 0
+            # the probe after idling as long as the copy took
+            assert r["idle_us"] > 0 and r["ratio_idle"] > 0
+            assert abs(r["ratio_idle"] - r["latency_us"] / r["idle_us"]) < 0.01 * r["ratio_idle"] + 1e-3
             assert r["stores"] == ("-" if r["routine"] == "none" else
                                    "core2" if r["routine"] == "offload" else
-                                   "nt" if r["routine"].endswith("_nt") else "regular")
+                                   "nt" if "_nt" in r["routine"] else "regular")
 
 
 def test_cachepollution_table():
@@ -123,6 +128,7 @@ def test_cachepollution_table():
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("# fmx_perf cachepollution: probe ")
     assert "ns/line" in p.stdout and " none " in p.stdout and " memcpy " in p.stdout
+    assert "vs_idle" in p.stdout
     assert "[fmx_perf] cachepollution 64K: 5 iterations done" in p.stderr
 
 

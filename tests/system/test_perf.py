@@ -165,7 +165,8 @@ def test_mpi_rejects_native_options():
     assert "mpirun sets ranks and binding" in p.stderr
 
 
-@pytest.mark.parametrize("routine", ["auto", "memcpy", "movsb", "avx2_nt", "avx512_nt", "bogus"])
+@pytest.mark.parametrize("routine", ["auto", "memcpy", "movsb", "avx2_nt", "avx512_nt",
+                                     "avx2_nt_clean", "bogus"])
 def test_ring_engine_every_copy_routine(routine):
     """The ring engine's copy-out with each routine (forced, or auto with a
     low non-temporal threshold) delivers every byte, odd sizes included; an

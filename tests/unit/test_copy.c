@@ -123,6 +123,7 @@ static void test_find(void) {
   CHECK(copy_routine_find("movsb") != NULL);
   CHECK(copy_routine_find("avx2_nt") != NULL && copy_routine_find("avx2_nt")->nontemporal);
   CHECK(copy_routine_find("avx512_nt") != NULL && copy_routine_find("avx512_nt")->nontemporal);
+  CHECK(copy_routine_find("avx2_nt_clean") != NULL && copy_routine_find("avx2_nt_clean")->nontemporal);
 #endif
   CHECK(!copy_routine_find("memcpy")->nontemporal);
 }

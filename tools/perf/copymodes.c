@@ -15,6 +15,11 @@
  * copy SIZE bytes with the routine ("none": no copy), time one probe pass.
  * The routines take turns sample by sample, so a noisy neighbour hits them
  * all alike; each reports the median pass, and ratio = median / none's.
+ * After each copy the same thread also idles (polls the clock) exactly as
+ * long as that copy took, then probes again: ratio_idle = probe after the
+ * copy / probe after idling as long. On a VM whose neighbours or hypervisor
+ * evict this core's caches while it runs, time alone costs the probe too;
+ * ratio_idle is the copy's own share.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -36,6 +41,9 @@
 #define SLACK 64         /* --verify: bytes after each destination that must stay 0 */
 #define MAX_THREADS 2
 #define LINE 64
+#ifndef WARM_PASSES
+#define WARM_PASSES 8
+#endif
 
 #ifdef FMX_VERSION_STRING
 #define LIBRARY "fmx " FMX_VERSION_STRING
@@ -226,7 +234,7 @@ static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
     if (!rt[i].usable())
       note("%s: not usable on this CPU, skipped", rt[i].name);
   if (!perf_opt.json)
-    printf("%-10s %7s %10s %10s %13s %15s\n", "routine", "threads", "size", "iters",
+    printf("%-13s %7s %10s %10s %13s %15s\n", "routine", "threads", "size", "iters",
            "latency(us)", "bandwidth(MB/s)");
 
   double limit = 0;
@@ -263,7 +271,7 @@ static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
           json_head("copylimit", nt, size, iters, lat_us, mbps, rt[i].name);
           printf(",\"threads\":%d,\"nontemporal\":%s}\n", nt, rt[i].nontemporal ? "true" : "false");
         } else {
-          printf("%-10s %7d %10s %10" PRIu64 " %13.2f %15.2f\n", rt[i].name, nt,
+          printf("%-13s %7d %10s %10" PRIu64 " %13.2f %15.2f\n", rt[i].name, nt,
                  human_size(size, hs, sizeof hs), iters, lat_us, mbps);
         }
         fflush(stdout);
@@ -287,7 +295,7 @@ static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
 static void warm(const uint8_t *p, size_t bytes)
 {
   uint64_t sum = 0;
-  for (int pass = 0; pass < 2; pass++)
+  for (int pass = 0; pass < WARM_PASSES; pass++)
     for (size_t o = 0; o < bytes; o += LINE)
       sum += *(const volatile uint8_t *)(p + o);
   g_sink = sum;
@@ -302,6 +310,14 @@ static double probe_pass(const uint8_t *p, const uint32_t *order, size_t nlines)
   double t1 = now();
   g_sink = sum;
   return t1 - t0;
+}
+
+/* Poll the clock for `s` seconds: no memory traffic of our own. */
+static void idle_for(double s)
+{
+  double end = now() + s;
+  while (now() < end)
+    ;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -399,49 +415,59 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
        topo->cpu_model);
   note("probe(us) = median pass after one copy of SIZE (none: no copy); ratio = probe / none's;"
        " issue 4's target: nontemporal within 1.05");
+  note("idle(us) = median pass after idling as long as that copy took; vs_idle = probe / idle:"
+       " the copy's own share where time alone evicts the probe (a VM's neighbours)");
   for (size_t i = 0; i < nrt; i++)
     if (!rt[i].usable())
       note("%s: not usable on this CPU, skipped", rt[i].name);
   if (!perf_opt.json)
-    printf("%10s %-10s %-8s %8s %11s %9s %7s\n", "size", "routine", "stores", "iters",
-           "probe(us)", "ns/line", "ratio");
+    printf("%10s %-13s %-8s %8s %11s %9s %7s %11s %7s\n", "size", "routine", "stores", "iters",
+           "probe(us)", "ns/line", "ratio", "idle(us)", "vs_idle");
 
   for (uint32_t k = 0; k < perf_opt.nsizes; k++) {
     size_t size = (size_t)perf_opt.sizes[k];
     uint64_t n = perf_opt.iters ? perf_opt.iters : (1ull << 30) / size;
     n = perf_opt.iters ? n : n < 15 ? 15 : n > 501 ? 501 : n;
     free(samples);
-    samples = malloc(n * nwho * sizeof *samples);
+    samples = malloc(2 * n * nwho * sizeof *samples);
     if (!samples)
       perf_die("out of memory");
     progress("cachepollution", "", size, 0, false);
     for (size_t w = 1; w < nwho; w++) /* first touch of dst by each routine */
       if (who[w])
         who[w]->fn(dst, src, size);
+    double *idle = samples + n * nwho; /* per participant, after idling */
     for (uint64_t s = 0; s < n; s++)
       for (size_t w = 0; w < nwho; w++) {
         warm(pb, probe);
+        double t0 = now();
         if (who[w])
           who[w]->fn(dst, src, size);
         else if (w && w == offl)
           helper_copy(&h, dst, src, size);
+        double took = now() - t0;
         samples[w * n + s] = probe_pass(pb, order, nlines);
+        warm(pb, probe);
+        idle_for(w ? took : 0);
+        idle[w * n + s] = probe_pass(pb, order, nlines);
       }
     double base = median(samples, n) * 1e6;
     for (size_t w = 0; w < nwho; w++) {
       double us = w ? median(samples + w * n, n) * 1e6 : base;
       double ratio = base > 0 ? us / base : 0;
+      double ius = median(idle + w * n, n) * 1e6;
+      double ratio_idle = ius > 0 ? us / ius : 0;
       const char *name = who[w] ? who[w]->name : w && w == offl ? "offload" : "none";
       const char *stores = !who[w] ? (w && w == offl ? "core2" : "-") : who[w]->nontemporal ? "nt" : "regular";
       if (perf_opt.json) {
         json_head("cachepollution", 1, size, n, us, 0, name);
         printf(",\"stores\":\"%s\",\"baseline_us\":%.3f,\"ratio\":%.4f,\"ns_per_line\":%.3f"
-               ",\"probe_bytes\":%zu}\n", stores, base, ratio, us * 1e3 / (double)nlines,
-               probe);
+               ",\"probe_bytes\":%zu,\"idle_us\":%.3f,\"ratio_idle\":%.4f}\n", stores, base, ratio,
+               us * 1e3 / (double)nlines, probe, ius, ratio_idle);
       } else {
-        printf("%10s %-10s %-8s %8" PRIu64 " %11.3f %9.3f %7.3f\n",
+        printf("%10s %-13s %-8s %8" PRIu64 " %11.3f %9.3f %7.3f %11.3f %7.3f\n",
                human_size(size, hs, sizeof hs), name, stores, n, us,
-               us * 1e3 / (double)nlines, ratio);
+               us * 1e3 / (double)nlines, ratio, ius, ratio_idle);
       }
     }
     fflush(stdout);
