@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "fmx.h"
@@ -40,6 +41,47 @@ static void *worker(void *arg) {
     while (!res) CHECK_EQ(fmx_wait(a, &sr, 10000, &st, &res), FMX_SUCCESS);
   }
   return NULL;
+}
+
+static void *close_soon(void *arg) {
+  struct timespec ts = {0, 2000000};
+  nanosleep(&ts, NULL);
+  CHECK_EQ(fmx_close_endpoint(*(fmx_endpoint_t *)arg), FMX_SUCCESS);
+  return NULL;
+}
+
+/* The sending endpoint closes (another thread) mid-transfer while a thread
+ * waits on the receiving endpoint, which makes progress on the sender
+ * meanwhile: the receive completes (whole, or with the close's error),
+ * nothing hangs, and the sanitizers see no access to the freed endpoint. */
+static void close_sender_mid_transfer(void) {
+  fmx_endpoint_t c, d;
+  fmx_endpoint_addr_t c_to_d;
+  uint32_t ed;
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 44, NULL, 0, &c), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 45, NULL, 0, &d), FMX_SUCCESS);
+  fmx_get_info(d, FMX_INFO_ENDPOINT_ID, NULL, 0, &ed, sizeof ed);
+  CHECK_EQ(fmx_connect(c, FMX_ANY_NIC, ed, 45, 5000, &c_to_d), FMX_SUCCESS);
+  size_t len = 32u << 20;
+  uint8_t *out = malloc(len), *in = malloc(len);
+  CHECK(out && in);
+  memset(out, 0x5a, len);
+  fmx_seg_t so = {out, len}, si = {in, len};
+  fmx_request_t sr, rr;
+  CHECK_EQ(fmx_irecv(d, &si, 1, 7, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_isend(c, &so, 1, c_to_d, 7, NULL, &sr), FMX_SUCCESS);
+  pthread_t t;
+  pthread_create(&t, NULL, close_soon, &c);
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_wait(d, &rr, 20000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK(st.code == FMX_SUCCESS || st.code == FMX_REMOTE_ENDPOINT_CLOSED);
+  if (st.code == FMX_SUCCESS) CHECK(st.xfer_length == len && memcmp(in, out, len) == 0);
+  pthread_join(t, NULL);
+  CHECK_EQ(fmx_close_endpoint(d), FMX_SUCCESS);
+  free(out);
+  free(in);
 }
 
 static void run(const char *engine) {
@@ -92,6 +134,7 @@ static void run(const char *engine) {
   }
   CHECK_EQ(res, 1);
   CHECK(st.code == FMX_REMOTE_ENDPOINT_CLOSED);
+  close_sender_mid_transfer();
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
 }
 
