@@ -453,7 +453,11 @@ void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
 }
 
 void offload_forget_ep(struct fmx_endpoint *ep) {
-  if (!ep->watch_node.next) return; /* never initialised: nothing listed */
+  /* Under the pool's lock: unlisting a neighbour rewrites our links. */
+  pthread_mutex_lock(&pool_mu);
+  int listed_ever = ep->watch_node.next != NULL;
+  pthread_mutex_unlock(&pool_mu);
+  if (!listed_ever) return; /* never initialised: nothing listed */
   unlist(ep);
   /* Channel 0 may be asleep on it or in its progress: wake it, wait. */
   while (__atomic_load_n(&ep->watch_refs, __ATOMIC_ACQUIRE)) {
