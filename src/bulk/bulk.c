@@ -132,8 +132,8 @@ static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct par
   return &bulk_cma;
 }
 
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload,
-                                          int *adapt) {
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mapped,
+                                          int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
   *offload = 0;
   if (adapt) *adapt = 0;
@@ -159,9 +159,12 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     }
     int may_offload = off >= 0 && usable[off] && !offload_in_wait;
     if (off >= 0) usable[off] = 0;
-    int i = bulk_cost_pick(p->cost, usable, n, len);
-    e = i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
-    if (i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold && !p->same_process) {
+    /* The sender's buffer mapped here: one copy by plain loads and stores,
+     * by whoever is in fmx (coop through the mapping, shm/xmem.h). No
+     * engine measured without a mapping competes with that. */
+    int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
+    e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
+    if (!mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold && !p->same_process) {
       /* Nothing measured offline: measure online, starting from the
        * topology's suggestion (adapt.c). Not from the offload switch on:
        * there every engine streams from memory, the topology's rule holds
@@ -173,7 +176,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
       e = adapt_pick(ep, p, len, usable, n, e);
       *adapt = 1;
     }
-    if (may_offload && p->cost[off].n) {
+    if (may_offload && p->cost[off].n && !mapped) {
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
       if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {
         *offload = OFFLOAD_AWAY;
@@ -186,7 +189,8 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     }
   }
   if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = OFFLOAD_NOW;
-  if (!e->usable(ep, p)) {
+  /* Through a mapping coop and cma need no CMA rights. */
+  if (!(mapped && (e == &bulk_coop || e == &bulk_cma)) && !e->usable(ep, p)) {
     if (e != &bulk_ring) {
       CNT(ep, BULK_FALLBACK);
       log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,
@@ -230,6 +234,36 @@ ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const 
     if (got < 0) return got;
     if ((uint64_t)got < n) return -EFAULT;
     moved += n;
+  }
+  return (ssize_t)moved;
+}
+
+ssize_t bulk_remote_range(const struct xmem_map *m, pid_t pid, int write, const struct fmx_request *r,
+                          const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len) {
+  if (!m) return bulk_cma_range(pid, write, r, remote, nremote, off, len);
+  copy_fn fn = bulk_copy_fn(r->want);
+  struct iovec l[CMA_IOV], rm[CMA_IOV];
+  uint64_t moved = 0;
+  while (moved < len) {
+    int nl = bulk_iov_local(r, off + moved, len - moved, l, CMA_IOV);
+    int nr = bulk_iov_remote(remote, nremote, off + moved, len - moved, rm, CMA_IOV);
+    uint64_t step = 0, ao = 0, bo = 0;
+    for (int a = 0, b = 0; a < nl && b < nr;) {
+      uint64_t n = l[a].iov_len - ao < rm[b].iov_len - bo ? l[a].iov_len - ao : rm[b].iov_len - bo;
+      /* Checked per piece: the peer may rewrite segments in shared memory. */
+      uint8_t *there = xmem_at(m, (uint64_t)(uintptr_t)rm[b].iov_base + bo, n);
+      if (!there) return -EFAULT;
+      uint8_t *here = (uint8_t *)l[a].iov_base + ao;
+      if (write)
+        fn(there, here, n);
+      else
+        fn(here, there, n);
+      step += n;
+      if ((ao += n) == l[a].iov_len) a++, ao = 0;
+      if ((bo += n) == rm[b].iov_len) b++, bo = 0;
+    }
+    if (step == 0) return -EFAULT; /* segments shorter than announced */
+    moved += step;
   }
   return (ssize_t)moved;
 }

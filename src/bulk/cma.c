@@ -64,7 +64,7 @@ static int cma_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_c
  * engine's offload step (an offload channel pulling). */
 static int cma_pull(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
   uint64_t len = r->want - *done < fmx_cfg.chunk_max ? r->want - *done : fmx_cfg.chunk_max;
-  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, *done, len);
+  ssize_t n = bulk_remote_range(r->xsrc, r->partner->pid, 0, r, r->rsegs, r->nrseg, *done, len);
   if (n < 0) return -bulk_cma_error(n);
   *done += len;
   *moved = len;

@@ -37,6 +37,7 @@ static int coop_probe(char *reason, size_t len) {
   return bulk_cma.probe(reason, len);
 }
 
+/* (Through a mapped fmx_mem_alloc region bulk_select takes it without CMA.) */
 static int coop_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_cfg.cma && p->cma_ok && !p->is_self; }
 
 /* [off, off + len) of stripe k; len 0 past the end. */
@@ -96,6 +97,9 @@ static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
     a->segs[i].addr = (uint64_t)(uintptr_t)r->segs[i].ptr;
     a->segs[i].len = r->segs[i].len;
   }
+  struct xmem_ref ref = {0};
+  if (!(fmx_cfg.xmem && xmem_find(r->segs, r->nseg, &ref))) ref.len = 0;
+  xmem_to_wire(&ref, a->xmem);
   __atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->error, 0, __ATOMIC_RELAXED);
   /* Everything above before the counter that opens the transfer. */
@@ -130,7 +134,7 @@ static uint64_t pull_stripe(struct fmx_request *r, uint64_t *moved) {
   if (k < 0) return 0;
   uint64_t off, len;
   stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
-  ssize_t n = bulk_cma_range(r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+  ssize_t n = bulk_remote_range(r->xsrc, r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
   if (n < 0) fail(a, bulk_cma_error(n));
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   *moved = n > 0 ? (uint64_t)n : 0;
@@ -160,8 +164,13 @@ static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
  * the message. */
 static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   struct partner *p = s->partner;
-  if (!p->cma_ok || !fmx_cfg.cma) return BULK_DONE; /* we may not push: the receiver pulls alone */
   struct coop_area *a = p->chan[0]->tx_coop;
+  /* The receiver's buffer in its fmx_mem_alloc memory: map it and store
+   * straight into it (every piece is checked against the mapping). */
+  struct proto_seg xw[2] = {a->xmem[0], a->xmem[1]};
+  struct xmem_ref ref = xmem_from_wire(xw);
+  const struct xmem_map *dm = ref.len && a->sreq == req_id(s) ? xmem_map_peer(p, &ref) : NULL;
+  if (!dm && (!p->cma_ok || !fmx_cfg.cma)) return BULK_DONE; /* we may not push: the receiver pulls alone */
   uint64_t total = s->want;
   uint32_t nseg = __atomic_load_n(&a->nseg, __ATOMIC_RELAXED);
   uint64_t smax = a->stripe_max;
@@ -173,12 +182,13 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   stripe_range((uint64_t)k, smax, total, &off, &len);
   /* The segments stay in shared memory: a receiver that rewrites them under
    * us only moves where our own message lands in its memory. */
-  ssize_t n = bulk_cma_range(p->pid, 1, s, a->segs, nseg, off, len);
+  ssize_t n = bulk_remote_range(dm, p->pid, 1, s, a->segs, nseg, off, len);
   if (n < 0) fail(a, bulk_cma_error(n));
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   if (n > 0) {
     s->done += (uint64_t)n;
     ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
+    if (dm) ep->counters[CNT_XMEM_SEND_BYTES] += (uint64_t)n;
   }
   if (p->desc) ep_wake(p->desc); /* the receiver may wait for our stripe */
   return BULK_MORE;

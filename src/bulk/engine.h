@@ -95,8 +95,10 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 #define OFFLOAD_NOW 1
 #define OFFLOAD_AWAY 2
 /* *adapt (may be NULL) is set when adapt.c chose it: time the transfer. */
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int *offload,
-                                          int *adapt);
+/* mapped: the sender's buffer is mapped here (an fmx_mem_alloc region):
+ * auto then takes coop, which copies through the mapping. */
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mapped,
+                                          int *offload, int *adapt);
 
 /* Offload channels (offload.c). */
 /* Nonzero while this thread waits in ep_wait: it is idle and copies what it
@@ -158,6 +160,11 @@ copy_fn bulk_copy_fn(uint64_t msg_len);
  * bytes moved (len), or -errno; -EFAULT when a side's segments fall short. */
 ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
                        uint32_t nremote, uint64_t off, uint64_t len);
+/* The same, through m (the peer's fmx_mem_alloc region mapped here) when
+ * m is not NULL: plain copies with the message's copy routine; -EFAULT when
+ * a piece falls outside m. */
+ssize_t bulk_remote_range(const struct xmem_map *m, pid_t pid, int write, const struct fmx_request *r,
+                          const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len);
 /* The completion code for bulk_cma_range's -errno. */
 fmx_return_t bulk_cma_error(ssize_t err);
 /* iovecs covering [off, off+len) of the request's own segments. */

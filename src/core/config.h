@@ -14,6 +14,7 @@ struct fmx_config {
   uint64_t eager_frag;      /* FMX_EAGER_FRAG: fragment of a medium message */
   const char *bulk;         /* FMX_BULK: auto or an engine name */
   int cma;                  /* FMX_CMA */
+  int xmem;                 /* FMX_XMEM */
   int adapt;                /* FMX_ADAPT */
   uint64_t bulk_slots;      /* FMX_BULK_SLOTS: ring engine slots */
   uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */

@@ -34,7 +34,10 @@
   X(ADAPT_TRIES, "large receives moved by an engine FMX_ADAPT tried beside the one in use") \
   X(ADAPT_CHANGES, "engine changes by FMX_ADAPT (a peer's size class found a faster engine)") \
   X(SEND_MEDIUM, "eager sends in fragments (medium class, longer than FMX_EAGER_FRAG)")          \
-  X(RECV_MEDIUM, "eager messages received in fragments")
+  X(RECV_MEDIUM, "eager messages received in fragments")                    \
+  X(XMEM_RECV, "large receives copied straight from a peer's fmx_mem_alloc memory, mapped here") \
+  X(XMEM_SEND_BYTES, "bytes this side copied straight into a peer's mapped fmx_mem_alloc memory (coop)") \
+  X(XMEM_UNMAPPED, "fmx_mem_alloc regions a peer announced that could not be mapped here")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -251,6 +251,7 @@ static void ep_free(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     shm_transport.release(ep, ep->partners[i]);
     medium_reset(ep->partners[i]);
+    xmem_release(ep->partners[i]);
     free(ep->partners[i]);
   }
   free(ep->partners);

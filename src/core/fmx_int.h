@@ -13,6 +13,7 @@
 #include "core/match.h"
 #include "fmx.h"
 #include "proto/proto.h"
+#include "shm/xmem.h"
 
 struct channel;
 struct fmx_bulk_engine;
@@ -100,6 +101,7 @@ struct partner {
   char cma_reason[96];
   struct list_node outq;   /* records waiting for ring room, in order */
   struct medium_rx medium[2]; /* per channel we poll */
+  struct xmem_cache *xmem;    /* its fmx_mem_alloc regions mapped here (shm/xmem.c) */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
 };
@@ -157,6 +159,8 @@ struct fmx_request {
   uint64_t adapt_ns;      /* when it was matched (REQ_F_ADAPT) */
   uint64_t adapt_seq;     /* ep->rndv_starts then */
   uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
+  const struct xmem_map *xsrc; /* receiver: the sender's region holding rsegs, mapped here; NULL: cma */
+  struct xmem_ref xref;   /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct offload_job *job; /* the offload channel's job moving it, or NULL */
   struct list_node bnode; /* ep->bulk list */
   uint64_t deadline_ns;

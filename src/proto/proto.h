@@ -15,6 +15,9 @@
  *          len = its bytes. Nothing else comes between two fragments.
  *   RTS    rendezvous request: match, msg_len, sreq = sender request id,
  *          nseg = sender segments; payload = nseg x {u64 addr, u64 len}.
+ *          flags & PROTO_F_XMEM: the segments lie in one fmx_mem_alloc
+ *          region, announced by 2 more {u64, u64}: {fd, inode}, {base, len}
+ *          (shm/xmem.h); the receiver may map it and copy directly.
  *   CTS    receiver -> sender, ring and coop engines: sreq, rreq, msg_len =
  *          bytes wanted (already truncated to the receive buffer); flags &
  *          PROTO_F_COOP: the coop engine (the transfer is published in the
@@ -50,6 +53,7 @@ enum proto_type {
 #define PROTO_F_ERROR 0x02
 #define PROTO_F_COOP 0x04 /* CTS: join the coop transfer published in the channel */
 #define PROTO_F_VMSPLICE 0x08 /* CTS: push the message into the channel's pipe (vmsplice engine) */
+#define PROTO_F_XMEM 0x10 /* RTS: its segments lie in one fmx_mem_alloc region, announced after them */
 
 struct proto_hdr {
   uint8_t type;     /* 0: enum proto_type */

@@ -49,7 +49,7 @@ void medium_reset(struct partner *p);
 
 /* rndv.c */
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
-                     uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg);
+                     uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags);
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 /* Bounded work on every transfer in progress. */

@@ -86,20 +86,22 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
       return;
     }
     case PROTO_RTS: {
-      if (h->nseg > FMX_MAX_SEGMENTS || h->len != h->nseg * sizeof(struct proto_seg)) goto bad;
+      if (h->nseg > FMX_MAX_SEGMENTS ||
+          h->len != (h->nseg + (h->flags & PROTO_F_XMEM ? 2u : 0u)) * sizeof(struct proto_seg))
+        goto bad;
       struct fmx_request *r = match_take_posted(&ep->mq, h->match);
       if (!r) {
         queue_unexpected(ep, p, ch, h, payload);
         return;
       }
-      struct proto_seg *segs = h->nseg ? malloc(h->len) : NULL;
-      if (h->nseg && !segs) {
+      struct proto_seg *segs = h->len ? malloc(h->len) : NULL;
+      if (h->len && !segs) {
         req_complete(ep, r, FMX_NO_RESOURCES);
         return;
       }
-      if (h->nseg) memcpy(segs, payload, h->len);
+      if (h->len) memcpy(segs, payload, h->len);
       proto_fill_status(r, p, h->match, h->msg_len);
-      rndv_recv_start(ep, r, p, ch, h->msg_len, h->sreq, segs, h->nseg);
+      rndv_recv_start(ep, r, p, ch, h->msg_len, h->sreq, segs, h->nseg, h->flags);
       return;
     }
     case PROTO_CTS:
@@ -138,7 +140,7 @@ void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
     if (u->partner->state != PARTNER_ALIVE) {
       req_complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     } else {
-      rndv_recv_start(ep, r, u->partner, u->chan, u->msg_len, u->sreq, u->data, u->nseg);
+      rndv_recv_start(ep, r, u->partner, u->chan, u->msg_len, u->sreq, u->data, u->nseg, u->flags);
       u->data = NULL; /* now owned by the request */
     }
   }

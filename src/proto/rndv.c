@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
@@ -29,6 +30,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
     snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->engine->name,
              r->flags & REQ_F_OFFLOADED ? "+offload" : "");
     ep->counters[r->engine->cnt_msgs]++;
+    if (r->xsrc) CNT(ep, XMEM_RECV);
     adapt_record(ep, r);
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
@@ -39,7 +41,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
 }
 
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
-                     uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg) {
+                     uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags) {
   CNT(ep, RECV_RNDV);
   offload_unwatch(ep, r);
   r->state = REQ_MATCHED;
@@ -54,16 +56,27 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
+  /* From the sender's fmx_mem_alloc memory: map it, and every segment must
+   * lie inside what it announced. */
+  r->xsrc = NULL;
+  int bad = total != msg_len;
+  if (flags & PROTO_F_XMEM) {
+    struct xmem_ref ref = xmem_from_wire(segs + nseg);
+    const struct xmem_map *m = xmem_map_peer(p, &ref);
+    if (!m && fmx_cfg.xmem) CNT(ep, XMEM_UNMAPPED);
+    if (m && !xmem_covers(m, segs, nseg)) bad = 1;
+    else r->xsrc = m;
+  }
   int offload = 0, adapt = 0;
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
   int alone = list_empty(&ep->bulk);
-  r->engine = bulk_select(ep, p, r->want, &offload, &adapt);
+  r->engine = bulk_select(ep, p, r->want, r->xsrc != NULL, &offload, &adapt);
   r->adapt_seq = ++ep->rndv_starts;
   if (adapt && alone && !offload) { /* its flags start clear (req_alloc) */
     r->flags |= REQ_F_ADAPT;
     r->adapt_ns = sys_now_ns();
   }
-  if (total != msg_len) {
+  if (bad) {
     CNT(ep, BAD_PACKET);
     recv_finish(ep, r, FMX_MESSAGE_ABORTED);
     return;

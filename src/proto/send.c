@@ -66,7 +66,7 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_re
 static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
   struct fmx_request *r = o->req;
   struct iovec iov[FMX_MAX_SEGMENTS];
-  struct proto_seg segs[FMX_MAX_SEGMENTS];
+  struct proto_seg segs[FMX_MAX_SEGMENTS + 2]; /* + an fmx_mem_alloc region */
   int n = 0;
   iov[0] = (struct iovec){NULL, 0};
   uint64_t frag = frag_size(p);
@@ -80,7 +80,8 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
     } else if (r && o->hdr.type == PROTO_RTS) {
       for (uint32_t i = 0; i < r->nseg; i++)
         segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
-      iov[0] = (struct iovec){segs, r->nseg * sizeof *segs};
+      if (o->hdr.flags & PROTO_F_XMEM) xmem_to_wire(&r->xref, segs + r->nseg);
+      iov[0] = (struct iovec){segs, o->hdr.len};
       n = 1;
     }
     if (shm_transport.push(ep, p, &o->hdr, iov, n) < 0) return 0;
@@ -145,6 +146,12 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
     o->hdr.flags = (r->flags & REQ_F_SYNC) ? PROTO_F_SYNC : 0;
     o->hdr.nseg = (uint16_t)r->nseg;
     o->hdr.len = (uint32_t)(r->nseg * sizeof(struct proto_seg));
+    /* From fmx_mem_alloc memory: the receiver may map it (shm/xmem.h). */
+    r->xref.len = 0;
+    if (fmx_cfg.xmem && !p->is_self && xmem_find(r->segs, r->nseg, &r->xref)) {
+      o->hdr.flags |= PROTO_F_XMEM;
+      o->hdr.len += 2 * sizeof(struct proto_seg);
+    }
     o->hdr.sreq = req_id(r);
     offload_watch(ep, r); /* channel 0 may take the CTS while the application computes */
   }

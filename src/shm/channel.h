@@ -20,7 +20,7 @@
 #include "shm/ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 2 /* 2: coop areas */
+#define CHAN_VERSION 3 /* 2: coop areas, 3: their xmem region */
 
 struct chan_hdr {
   uint32_t magic;
@@ -66,9 +66,13 @@ struct coop_area {
   uint32_t nseg;       /* receiver's segments below */
   uint32_t busy;       /* receiver's own flag: the area holds a transfer */
   uint8_t pad[8];
+  /* The receiver's fmx_mem_alloc region holding segs ({fd, inode}, {base,
+   * len}, shm/xmem.h), len 0 when none: the sender may map it and copy its
+   * stripes with plain stores. */
+  struct proto_seg xmem[2];
   struct proto_seg segs[COOP_MAX_SEGS];
 };
-_Static_assert(sizeof(struct coop_area) == 64 + 16 * COOP_MAX_SEGS, "coop area layout");
+_Static_assert(sizeof(struct coop_area) == 96 + 16 * COOP_MAX_SEGS, "coop area layout");
 
 struct bulk_slots {
   struct bulk_slot *hdr;

@@ -22,7 +22,7 @@ static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
   p.cpu = peer_cpu;
   p.cma_ok = cma_ok;
   int off = 0;
-  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, len, &off, NULL);
+  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, len, 0, &off, NULL);
   snprintf(name, sizeof name, "%s%s", e->name, off ? "+offload" : "");
   return name;
 }

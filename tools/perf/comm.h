@@ -49,6 +49,10 @@ struct perf_comm {
   /* The engine that moved the last receive of `size` bytes ("eager", "cma",
    * ... for fmx; "mpi" for MPI). */
   void (*engine)(struct perf_comm *c, uint64_t size, char *out, size_t len);
+  /* Buffer memory (fmx_perf --mem fmx: fmx_mem_alloc); NULL: posix_memalign
+   * and free. */
+  void *(*alloc)(size_t len);
+  void (*release)(void *p);
   void *priv;
 };
 

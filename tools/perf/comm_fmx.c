@@ -97,6 +97,18 @@ static void f_engine(struct perf_comm *c, uint64_t size, char *out, size_t len)
   out[len - 1] = '\0';
 }
 
+/* --mem fmx: message buffers that peers map (one copy, no kernel). */
+static void *mem_alloc(size_t len)
+{
+  void *p = NULL;
+  return fmx_mem_alloc(len, &p) == FMX_SUCCESS ? p : NULL;
+}
+
+static void mem_release(void *p)
+{
+  check(fmx_mem_free(p), "fmx_mem_free");
+}
+
 static void connect_peer(fmx_endpoint_t ep, uint32_t peer_eid, fmx_endpoint_addr_t *addr)
 {
   double deadline = now() + perf_opt.timeout_ms / 1000.0;
@@ -173,8 +185,13 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
       n += snprintf(cores + n, sizeof cores - (size_t)n, "%s%d", i ? "," : "",
                     perf_opt.cores[i]);
   }
-  snprintf(c->desc, sizeof c->desc, "%s; rendezvous from %s; FMX_BULK=%s", cores,
-           human_size(f->rndv, hs, sizeof hs), perf_opt.engine ? perf_opt.engine : "(auto)");
+  snprintf(c->desc, sizeof c->desc, "%s; rendezvous from %s; FMX_BULK=%s%s", cores,
+           human_size(f->rndv, hs, sizeof hs), perf_opt.engine ? perf_opt.engine : "(auto)",
+           perf_opt.mem_fmx ? "; buffers from fmx_mem_alloc" : "");
+  if (perf_opt.mem_fmx) {
+    c->alloc = mem_alloc;
+    c->release = mem_release;
+  }
 }
 
 void comm_fmx_close(struct perf_comm *c)

@@ -99,10 +99,16 @@ static uint64_t default_iters(uint64_t size)
   return it < 20 ? 20 : it > 10000 ? 10000 : it;
 }
 
+static struct perf_comm *g_comm; /* whose alloc/release the buffers use */
+
 static void *alloc_buf(size_t len)
 {
   void *p = NULL;
-  if (posix_memalign(&p, 4096, len ? len : 64) != 0)
+  if (g_comm && g_comm->alloc)
+    p = g_comm->alloc(len ? len : 64);
+  else if (posix_memalign(&p, 4096, len ? len : 64) != 0)
+    p = NULL;
+  if (!p)
     perf_die("cannot allocate %zu bytes", len);
   memset(p, 0, len ? len : 64); /* fault the pages in before timing */
   return p;
@@ -486,16 +492,24 @@ static void alloc_bufs(struct perf_comm *c, const struct perf_config *cfg, struc
   }
 }
 
+static void free_buf(void *p)
+{
+  if (g_comm && g_comm->release)
+    g_comm->release(p);
+  else
+    free(p);
+}
+
 static void free_bufs(struct bufs *b)
 {
   for (uint32_t j = 0; j < b->sslots; j++)
-    free(b->sbuf[j]);
+    free_buf(b->sbuf[j]);
   for (uint32_t j = 0; j < b->rslots; j++)
-    free(b->rbuf[j]);
+    free_buf(b->rbuf[j]);
   free(b->sbuf);
   free(b->rbuf);
-  free(b->a2a_s);
-  free(b->a2a_r);
+  free_buf(b->a2a_s);
+  free_buf(b->a2a_r);
   free(b->reqs);
 }
 
@@ -579,6 +593,7 @@ int perf_run(struct perf_comm *c)
   if (c->size < 2)
     perf_die("needs at least 2 ranks (got %d)", c->size);
   share_config(c, &cfg);
+  g_comm = c;
   alloc_bufs(c, &cfg, &b);
   if (c->rank == 0)
     print_header(c, &cfg);

@@ -37,6 +37,7 @@ struct perf_opts {
   bool native;
   /* native only */
   const char *engine;
+  bool mem_fmx; /* --mem fmx: buffers from fmx_mem_alloc */
   int np;
   int cores[PERF_MAX_NP];
   int ncores;

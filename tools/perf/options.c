@@ -82,6 +82,9 @@ static void usage(FILE *f, bool native)
     fprintf(f,
             "  --np N           ranks (default 2; alltoall: every allowed core, at least 2)\n"
             "  --engine NAME    force the bulk engine (sets FMX_BULK=NAME in every rank)\n"
+            "  --mem fmx|malloc where the message buffers come from (default malloc):\n"
+            "                   fmx_mem_alloc memory is mapped by peers, so large\n"
+            "                   messages are copied once with plain loads and stores\n"
             "  --cores LIST     pin rank i to the i-th core of the list, round robin\n"
             "                   (default: the allowed cores in order)\n"
             "  --no-spawn       run one rank by hand; needs --rank; rank r opens endpoint\n"
@@ -191,7 +194,7 @@ static void check_native(void)
 
 /* getopt_long codes of the long options. */
 enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
-       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_HELP };
+       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_HELP };
 
 /* copylimit, cachepollution: one process, no ranks; refuse what has no
  * meaning there, default the sizes and the cores. */
@@ -200,7 +203,7 @@ static void check_copy(uint32_t given)
   static const struct { int opt; const char *name; } refused[] = {
       {O_WINDOW, "--window"}, {O_ENGINE, "--engine"}, {O_TIMEOUT, "--timeout"},
       {O_NOSPAWN, "--no-spawn"}, {O_RANK, "--rank"}, {O_EID, "--endpoint-id"},
-      {O_NP, "--np"}};
+      {O_NP, "--np"}, {O_MEM, "--mem"}};
   const char *mode = perf_opt.kernel == PERF_COPYLIMIT ? "copylimit" : "cachepollution";
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (given & (1u << (refused[i].opt - O_SIZES)))
@@ -234,7 +237,8 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {"cores", required_argument, 0, O_CORES},   {"timeout", required_argument, 0, O_TIMEOUT},
       {"quiet", no_argument, 0, O_QUIET},         {"no-spawn", no_argument, 0, O_NOSPAWN},
       {"rank", required_argument, 0, O_RANK},     {"endpoint-id", required_argument, 0, O_EID},
-      {"np", required_argument, 0, O_NP},         {"help", no_argument, 0, O_HELP},
+      {"np", required_argument, 0, O_NP},         {"mem", required_argument, 0, O_MEM},
+      {"help", no_argument, 0, O_HELP},
       {0, 0, 0, 0}};
   static const char *const kernels[] = {[PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw",
                                         [PERF_ALLTOALL] = "alltoall",
@@ -263,7 +267,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   int c;
   while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
     if (!native && (c == O_ENGINE || c == O_CORES || c == O_NOSPAWN || c == O_RANK ||
-                    c == O_EID || c == O_NP))
+                    c == O_EID || c == O_NP || c == O_MEM))
       usage_error("option '%s' is fmx_perf's; under MPI, mpirun sets ranks and binding",
                   argv[optind - 1]);
     if (c >= O_SIZES && c <= O_HELP)
@@ -290,6 +294,11 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     case O_RANK: perf_opt.rank = (int)parse_int("--rank", optarg, 0, PERF_MAX_NP - 1); break;
     case O_EID: perf_opt.endpoint_id = parse_int("--endpoint-id", optarg, 0, 0x7ffffffe); break;
     case O_NP: perf_opt.np = (int)parse_int("--np", optarg, 2, PERF_MAX_NP); break;
+    case O_MEM:
+      if (strcmp(optarg, "fmx") && strcmp(optarg, "malloc"))
+        usage_error("--mem: want fmx or malloc (got '%s')", optarg);
+      perf_opt.mem_fmx = !strcmp(optarg, "fmx");
+      break;
     case 'h':
     case O_HELP: usage(stdout, native); exit(0);
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
