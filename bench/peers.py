@@ -164,6 +164,22 @@ class FmxTuned(Fmx):
         return argv, env
 
 
+class FmxMem(Fmx):
+    """Auto with the message buffers from fmx_mem_alloc (MPI_Alloc_mem's
+    counterpart): peers map them, so large messages are copied once with
+    plain loads and stores (coop through the mapping, shm/xmem.h)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.name = "fmx-mem"
+        self.label = "fmx (auto, fmx_mem_alloc buffers)"
+        self.note = "fmx_perf --mem fmx; compare with the MPI lines run with MPI_Alloc_mem buffers"
+
+    def command(self, kernel, sizes, iters):
+        argv, env = super().command(kernel, sizes, iters)
+        return argv + ["--mem", "fmx"], env
+
+
 class FmxRule(Fmx):
     """Auto without the receiver's own measurement (FMX_ADAPT=0): the
     topology's rule alone, what "auto" was before adapt."""
@@ -218,9 +234,10 @@ class OpenMPI(Config):
     mca = []          # extra mpirun arguments
     env = {}
 
-    def __init__(self, ctx, name, label, args, note=""):
+    def __init__(self, ctx, name, label, args, note="", perf_args=()):
         super().__init__(ctx)
         self.name, self.label, self.mca, self.note = name, label, list(args), note
+        self.perf_args = list(perf_args)
 
     def prepare(self):
         if not shutil.which("mpirun.openmpi") or not shutil.which("mpicc.openmpi"):
@@ -233,7 +250,7 @@ class OpenMPI(Config):
         if os.geteuid() == 0:
             argv.append("--allow-run-as-root")
         argv += self.mca + [self.exe, kernel, "--sizes", ",".join(map(str, sizes)),
-                            "--json", "--quiet"] + _iters_args(iters)
+                            "--json", "--quiet"] + _iters_args(iters) + self.perf_args
         return argv, {}
 
 
@@ -544,6 +561,16 @@ class ImpiPerf(Config):
         return argv, impi_env(venv)
 
 
+class ImpiPerfMem(ImpiPerf):
+    name = "impi-mem"
+    label = "Intel MPI (fmx_perf_mpi, MPI_Alloc_mem buffers)"
+    note = "Intel MPI's own shared memory, the fmx_perf kernels, buffers from MPI_Alloc_mem (--mem mpi)"
+
+    def command(self, kernel, sizes, iters):
+        argv, env = super().command(kernel, sizes, iters)
+        return argv + ["--mem", "mpi"], env
+
+
 # ------------------------------------------------------- raw CMA (reference)
 class CmaRaw(Config):
     """bench/cma_raw.c: back-to-back process_vm_readv between two pinned
@@ -586,12 +613,14 @@ class CmaRaw(Config):
 # ------------------------------------------------------------------ list
 def configurations(ctx):
     """Every configuration, in run order (fmx first)."""
-    cfgs = [Fmx(ctx), FmxRule(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
+    cfgs = [Fmx(ctx), FmxMem(ctx), FmxRule(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
     ucx_any = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
                "--mca", "pml_ucx_devices", "any"]
     cfgs += [
         OpenMPI(ctx, "ompi-vader", "Open MPI vader (CMA single copy)", [],
                 "default shared memory BTL"),
+        OpenMPI(ctx, "ompi-vader-mem", "Open MPI vader (CMA), MPI_Alloc_mem buffers", [],
+                "default shared memory BTL, fmx_perf_mpi --mem mpi", ["--mem", "mpi"]),
         OpenMPI(ctx, "ompi-vader-2copy", "Open MPI vader two-copy",
                 ["--mca", "btl_vader_single_copy_mechanism", "none"]),
         OpenMPI(ctx, "ompi-ucx", "Open MPI over UCX", ucx_any,
@@ -615,6 +644,7 @@ def configurations(ctx):
         FiPingpong(ctx),
         ImpiImb(ctx),
         ImpiPerf(ctx),
+        ImpiPerfMem(ctx),
         FmxFi(ctx),
     ]
     return cfgs

@@ -138,6 +138,7 @@ def test_cachepollution_table():
     ["copylimit", "--window", "4"],
     ["copylimit", "--no-spawn", "--rank", "0"],
     ["copylimit", "--timeout", "5"],
+    ["cachepollution", "--mem", "fmx"],
     ["copylimit", "--sizes", "0"],
     ["copylimit", "--sizes", "2G"],
     ["copylimit", "--cores", "99999"],

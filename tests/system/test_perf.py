@@ -61,6 +61,20 @@ def test_vmsplice_engine(kernel, env):
     assert all(r["engine"] in ({"vmsplice"} if kernel[0] == "pingpong" else {"vmsplice", "ring"}) for r in rows)
 
 
+@pytest.mark.parametrize("kernel", [["pingpong"], ["bw", "--window", "4"], ["alltoall", "--np", "3"]])
+@pytest.mark.parametrize("engine", ["auto", "cma", "coop", "ring", "offload"])
+def test_fmx_mem_buffers_every_engine(kernel, engine):
+    """Buffers from fmx_mem_alloc (--mem fmx): every byte arrives with every
+    engine; auto takes coop, which copies through the peer's mapped memory."""
+    args = kernel + ["--mem", "fmx", "--sizes", "0,100K,1000001,5M", "--iters", "4", "--verify"]
+    if engine != "auto":
+        args += ["--engine", engine]
+    rows = rows_of(perf(*args))
+    assert [r["size"] for r in rows] == [0, 102400, 1000001, 5 << 20]
+    if engine == "auto" and kernel[0] != "alltoall":
+        assert rows[-1]["engine"] == "coop"
+
+
 def test_overlap_reports_both_sides():
     rows = rows_of(perf("overlap", "--sizes", "4K,1M", "--iters", "10"))
     for r in rows:
@@ -91,6 +105,7 @@ def test_table_output_and_progress_line():
     ["pingpong", "--sizes", "1,,x"],
     ["pingpong", "--rank", "0"],
     ["pingpong", "--no-spawn", "--rank", "2"],
+    ["pingpong", "--mem", "huge"],
 ])
 def test_bad_input_is_a_usage_error(args):
     p = run([os.path.join(BUILD, "fmx_perf")] + args)

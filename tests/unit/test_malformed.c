@@ -109,6 +109,58 @@ int main(void) {
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
 
+  /* 3c. fmx_mem_alloc regions announced by an RTS (PROTO_F_XMEM, shm/xmem.h):
+   *  - the flag without room for the region in the payload: dropped;
+   *  - a region that cannot be mapped (no such fd; a wrong inode): counted,
+   *    and cma moves the message from the segments as without a region;
+   *  - a region that does not hold the segments: the receive fails, nothing
+   *    lands past its buffer. */
+  uint8_t *reg;
+  CHECK_EQ(fmx_mem_alloc(1 << 20, (void **)&reg), FMX_SUCCESS);
+  memset(reg, 0x33, 1 << 20);
+  fmx_seg_t regseg = {reg, 1 << 20};
+  struct xmem_ref ref;
+  CHECK_EQ(xmem_find(&regseg, 1, &ref), 1);
+  struct proto_seg xp[3] = {{(uint64_t)(uintptr_t)reg, 1 << 20}};
+  uint64_t badx = counter(b, CNT_BAD_PACKET);
+  h = (struct proto_hdr){.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp[0],
+                         .msg_len = 1 << 20, .match = 5, .sreq = 0x44ull << 32};
+  inject(&h, xp);
+  progress_b();
+  CHECK_EQ(counter(b, CNT_BAD_PACKET) - badx, 1);
+  for (int bad_ino = 0; bad_ino < 2; bad_ino++) {
+    struct xmem_ref wrong = ref;
+    if (bad_ino)
+      wrong.ino++;
+    else
+      wrong.fd = 999999;
+    xp[0] = (struct proto_seg){(uint64_t)(uintptr_t)reg, 1 << 20};
+    xmem_to_wire(&wrong, xp + 1);
+    h = (struct proto_hdr){.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
+                           .msg_len = 1 << 20, .match = 7, .sreq = (0x46ull + (uint64_t)bad_ino) << 32};
+    uint64_t unmapped = counter(b, CNT_XMEM_UNMAPPED), mapped = counter(b, CNT_XMEM_RECV);
+    memset(rbuf, 0, sizeof rbuf);
+    CHECK_EQ(fmx_irecv(b, &rs, 1, 7, ~0ull, NULL, &rr), FMX_SUCCESS);
+    inject(&h, xp);
+    st = wait_done(b, &rr);
+    CHECK_EQ(st.code, FMX_SUCCESS);
+    CHECK_EQ(counter(b, CNT_XMEM_UNMAPPED) - unmapped, 1);
+    CHECK_EQ(counter(b, CNT_XMEM_RECV), mapped);
+    for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ((uint8_t)rbuf[i], 0x33);
+  }
+  static char outside[1 << 20];
+  xp[0] = (struct proto_seg){(uint64_t)(uintptr_t)outside, sizeof outside};
+  xmem_to_wire(&ref, xp + 1);
+  h = (struct proto_hdr){.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
+                         .msg_len = 1 << 20, .match = 6, .sreq = 0x45ull << 32};
+  memset(rbuf, 0x5a, sizeof rbuf);
+  CHECK_EQ(fmx_irecv(b, &rs, 1, 6, ~0ull, NULL, &rr), FMX_SUCCESS);
+  inject(&h, xp);
+  st = wait_done(b, &rr);
+  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+  CHECK_EQ(counter(b, CNT_BAD_PACKET) - badx, 2);
+  for (size_t i = 1 << 20; i < sizeof rbuf; i++) CHECK_EQ(rbuf[i], 0x5a);
+
   /* 3b. Medium messages (eager in fragments, proto/medium.c):
    *  - a FRAG with no message in flight;
    *  - a fragment at the wrong offset: the receive it continues fails and
@@ -207,6 +259,37 @@ int main(void) {
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+
+  /* 4b. The same with a region announced in the area (a's own
+   *     fmx_mem_alloc memory, which b maps): a destination outside it is
+   *     never written; b's stripe fails and says so. */
+  CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);
+  sreq = (struct fmx_request *)sr;
+  gen = 78;
+  memset(area, 0, sizeof *area);
+  area->sreq = req_id(sreq);
+  area->total = sizeof big;
+  area->stripe_max = 4096;
+  area->nseg = 1;
+  area->segs[0].addr = (uint64_t)(uintptr_t)outside;
+  area->segs[0].len = sizeof big;
+  xmem_to_wire(&ref, area->xmem);
+  memset(outside, 0x11, sizeof outside);
+  memset(reg, 0x22, 1 << 20);
+  __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
+  cts.sreq = req_id(sreq);
+  cts.match = gen;
+  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &cts, &none, 0), 0);
+  for (int i = 0; i < 10; i++) fmx_progress(b);
+  CHECK_EQ(area->error, FMX_MESSAGE_ABORTED);
+  for (size_t i = 0; i < sizeof outside; i++) CHECK_EQ(outside[i], 0x11);
+  for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ(reg[i], 0x22);
+  fin.sreq = req_id(sreq);
+  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &fin, &none, 0), 0);
+  CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
+  CHECK_EQ(fmx_mem_free(reg), FMX_SUCCESS);
 
   /* 5. An impossible record (unknown type) breaks the ring: b drops a,
    *    pending receives from a complete with an error, b keeps working. */

@@ -187,8 +187,8 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
   }
   snprintf(c->desc, sizeof c->desc, "%s; rendezvous from %s; FMX_BULK=%s%s", cores,
            human_size(f->rndv, hs, sizeof hs), perf_opt.engine ? perf_opt.engine : "(auto)",
-           perf_opt.mem_fmx ? "; buffers from fmx_mem_alloc" : "");
-  if (perf_opt.mem_fmx) {
+           perf_opt.mem_lib ? "; buffers from fmx_mem_alloc" : "");
+  if (perf_opt.mem_lib) {
     c->alloc = mem_alloc;
     c->release = mem_release;
   }

@@ -106,6 +106,18 @@ static void m_engine(struct perf_comm *c, uint64_t size, char *out, size_t len)
   snprintf(out, len, "mpi");
 }
 
+/* --mem mpi: MPI_Alloc_mem (what an MPI may register or share). */
+static void *mem_alloc(size_t len)
+{
+  void *p = NULL;
+  return MPI_Alloc_mem((MPI_Aint)len, MPI_INFO_NULL, &p) == MPI_SUCCESS ? p : NULL;
+}
+
+static void mem_release(void *p)
+{
+  check(MPI_Free_mem(p), "MPI_Free_mem");
+}
+
 void comm_mpi_open(struct perf_comm *c, int *argc, char ***argv)
 {
   memset(c, 0, sizeof *c);
@@ -138,7 +150,12 @@ void comm_mpi_open(struct perf_comm *c, int *argc, char ***argv)
   while (o && c->library[o - 1] == ' ')
     o--;
   c->library[o] = '\0';
-  snprintf(c->desc, sizeof c->desc, "%s; binding as mpirun set it", c->library);
+  snprintf(c->desc, sizeof c->desc, "%s; binding as mpirun set it%s", c->library,
+           perf_opt.mem_lib ? "; buffers from MPI_Alloc_mem" : "");
+  if (perf_opt.mem_lib) {
+    c->alloc = mem_alloc;
+    c->release = mem_release;
+  }
 }
 
 void comm_mpi_close(struct perf_comm *c)

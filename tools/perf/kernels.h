@@ -37,7 +37,7 @@ struct perf_opts {
   bool native;
   /* native only */
   const char *engine;
-  bool mem_fmx; /* --mem fmx: buffers from fmx_mem_alloc */
+  bool mem_lib; /* --mem fmx|mpi: buffers from fmx_mem_alloc / MPI_Alloc_mem */
   int np;
   int cores[PERF_MAX_NP];
   int ncores;

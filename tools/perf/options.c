@@ -92,6 +92,9 @@ static void usage(FILE *f, bool native)
             "                   kernel, sizes and iterations from rank 0\n"
             "  --rank R         with --no-spawn\n"
             "  --endpoint-id N  with --no-spawn\n");
+  if (!native)
+    fprintf(f, "  --mem mpi|malloc where the message buffers come from (default malloc):\n"
+               "                   MPI_Alloc_mem, or posix_memalign\n");
   fprintf(f,
           "  --help           this text\n\n"
           "Columns: latency_us is half the round trip (bw: time per message; alltoall:\n"
@@ -267,7 +270,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   int c;
   while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
     if (!native && (c == O_ENGINE || c == O_CORES || c == O_NOSPAWN || c == O_RANK ||
-                    c == O_EID || c == O_NP || c == O_MEM))
+                    c == O_EID || c == O_NP))
       usage_error("option '%s' is fmx_perf's; under MPI, mpirun sets ranks and binding",
                   argv[optind - 1]);
     if (c >= O_SIZES && c <= O_HELP)
@@ -295,9 +298,9 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     case O_EID: perf_opt.endpoint_id = parse_int("--endpoint-id", optarg, 0, 0x7ffffffe); break;
     case O_NP: perf_opt.np = (int)parse_int("--np", optarg, 2, PERF_MAX_NP); break;
     case O_MEM:
-      if (strcmp(optarg, "fmx") && strcmp(optarg, "malloc"))
-        usage_error("--mem: want fmx or malloc (got '%s')", optarg);
-      perf_opt.mem_fmx = !strcmp(optarg, "fmx");
+      if (strcmp(optarg, native ? "fmx" : "mpi") && strcmp(optarg, "malloc"))
+        usage_error("--mem: want %s or malloc (got '%s')", native ? "fmx" : "mpi", optarg);
+      perf_opt.mem_lib = strcmp(optarg, "malloc") != 0;
       break;
     case 'h':
     case O_HELP: usage(stdout, native); exit(0);
