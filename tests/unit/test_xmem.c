@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fmx_mem_alloc memory: its API and errors, and large messages from and
- * into it between two endpoints (sizes, segment lists, truncation, a
+ * into it between two endpoints (sizes, the switch from eager at one
+ * fragment, segment lists, truncation, a
  * receive into malloc'd memory, two regions in one message, a region freed
  * and another allocated in its place, every engine forced, FMX_XMEM=0):
  * every byte arrives, and the counters say when the mapping was used. */
@@ -111,6 +112,24 @@ static void region_to_region(void) {
   char eng[32] = "";
   CHECK_EQ(fmx_get_info(b, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, eng, sizeof eng), FMX_SUCCESS);
   CHECK(strncmp(eng, "coop", 4) == 0);
+
+  /* Longer than one eager fragment (FMX_EAGER_FRAG, 16 KiB unless set)
+   * goes rendezvous through the mapping, where malloc'd memory would go
+   * eager (medium class); up to one fragment stays eager. */
+  uint64_t frag = fmx_cfg.eager_frag;
+  recv0 = counter(b, CNT_XMEM_RECV);
+  uint64_t eager0 = counter(a, CNT_SEND_EAGER);
+  for (uint64_t len = frag; len <= frag + 1; len++) {
+    fill(src, len, len);
+    memset(dst, 0, len + 64);
+    fmx_seg_t in = {src, len}, out = {dst, len};
+    fmx_status_t st = xfer(&in, 1, &out, 1);
+    CHECK_EQ(st.code, FMX_SUCCESS);
+    check_segs(&out, 1, len, len);
+    for (uint64_t i = len; i < len + 64; i++) CHECK_EQ(dst[i], 0);
+  }
+  CHECK_EQ(counter(a, CNT_SEND_EAGER) - eager0, 1);
+  CHECK_EQ(counter(b, CNT_XMEM_RECV) - recv0, 1);
 
   /* Segment lists inside one region on both sides, odd lengths. */
   fmx_seg_t in3[3] = {{src + 5, 300001}, {src + (2 << 20), 1 << 20}, {src + (8 << 20) + 7, 777777}};

@@ -22,6 +22,7 @@ struct fmx_comm {
   fmx_endpoint_t ep;
   fmx_endpoint_addr_t *peers;
   uint64_t rndv;
+  uint64_t rndv_seen; /* rendezvous receives at the last f_engine */
 };
 
 static void check(fmx_return_t rc, const char *what)
@@ -85,13 +86,35 @@ static bool f_test(struct perf_comm *c, perf_req_t *req, const char *what, uint6
   return done != 0;
 }
 
+/* The endpoint's "rendezvous messages received" counter. */
+static uint64_t rndv_received(fmx_endpoint_t ep)
+{
+  uint32_t n = 0;
+  uint64_t v[128], r = 0;
+  if (fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n) != FMX_SUCCESS || n > 128 ||
+      fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v)) != FMX_SUCCESS)
+    return 0;
+  for (uint32_t i = 0; i < n; i++) {
+    char l[128] = "";
+    if (fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l) == FMX_SUCCESS &&
+        !strcmp(l, "rendezvous messages received"))
+      r = v[i];
+  }
+  return r;
+}
+
+/* "eager" when this size's receives went eager (below the threshold, or
+ * from fmx_mem_alloc memory down to one fragment: counted), else the bulk
+ * engine of the last one. */
 static void f_engine(struct perf_comm *c, uint64_t size, char *out, size_t len)
 {
+  struct fmx_comm *f = priv(c);
+  uint64_t seen = rndv_received(f->ep), before = f->rndv_seen;
+  f->rndv_seen = seen;
   memset(out, 0, len);
-  if (size < priv(c)->rndv)
+  if (seen == before || (size < f->rndv && !perf_opt.mem_lib))
     snprintf(out, len, "eager");
-  else if (fmx_get_info(priv(c)->ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, out, (uint32_t)len) !=
-               FMX_SUCCESS ||
+  else if (fmx_get_info(f->ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, out, (uint32_t)len) != FMX_SUCCESS ||
            !out[0])
     snprintf(out, len, "?");
   out[len - 1] = '\0';

@@ -100,7 +100,7 @@ static void usage(FILE *f, bool native)
           "Columns: latency_us is half the round trip (bw: time per message; alltoall:\n"
           "time of one exchange; overlap: Tcopy); bandwidth is size / latency in MB/s\n"
           "(10^6 bytes/s; alltoall: bytes sent per rank). engine is the bulk engine of\n"
-          "the last large receive, \"eager\" below the rendezvous threshold, \"mpi\" over MPI.\n"
+          "the last large receive, \"eager\" when the size's receives went eager, \"mpi\" over MPI.\n"
           "Exit status: 0 ok, 1 error, 2 usage error.\n");
 }
 
