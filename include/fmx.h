@@ -235,14 +235,13 @@ fmx_return_t fmx_context(fmx_request_t *request, void **context);
  * completes with FMX_TIMEOUT. 0 means none. */
 fmx_return_t fmx_set_request_timeout(fmx_endpoint_t endpoint, fmx_request_t request,
                                      uint32_t timeout_ms);
-/* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
- * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS). */
 /* Memory for message buffers that local peers map (like MPI_Alloc_mem). A
  * large message sent from it is copied once by the receiver with plain
  * loads and stores (no kernel on the way), and received into it, the
  * sender copies part too; from malloc'd memory the kernel copies it (CMA)
  * or it goes through shared rings. A message qualifies when all its
- * segments lie in one fmx_mem_alloc region. The memory is zero-filled,
+ * segments lie in one fmx_mem_alloc region and it is longer than one eager
+ * fragment (FMX_EAGER_FRAG, half the L1d). The memory is zero-filled,
  * page-aligned and shared with a forked child. Errors: FMX_BAD_ADDRESS
  * (ptr NULL, len 0; fmx_mem_free of a pointer fmx_mem_alloc did not
  * return), FMX_NO_SYSTEM_RESOURCES. fmx_mem_free(NULL) does nothing. A peer
@@ -251,6 +250,8 @@ fmx_return_t fmx_set_request_timeout(fmx_endpoint_t endpoint, fmx_request_t requ
 fmx_return_t fmx_mem_alloc(size_t len, void **ptr);
 fmx_return_t fmx_mem_free(void *ptr);
 
+/* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
+ * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS). */
 fmx_return_t fmx_get_info(fmx_endpoint_t endpoint, uint32_t key, const void *in,
                           uint32_t in_len, void *out, uint32_t out_len);
 

@@ -75,51 +75,23 @@ static void copy_movsb(void *dst, const void *src, size_t n) {
  * source data by hand would cost more. The head and tail are copied with
  * memcpy, so nothing outside [src, src+n) is read.
  */
-__attribute__((target("avx2"))) static void copy_avx2_nt(void *dst, const void *src, size_t n) {
+/* avx2_nt, and with `clean` also a flush of each source line once it is
+ * read (avx2_nt_clean: CLFLUSHOPT of a clean line drops it from every cache,
+ * no write-back), so the copy leaves neither side in any cache and what the
+ * application had cached stays (docs/tools.md, cachepollution). That costs
+ * bandwidth (one more instruction per line) and, on a dirty source, a
+ * write-back per line: it is for clean sources nobody reads again soon, and
+ * is never chosen automatically. Only whole lines inside [src, src+n) are
+ * flushed: flushing drops no data, but a partial line is the caller's
+ * neighbours'. One body for both (compiled with CLFLUSHOPT, which avx2_nt
+ * never executes); the constant argument lets the compiler clone it. */
+__attribute__((target("avx2,clflushopt"))) static void avx2_nt_body(void *dst, const void *src, size_t n, int clean) {
   unsigned char *d = dst;
-  const unsigned char *s = src;
+  const unsigned char *s = src, *end = s + n;
   if (n < COPY_NT_MIN) {
     memcpy(d, s, n);
     return;
   }
-  size_t head = (size_t)(-(uintptr_t)d & 31);
-  memcpy(d, s, head);
-  d += head, s += head, n -= head;
-  for (; n >= 128; d += 128, s += 128, n -= 128) {
-    __m256i v0 = _mm256_loadu_si256((const __m256i_u *)(s + 0));
-    __m256i v1 = _mm256_loadu_si256((const __m256i_u *)(s + 32));
-    __m256i v2 = _mm256_loadu_si256((const __m256i_u *)(s + 64));
-    __m256i v3 = _mm256_loadu_si256((const __m256i_u *)(s + 96));
-    _mm256_stream_si256((__m256i *)(d + 0), v0);
-    _mm256_stream_si256((__m256i *)(d + 32), v1);
-    _mm256_stream_si256((__m256i *)(d + 64), v2);
-    _mm256_stream_si256((__m256i *)(d + 96), v3);
-  }
-  for (; n >= 32; d += 32, s += 32, n -= 32)
-    _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i_u *)s));
-  /* NT stores are weakly ordered: fence them before any later store, such
-   * as the flag that tells a peer the bytes are there. */
-  _mm_sfence();
-  memcpy(d, s, n);
-}
-
-/* avx2_nt that also flushes each source line once it is read (CLFLUSHOPT
- * of a clean line drops it from every cache, no write-back): the copy then
- * leaves neither side in any cache, and what the application had cached
- * stays (docs/engines.md, cache pollution). Costs bandwidth (one more
- * instruction per line) and, on a dirty source, a write-back per line: for
- * clean sources nobody reads again soon; never chosen automatically. The
- * flushes are ordered before later stores by the sfence. Only whole lines
- * inside [src, src+n) are flushed: flushing a line drops no data, but a
- * partial line belongs to the caller's neighbours. */
-__attribute__((target("avx2,clflushopt"))) static void copy_avx2_nt_clean(void *dst, const void *src, size_t n) {
-  unsigned char *d = dst;
-  const unsigned char *s = src;
-  if (n < COPY_NT_MIN) {
-    memcpy(d, s, n);
-    return;
-  }
-  const unsigned char *end = s + n;
   /* The next whole source line not yet flushed. */
   const unsigned char *f = s + (-(uintptr_t)s & 63);
   size_t head = (size_t)(-(uintptr_t)d & 31);
@@ -134,14 +106,21 @@ __attribute__((target("avx2,clflushopt"))) static void copy_avx2_nt_clean(void *
     _mm256_stream_si256((__m256i *)(d + 32), v1);
     _mm256_stream_si256((__m256i *)(d + 64), v2);
     _mm256_stream_si256((__m256i *)(d + 96), v3);
-    for (; f + 64 <= s + 128; f += 64) _mm_clflushopt((void *)f);
+    if (clean)
+      for (; f + 64 <= s + 128; f += 64) _mm_clflushopt((void *)f);
   }
   for (; n >= 32; d += 32, s += 32, n -= 32)
     _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i_u *)s));
   memcpy(d, s, n);
-  for (; f + 64 <= end; f += 64) _mm_clflushopt((void *)f);
+  if (clean)
+    for (; f + 64 <= end; f += 64) _mm_clflushopt((void *)f);
+  /* NT stores (and flushes) are weakly ordered: fence them before any later
+   * store, such as the flag that tells a peer the bytes are there. */
   _mm_sfence();
 }
+
+static void copy_avx2_nt(void *dst, const void *src, size_t n) { avx2_nt_body(dst, src, n, 0); }
+static void copy_avx2_nt_clean(void *dst, const void *src, size_t n) { avx2_nt_body(dst, src, n, 1); }
 
 __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;

@@ -47,6 +47,20 @@ static fmx_status_t wait_done(fmx_endpoint_t ep, fmx_request_t *r) {
   return st;
 }
 
+/* An RTS from a announcing an fmx_mem_alloc region `ref`, whose one segment
+ * is 1 MiB at addr, met by a receive on b into rbuf (1 MiB): its status. */
+static fmx_status_t xmem_rts(uint64_t addr, const struct xmem_ref *ref, uint64_t match, uint64_t sreq, char *rbuf) {
+  struct proto_seg xp[3] = {{addr, 1 << 20}};
+  xmem_to_wire(ref, xp + 1);
+  struct proto_hdr h = {.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
+                        .msg_len = 1 << 20, .match = match, .sreq = sreq};
+  fmx_seg_t rs = {rbuf, 1 << 20};
+  fmx_request_t rr;
+  CHECK_EQ(fmx_irecv(b, &rs, 1, match, ~0ull, NULL, &rr), FMX_SUCCESS);
+  inject(&h, xp);
+  return wait_done(b, &rr);
+}
+
 static void progress_b(void) {
   for (int i = 0; i < 10; i++) fmx_progress(b);
 }
@@ -134,29 +148,17 @@ int main(void) {
       wrong.ino++;
     else
       wrong.fd = 999999;
-    xp[0] = (struct proto_seg){(uint64_t)(uintptr_t)reg, 1 << 20};
-    xmem_to_wire(&wrong, xp + 1);
-    h = (struct proto_hdr){.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
-                           .msg_len = 1 << 20, .match = 7, .sreq = (0x46ull + (uint64_t)bad_ino) << 32};
     uint64_t unmapped = counter(b, CNT_XMEM_UNMAPPED), mapped = counter(b, CNT_XMEM_RECV);
     memset(rbuf, 0, sizeof rbuf);
-    CHECK_EQ(fmx_irecv(b, &rs, 1, 7, ~0ull, NULL, &rr), FMX_SUCCESS);
-    inject(&h, xp);
-    st = wait_done(b, &rr);
+    st = xmem_rts((uint64_t)(uintptr_t)reg, &wrong, 7, (0x46ull + (uint64_t)bad_ino) << 32, rbuf);
     CHECK_EQ(st.code, FMX_SUCCESS);
     CHECK_EQ(counter(b, CNT_XMEM_UNMAPPED) - unmapped, 1);
     CHECK_EQ(counter(b, CNT_XMEM_RECV), mapped);
     for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ((uint8_t)rbuf[i], 0x33);
   }
   static char outside[1 << 20];
-  xp[0] = (struct proto_seg){(uint64_t)(uintptr_t)outside, sizeof outside};
-  xmem_to_wire(&ref, xp + 1);
-  h = (struct proto_hdr){.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
-                         .msg_len = 1 << 20, .match = 6, .sreq = 0x45ull << 32};
   memset(rbuf, 0x5a, sizeof rbuf);
-  CHECK_EQ(fmx_irecv(b, &rs, 1, 6, ~0ull, NULL, &rr), FMX_SUCCESS);
-  inject(&h, xp);
-  st = wait_done(b, &rr);
+  st = xmem_rts((uint64_t)(uintptr_t)outside, &ref, 6, 0x45ull << 32, rbuf);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
   CHECK_EQ(counter(b, CNT_BAD_PACKET) - badx, 2);
   for (size_t i = 1 << 20; i < sizeof rbuf; i++) CHECK_EQ(rbuf[i], 0x5a);
