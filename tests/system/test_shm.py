@@ -341,6 +341,29 @@ def test_coop_receiver_completes_alone_when_the_sender_stays_away(env):
                 p.kill()
 
 
+@pytest.mark.parametrize("size", [100000, 8 << 20])
+@pytest.mark.parametrize("refuser", [0, 1], ids=["sender", "receiver"])
+def test_xmem_refused_on_one_side(size, refuser):
+    """fmx_mem_alloc buffers on both sides, FMX_XMEM=0 on one: a refusing
+    sender does not announce its region, a refusing receiver does not map
+    the announced one (a 100000 B message then comes rendezvous by cma,
+    not medium); every byte arrives either way (the receiver checks)."""
+    envs = [{"FMX_SYS_MEM": "fmx"}, {"FMX_SYS_MEM": "fmx"}]
+    envs[refuser]["FMX_XMEM"] = "0"
+    procs = [spawn("lazysend", r, 2, 190, envs[r], size=size, late_recv=0) for r in range(2)]
+    try:
+        assert procs[0].stdout.readline().strip() == "READY"
+        for p in procs:
+            out, err = p.communicate(timeout=TIMEOUT)
+            assert p.returncode == 0, err
+        res = json.loads(out.splitlines()[-1])
+        assert res["engine"] != "coop"  # coop is what a mapped region gets
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
 @COOP_ENVS
 def test_coop_both_sides_copy(env):
     """A sender waiting in fmx takes stripes too: the receiver then copies
