@@ -189,8 +189,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     }
   }
   if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = OFFLOAD_NOW;
-  /* Through a mapping coop and cma need no CMA rights. */
-  if (!(mapped && (e == &bulk_coop || e == &bulk_cma)) && !e->usable(ep, p)) {
+  if (!(mapped && e->maps_peer) && !e->usable(ep, p)) {
     if (e != &bulk_ring) {
       CNT(ep, BULK_FALLBACK);
       log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,

@@ -37,7 +37,6 @@ static int coop_probe(char *reason, size_t len) {
   return bulk_cma.probe(reason, len);
 }
 
-/* (Through a mapped fmx_mem_alloc region bulk_select takes it without CMA.) */
 static int coop_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_cfg.cma && p->cma_ok && !p->is_self; }
 
 /* [off, off + len) of stripe k; len 0 past the end. */
@@ -211,6 +210,7 @@ const struct fmx_bulk_engine bulk_coop = {
     .usable = coop_usable,
     .needs_cts = 1,
     .receiver_copies = 1,
+    .maps_peer = 1,
     .cts_flag = PROTO_F_COOP,
     .cnt_msgs = CNT_BULK_COOP,
     .recv_start = coop_publish,

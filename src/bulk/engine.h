@@ -39,6 +39,9 @@ struct fmx_bulk_engine {
   /* The receiver copies (all or part) itself: a waiting receiver has work
    * and never sleeps on it. */
   int receiver_copies;
+  /* It copies through a peer's mapped fmx_mem_alloc region when the RTS
+   * announced one (r->xsrc), needing no CMA rights then (cma, coop). */
+  int maps_peer;
   /* The CTS flag naming this engine to the sender (0: ring, the default). */
   uint8_t cts_flag;
   /* Messages it moved: an enum fmx_counter. */

@@ -71,7 +71,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
   int alone = list_empty(&ep->bulk);
   r->engine = bulk_select(ep, p, r->want, r->xsrc != NULL, &offload, &adapt);
-  if (r->engine != &bulk_cma && r->engine != &bulk_coop) r->xsrc = NULL; /* the others never read through it */
+  if (!r->engine->maps_peer) r->xsrc = NULL; /* it never reads through the mapping */
   r->adapt_seq = ++ep->rndv_starts;
   if (adapt && alone && !offload) { /* its flags start clear (req_alloc) */
     r->flags |= REQ_F_ADAPT;

@@ -137,14 +137,17 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
   list_add_tail(&p->reqs, &r->pnode);
-  /* From fmx_mem_alloc memory a message longer than one fragment goes
-   * rendezvous: the receiver maps the region and copies it once, where the
-   * medium class copies it twice (one copy won from 32 KiB, even at 16 KiB:
-   * docs/tuning.md, FMX_XMEM). */
+  int eager = !(r->flags & REQ_F_SYNC) && r->len <= proto_eager_max(ep, p);
+  /* A rendezvous from fmx_mem_alloc memory announces its region, so the
+   * receiver may map it (shm/xmem.h). A message longer than one fragment
+   * from it goes rendezvous: the receiver copies it once, where the medium
+   * class copies it twice (one copy won from 32 KiB, even at 16 KiB:
+   * docs/tuning.md, FMX_XMEM). xref.len stays 0 when nothing is found. */
   r->xref.len = 0;
-  int mapped = fmx_cfg.xmem && !p->is_self && p->cma_ok && r->len > frag_size(p) &&
-               xmem_find(r->segs, r->nseg, &r->xref);
-  if (!(r->flags & REQ_F_SYNC) && r->len <= proto_eager_max(ep, p) && !mapped) {
+  if (fmx_cfg.xmem && !p->is_self && (!eager || (p->cma_ok && r->len > frag_size(p))) &&
+      xmem_find(r->segs, r->nseg, &r->xref))
+    eager = 0;
+  if (eager) {
     o->hdr.type = PROTO_EAGER;
     o->hdr.len = (uint32_t)r->len;
   } else {
@@ -153,8 +156,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
     o->hdr.flags = (r->flags & REQ_F_SYNC) ? PROTO_F_SYNC : 0;
     o->hdr.nseg = (uint16_t)r->nseg;
     o->hdr.len = (uint32_t)(r->nseg * sizeof(struct proto_seg));
-    /* From fmx_mem_alloc memory: the receiver may map it (shm/xmem.h). */
-    if (mapped || (fmx_cfg.xmem && !p->is_self && xmem_find(r->segs, r->nseg, &r->xref))) {
+    if (r->xref.len) {
       o->hdr.flags |= PROTO_F_XMEM;
       o->hdr.len += 2 * sizeof(struct proto_seg);
     }

@@ -85,6 +85,12 @@ __attribute__((visibility("default"))) fmx_return_t fmx_mem_free(void *ptr) {
   return FMX_BAD_ADDRESS;
 }
 
+/* [a, a + l) lies inside the region. */
+static int holds(const struct region *g, uintptr_t a, uint64_t l) {
+  uintptr_t b = (uintptr_t)g->base;
+  return a >= b && l <= g->len && a - b <= g->len - l;
+}
+
 int xmem_find(const fmx_seg_t *segs, uint32_t nseg, struct xmem_ref *ref) {
   if (!__atomic_load_n(&nregs, __ATOMIC_ACQUIRE)) return 0;
   int found = 0;
@@ -94,12 +100,9 @@ int xmem_find(const fmx_seg_t *segs, uint32_t nseg, struct xmem_ref *ref) {
     uintptr_t a = (uintptr_t)segs[s].ptr;
     uint64_t l = segs[s].len;
     if (!l) continue;
-    const struct region *in = NULL;
-    if (hit && a >= (uintptr_t)hit->base && l <= hit->len && a - (uintptr_t)hit->base <= hit->len - l) in = hit;
-    for (uint32_t i = 0; !in && i < nregs; i++) {
-      uintptr_t b = (uintptr_t)regs[i].base;
-      if (a >= b && l <= regs[i].len && a - b <= regs[i].len - l) in = &regs[i];
-    }
+    const struct region *in = hit && holds(hit, a, l) ? hit : NULL;
+    for (uint32_t i = 0; !in && i < nregs; i++)
+      if (holds(&regs[i], a, l)) in = &regs[i];
     if (!in || (hit && in != hit)) {
       hit = NULL;
       break;
