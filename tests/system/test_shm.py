@@ -350,7 +350,9 @@ def test_xmem_refused_on_one_side(size, refuser):
     not medium); every byte arrives either way (the receiver checks)."""
     envs = [{"FMX_SYS_MEM": "fmx"}, {"FMX_SYS_MEM": "fmx"}]
     envs[refuser]["FMX_XMEM"] = "0"
-    procs = [spawn("lazysend", r, 2, 190, envs[r], size=size, late_recv=0) for r in range(2)]
+    # the sender stays 0.5 s after its send: an eager one is done at once,
+    # and a sender gone before the receiver connects fails the receiver
+    procs = [spawn("lazysend", r, 2, 190, envs[r], size=size, late_recv=500) for r in range(2)]
     try:
         assert procs[0].stdout.readline().strip() == "READY"
         for p in procs:
