@@ -100,6 +100,7 @@ static void print_item(const struct config_item *it, void *arg)
 {
   (void)arg;
   printf("%-24s %-22s %-12s %s (default %s)\n", it->name, it->value, it->source, it->doc, it->def);
+  if (it->refused[0]) printf("%-24s   refused: %s\n", "", it->refused);
 }
 
 static void print_text(const struct facts *fx, int config)
@@ -168,6 +169,8 @@ static void json_item(const struct config_item *it, void *arg)
   json_str(it->def);
   printf(", \"doc\": ");
   json_str(it->doc);
+  printf(", \"refused\": ");
+  json_str(it->refused);
   putchar('}');
   *first = 0;
 }

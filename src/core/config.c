@@ -4,10 +4,12 @@
 #include <ctype.h>
 #include <stddef.h>
 #include <errno.h>
+#include <strings.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/log.h"
 #include "platform/topo.h"
@@ -16,84 +18,98 @@ struct fmx_config fmx_cfg;
 
 enum cfg_type { CFG_SIZE, CFG_INT, CFG_BOOL, CFG_STRING };
 
+/* One row: numbers are checked against [min, max], strings against
+ * `choices` (space-separated; NULL: free text). A refused value leaves
+ * the previous one in force and is remembered in `bad`, so the warning
+ * (config_report) can name the value that stands once the topology has
+ * filled in its defaults. */
 struct cfg_entry {
   const char *name;
   enum cfg_type type;
   const char *def;
   const char *doc;
   size_t offset; /* into struct fmx_config */
+  uint64_t min, max;
+  const char *choices;
   const char *source;
   char text[128]; /* current value as text (strings point here) */
+  char bad[192];  /* the last refused setting, "" if none */
 };
 
 #define F(field) offsetof(struct fmx_config, field)
+#define NUM(name, type, def, lo, hi, field, doc) {name, type, def, doc, F(field), lo, hi, NULL, NULL, {0}, {0}}
+#define STR(name, def, choices, field, doc) {name, CFG_STRING, def, doc, F(field), 0, 0, choices, NULL, {0}, {0}}
+#define BOOL(name, def, field, doc) {name, CFG_BOOL, def, doc, F(field), 0, 1, NULL, NULL, {0}, {0}}
+#define K 1024ull
+#define G (1024ull * 1024 * 1024)
 static struct cfg_entry table[] = {
-    {"FMX_LOG", CFG_STRING, "warn", "log level: none, error, warn, info, debug", F(log), NULL, {0}},
-    {"FMX_RNDV_THRESHOLD", CFG_SIZE, "256K",
-     "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)", F(rndv_threshold), NULL,
-     {0}},
-    {"FMX_RING_SIZE", CFG_SIZE, "256K",
-     "eager ring bytes per connection and direction; default one L2 (64K-1M)", F(ring_size), NULL, {0}},
-    {"FMX_EAGER_FRAG", CFG_SIZE, "16K",
-     "eager messages longer than this travel in fragments up to this size (the medium class), so the receiver "
-     "copies out while the sender copies in; default half the L1 data cache",
-     F(eager_frag), NULL, {0}},
-    {"FMX_BULK", CFG_STRING, "auto", "bulk engine for large messages: auto, cma, ring, coop, vmsplice, offload", F(bulk), NULL, {0}},
-    {"FMX_CMA", CFG_BOOL, "1", "allow the cma engine (process_vm_readv); 0 forbids it", F(cma), NULL, {0}},
-    {"FMX_XMEM", CFG_BOOL, "1",
-     "map a peer's fmx_mem_alloc memory and copy large messages from or into it directly; 0: never (cma, coop, ring as without it)",
-     F(xmem), NULL, {0}},
-    {"FMX_BULK_SLOTS", CFG_INT, "8", "slots of the ring engine per connection and direction", F(bulk_slots), NULL, {0}},
-    {"FMX_BULK_SLOT_SIZE", CFG_SIZE, "64K",
-     "bytes per ring-engine slot; default one L2 / FMX_BULK_SLOTS (at least 64K)", F(bulk_slot_size), NULL, {0}},
-    {"FMX_COPY", CFG_STRING, "auto",
-     "copy routine of the user-space copies of large messages: auto, memcpy, movsb, avx2_nt, avx512_nt, avx2_nt_clean",
-     F(copy), NULL, {0}},
-    {"FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M",
-     "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share",
-     F(copy_nt_threshold), NULL, {0}},
-    {"FMX_COST_CMA", CFG_STRING, "",
-     "measured cost of the cma engine, LEVEL:STARTUP_US:MBPS[;...] per topology level (L1 L2 L3 NUMA SYS); fmx_tune writes it",
-     F(cost_cma), NULL, {0}},
-    {"FMX_COST_RING", CFG_STRING, "",
-     "measured cost of the ring engine, same form as FMX_COST_CMA; fmx_tune writes it", F(cost_ring), NULL, {0}},
-    {"FMX_COST_COOP", CFG_STRING, "",
-     "measured cost of the coop engine, same form as FMX_COST_CMA; fmx_tune writes it", F(cost_coop), NULL, {0}},
-    {"FMX_COST_VMSPLICE", CFG_STRING, "",
-     "measured cost of the vmsplice engine, same form as FMX_COST_CMA; fmx_tune writes it", F(cost_vmsplice), NULL,
-     {0}},
-    {"FMX_COST_OFFLOAD", CFG_STRING, "",
-     "measured cost of cma run by an offload channel, same form as FMX_COST_CMA; fmx_tune writes it",
-     F(cost_offload), NULL, {0}},
-    {"FMX_ADAPT", CFG_BOOL, "1",
-     "without measured costs (FMX_COST_*), the receiver times its own transfers and keeps the fastest engine per "
-     "size class and peer, trying the others now and then; 0 = the topology's rule alone",
-     F(adapt), NULL, {0}},
-    {"FMX_OFFLOAD", CFG_STRING, "auto",
-     "offload channels move large transfers (receives; ring sends): auto (from FMX_OFFLOAD_THRESHOLD or measured "
-     "costs, what the application leaves while it computes), on (every rendezvous transfer whose engine can be "
-     "offloaded), off",
-     F(offload), NULL, {0}},
-    {"FMX_OFFLOAD_THRESHOLD", CFG_SIZE, "8M",
-     "auto offload from this size (untuned); default L3 / (2 x cores sharing it), the KNEM paper's switch",
-     F(offload_threshold), NULL, {0}},
-    {"FMX_OFFLOAD_CHANNELS", CFG_INT, "1",
-     "helper threads per process moving offloaded transfers (started at the first); 0 = none", F(offload_channels),
-     NULL, {0}},
-    {"FMX_OFFLOAD_CPUS", CFG_STRING, "",
-     "CPU list the channels run on (e.g. 2-3); default every other online CPU when the thread is bound to one, "
-     "else every online CPU",
-     F(offload_cpus), NULL, {0}},
-    {"FMX_CHUNK_MAX", CFG_SIZE, "4M",
-     "largest chunk one progress call copies (1024 pages): bounds the stall of other peers", F(chunk_max), NULL, {0}},
-    {"FMX_SPIN_US", CFG_INT, "1000", "longest a waiter polls (yielding the core after 5 us) before it blocks on its futex", F(spin_us), NULL, {0}},
-    {"FMX_ENDPOINT_MAX", CFG_INT, "256", "endpoint ids per board (0..max-1)", F(endpoint_max), NULL, {0}},
-    {"FMX_REQUEST_TIMEOUT_MS", CFG_INT, "0",
-     "default request timeout (sends not delivered, connects not answered); 0 = none", F(request_timeout_ms), NULL, {0}},
-    {"FMX_TUNING_FILE", CFG_STRING, "/etc/fmx/tuning.conf",
-     "NAME=VALUE lines applied where the environment sets nothing; missing file is fine", F(tuning_file), NULL, {0}},
+    STR("FMX_LOG", "warn", "none error warn info debug", log, "log level: none, error, warn, info, debug"),
+    NUM("FMX_LOG_REPEAT_MS", CFG_INT, "10000", 0, 3600000, log_repeat_ms,
+        "a warning of the same id within this many ms is counted, not printed; the next one printed says how many "
+        "were held back; 0 = print every one"),
+    NUM("FMX_RNDV_THRESHOLD", CFG_SIZE, "256K", 0, G, rndv_threshold,
+        "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)"),
+    NUM("FMX_RING_SIZE", CFG_SIZE, "256K", 64 * K, G, ring_size,
+        "eager ring bytes per connection and direction; default one L2 (64K-1M)"),
+    NUM("FMX_EAGER_FRAG", CFG_SIZE, "16K", 64, G, eager_frag,
+        "eager messages longer than this travel in fragments up to this size (the medium class), so the receiver "
+        "copies out while the sender copies in; default half the L1 data cache"),
+    STR("FMX_BULK", "auto", "auto cma ring coop vmsplice offload", bulk,
+        "bulk engine for large messages: auto, cma, ring, coop, vmsplice, offload"),
+    BOOL("FMX_CMA", "1", cma, "allow the cma engine (process_vm_readv); 0 forbids it"),
+    BOOL("FMX_XMEM", "1", xmem,
+         "map a peer's fmx_mem_alloc memory and copy large messages from or into it directly; 0: never (cma, coop, "
+         "ring as without it)"),
+    NUM("FMX_BULK_SLOTS", CFG_INT, "8", 1, 1024, bulk_slots, "slots of the ring engine per connection and direction"),
+    NUM("FMX_BULK_SLOT_SIZE", CFG_SIZE, "64K", 4 * K, G, bulk_slot_size,
+        "bytes per ring-engine slot; default one L2 / FMX_BULK_SLOTS (at least 64K)"),
+    STR("FMX_COPY", "auto", "auto memcpy movsb avx2_nt avx512_nt avx2_nt_clean", copy,
+        "copy routine of the user-space copies of large messages: auto, memcpy, movsb, avx2_nt, avx512_nt, "
+        "avx2_nt_clean"),
+    NUM("FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, copy_nt_threshold,
+        "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share"),
+    STR("FMX_COST_CMA", "", NULL, cost_cma,
+        "measured cost of the cma engine, LEVEL:STARTUP_US:MBPS[;...] per topology level (L1 L2 L3 NUMA SYS); "
+        "fmx_tune writes it"),
+    STR("FMX_COST_RING", "", NULL, cost_ring, "measured cost of the ring engine, same form as FMX_COST_CMA; fmx_tune writes it"),
+    STR("FMX_COST_COOP", "", NULL, cost_coop, "measured cost of the coop engine, same form as FMX_COST_CMA; fmx_tune writes it"),
+    STR("FMX_COST_VMSPLICE", "", NULL, cost_vmsplice,
+        "measured cost of the vmsplice engine, same form as FMX_COST_CMA; fmx_tune writes it"),
+    STR("FMX_COST_OFFLOAD", "", NULL, cost_offload,
+        "measured cost of cma run by an offload channel, same form as FMX_COST_CMA; fmx_tune writes it"),
+    BOOL("FMX_ADAPT", "1", adapt,
+         "without measured costs (FMX_COST_*), the receiver times its own transfers and keeps the fastest engine per "
+         "size class and peer, trying the others now and then; 0 = the topology's rule alone"),
+    STR("FMX_OFFLOAD", "auto", "auto on off", offload,
+        "offload channels move large transfers (receives; ring sends): auto (from FMX_OFFLOAD_THRESHOLD or measured "
+        "costs, what the application leaves while it computes), on (every rendezvous transfer whose engine can be "
+        "offloaded), off"),
+    NUM("FMX_OFFLOAD_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, offload_threshold,
+        "auto offload from this size (untuned); default L3 / (2 x cores sharing it), the KNEM paper's switch"),
+    NUM("FMX_OFFLOAD_CHANNELS", CFG_INT, "1", 0, 256, offload_channels,
+        "helper threads per process moving offloaded transfers (started at the first); 0 = none"),
+    STR("FMX_OFFLOAD_CPUS", "", NULL, offload_cpus,
+        "CPU list the channels run on (e.g. 2-3); default every other online CPU when the thread is bound to one, "
+        "else every online CPU"),
+    NUM("FMX_CHUNK_MAX", CFG_SIZE, "4M", 4 * K, G, chunk_max,
+        "largest chunk one progress call copies (1024 pages): bounds the stall of other peers"),
+    NUM("FMX_SPIN_US", CFG_INT, "1000", 0, 10000000, spin_us,
+        "longest a waiter polls (yielding the core after 5 us) before it blocks on its futex"),
+    NUM("FMX_ENDPOINT_MAX", CFG_INT, "256", 1, 65536, endpoint_max, "endpoint ids per board (0..max-1)"),
+    NUM("FMX_REQUEST_TIMEOUT_MS", CFG_INT, "0", 0, UINT32_MAX - 1, request_timeout_ms,
+        "default request timeout (sends not delivered, connects not answered); 0 = none"),
+    NUM("FMX_CONNECT_WAIT_MS", CFG_INT, "1000", 0, UINT32_MAX - 1, connect_wait_ms,
+        "how long fmx_connect waits for an endpoint that is not open yet (within its own timeout); 0 = fail at once"),
+    NUM("FMX_HANDSHAKE_MS", CFG_INT, "1000", 1, 60000, handshake_ms,
+        "longest an endpoint waits for a connecting peer's request before it drops the connection"),
+    NUM("FMX_HANDSHAKES_PER_UID", CFG_INT, "16", 1, 4096, handshakes_per_uid,
+        "connect handshakes one uid may have in flight with an endpoint; more are refused at once"),
+    STR("FMX_TUNING_FILE", "/etc/fmx/tuning.conf", NULL, tuning_file,
+        "NAME=VALUE lines applied where the environment sets nothing; missing file is fine"),
 };
 #undef F
+#undef K
+#undef G
 #define NENTRIES (sizeof table / sizeof table[0])
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -103,7 +119,7 @@ int config_parse_size(const char *s, uint64_t *out) {
   if (!s || !*s) return -1;
   errno = 0;
   char *end;
-  if (*s == '-') return -1;
+  if (*s == '-' || isspace((unsigned char)*s)) return -1;
   unsigned long long v = strtoull(s, &end, 0);
   if (errno || end == s) return -1;
   unsigned shift = 0;
@@ -127,13 +143,44 @@ static struct cfg_entry *find(const char *name) {
   return NULL;
 }
 
-static int apply(struct cfg_entry *e, const char *value, const char *source) {
+static int is_choice(const char *choices, const char *v) {
+  size_t n = strlen(v);
+  for (const char *c = choices; *c;) {
+    size_t k = strcspn(c, " ");
+    if (k == n && strncmp(c, v, n) == 0) return 1;
+    c += k;
+    while (*c == ' ') c++;
+  }
+  return 0;
+}
+
+static void fmt_num(const struct cfg_entry *e, uint64_t v, char *buf, size_t len) {
+  if (e->type == CFG_SIZE && v && v % (1ull << 30) == 0)
+    snprintf(buf, len, "%lluG", (unsigned long long)(v >> 30));
+  else if (e->type == CFG_SIZE && v && v % (1ull << 20) == 0)
+    snprintf(buf, len, "%lluM", (unsigned long long)(v >> 20));
+  else if (e->type == CFG_SIZE && v && v % 1024 == 0)
+    snprintf(buf, len, "%lluK", (unsigned long long)(v >> 10));
+  else
+    snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* Check and apply; NULL, or why the value is refused (nothing changed). */
+static const char *apply(struct cfg_entry *e, const char *value, const char *source, char *why, size_t wlen) {
   char *field = (char *)&fmx_cfg + e->offset;
   uint64_t v = 0;
   switch (e->type) {
     case CFG_SIZE:
     case CFG_INT:
-      if (config_parse_size(value, &v)) return -1;
+      if (config_parse_size(value, &v))
+        return e->type == CFG_SIZE ? "not a size (e.g. 4096, 64K, 4M, 1G)" : "not a non-negative integer";
+      if (v < e->min || v > e->max) {
+        char lo[24], hi[24];
+        fmt_num(e, e->min, lo, sizeof lo);
+        fmt_num(e, e->max, hi, sizeof hi);
+        snprintf(why, wlen, "out of range [%s, %s]", lo, hi);
+        return why;
+      }
       *(uint64_t *)field = v;
       break;
     case CFG_BOOL:
@@ -142,23 +189,35 @@ static int apply(struct cfg_entry *e, const char *value, const char *source) {
       else if (!strcmp(value, "0") || !strcasecmp(value, "no") || !strcasecmp(value, "off") || !strcasecmp(value, "false"))
         *(int *)field = 0;
       else
-        return -1;
+        return "not a boolean (1, 0, yes, no, on, off, true, false)";
       break;
     case CFG_STRING:
-      if (strlen(value) >= sizeof e->text) return -1;
+      if (strlen(value) >= sizeof e->text) return "too long";
+      if (e->choices && !is_choice(e->choices, value)) {
+        snprintf(why, wlen, "not one of: %s", e->choices);
+        return why;
+      }
       break;
   }
   snprintf(e->text, sizeof e->text, "%s", value);
   if (e->type == CFG_STRING) *(const char **)field = e->text;
   e->source = source;
-  return 0;
+  return NULL;
+}
+
+/* A user's setting: applied, or remembered as refused for config_report. */
+static void apply_user(struct cfg_entry *e, const char *value, const char *source, const char *where) {
+  char why[96];
+  const char *err = apply(e, value, source, why, sizeof why);
+  if (err) snprintf(e->bad, sizeof e->bad, "'%.40s' from %.60s: %.50s", value, where, err);
 }
 
 int config_set(const char *name, const char *value, const char *source) {
   struct cfg_entry *e = find(name);
   if (!e || !value) return -1;
+  char why[96];
   pthread_mutex_lock(&cfg_lock);
-  int rc = apply(e, value, source);
+  int rc = apply(e, value, source, why, sizeof why) ? -1 : 0;
   pthread_mutex_unlock(&cfg_lock);
   return rc;
 }
@@ -171,43 +230,76 @@ const char *config_source(const char *name) {
 void config_set_derived(const char *name, uint64_t value, const char *source) {
   struct cfg_entry *e = find(name);
   if (!e || strcmp(e->source, "default") != 0) return;
-  char buf[32];
-  snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
-  apply(e, buf, source);
+  char buf[32], why[96];
+  if (value < e->min) value = e->min;
+  if (value > e->max) value = e->max;
+  fmt_num(e, value, buf, sizeof buf);
+  apply(e, buf, source, why, sizeof why);
 }
 
-/* Tuning file: NAME=VALUE per line, '#' comments. Applied only to tunables
- * the environment did not set. A malformed line is skipped with a warning. */
-static void load_file(const char *path) {
+/* Tuning file: NAME=VALUE per line; '#' starts a comment anywhere;
+ * blanks around names and values are ignored. Applied only to tunables
+ * the environment did not set. A bad line is skipped with a warning that
+ * names the file and line. The file is read whole, at most TUNING_MAX
+ * bytes, and must be a regular file: a path like /dev/zero would
+ * otherwise never end (seen: fmx_info hung). */
+#define TUNING_MAX (1u << 20)
+static char *read_tuning_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "r");
-  if (!f) return;
-  char line[512];
-  int lineno = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    char *p = line;
-    while (isspace((unsigned char)*p)) p++;
-    if (*p == '#' || *p == '\0') continue;
-    p[strcspn(p, "\r\n")] = '\0';
-    char *eq = strchr(p, '=');
-    if (!eq) {
-      log_warn("FMX-CFG-SYNTAX", "%s:%d: no '=' in line, skipped", path, lineno);
-      continue;
-    }
-    *eq = '\0';
-    char *name = p, *value = eq + 1;
-    for (char *t = eq - 1; t >= name && isspace((unsigned char)*t); t--) *t = '\0';
-    while (isspace((unsigned char)*value)) value++;
-    struct cfg_entry *e = find(name);
-    if (!e) {
-      log_warn("FMX-CFG-UNKNOWN", "%s:%d: unknown tunable %s, skipped", path, lineno, name);
-      continue;
-    }
-    if (strcmp(e->source, "environment") == 0) continue;
-    if (apply(e, value, "tuning file"))
-      log_warn("FMX-CFG-VALUE", "%s:%d: bad value '%s' for %s, skipped", path, lineno, value, name);
+  if (!f) return NULL;
+  struct stat st;
+  char *buf = NULL;
+  if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+    log_warn("FMX-CFG-FILE", "%s is not a regular file: ignored", path);
+  } else if ((uint64_t)st.st_size > TUNING_MAX) {
+    log_warn("FMX-CFG-FILE", "%s is larger than %u bytes: ignored", path, TUNING_MAX);
+  } else if ((buf = malloc((size_t)st.st_size + 1)) != NULL) {
+    *len = fread(buf, 1, (size_t)st.st_size, f);
+    buf[*len] = '\0';
   }
   fclose(f);
+  return buf;
+}
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  char *t = s + strlen(s);
+  while (t > s && isspace((unsigned char)t[-1])) *--t = '\0';
+  return s;
+}
+
+static void load_file(const char *path) {
+  size_t len = 0;
+  char *buf = read_tuning_file(path, &len);
+  if (!buf) return;
+  int lineno = 0;
+  for (char *line = buf; line && line < buf + len;) {
+    char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+    if (nl) *nl = '\0';
+    lineno++;
+    char where[300];
+    snprintf(where, sizeof where, "%.256s:%d", path, lineno);
+    if (strlen(line) != (size_t)((nl ? nl : buf + len) - line)) {
+      log_warn_each("FMX-CFG-SYNTAX", "%s: NUL byte in line, skipped", where);
+    } else {
+      line[strcspn(line, "#")] = '\0';
+      char *p = trim(line);
+      char *eq = strchr(p, '=');
+      if (*p && !eq) {
+        log_warn_each("FMX-CFG-SYNTAX", "%s: no '=' in line, skipped", where);
+      } else if (*p) {
+        *eq = '\0';
+        char *name = trim(p), *value = trim(eq + 1);
+        struct cfg_entry *e = find(name);
+        if (!e)
+          log_warn_each("FMX-CFG-UNKNOWN", "%s: unknown tunable %.64s, skipped", where, name);
+        else if (strcmp(e->source, "environment") != 0)
+          apply_user(e, value, "tuning file", where);
+      }
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  free(buf);
 }
 
 /* Defaults that follow the cache topology instead of a magic number
@@ -256,20 +348,31 @@ static void derive_from_topology(void) {
 
 static void load_locked(void) {
   for (size_t i = 0; i < NENTRIES; i++) {
-    apply(&table[i], table[i].def, "default");
+    char why[96];
+    table[i].bad[0] = '\0';
+    apply(&table[i], table[i].def, "default", why, sizeof why);
   }
   /* The log level first, so FMX_LOG=none also silences what follows. */
   const char *lv = getenv("FMX_LOG");
   if (lv) log_set_level(lv);
   for (size_t i = 0; i < NENTRIES; i++) {
     const char *v = getenv(table[i].name);
-    if (v && apply(&table[i], v, "environment"))
-      log_warn("FMX-CFG-VALUE", "bad value '%s' for %s, default %s kept", v, table[i].name, table[i].def);
+    if (v) apply_user(&table[i], v, "environment", "the environment");
   }
   log_set_level(fmx_cfg.log);
   load_file(fmx_cfg.tuning_file);
   log_set_level(fmx_cfg.log);
+  log_repeat_ns = fmx_cfg.log_repeat_ms * 1000000ull;
   cfg_loaded = 1;
+}
+
+/* One warning per refused setting, once the defaults the topology derives
+ * are in: it names the value that stands and where it came from. */
+static void report(void) {
+  for (size_t i = 0; i < NENTRIES; i++)
+    if (table[i].bad[0])
+      log_warn_each("FMX-CFG-VALUE", "%s=%s; %s=%s (%s) in force", table[i].name, table[i].bad, table[i].name,
+               table[i].text, table[i].source);
 }
 
 void config_load(void) {
@@ -278,6 +381,8 @@ void config_load(void) {
   pthread_mutex_unlock(&cfg_lock);
   static pthread_once_t derived = PTHREAD_ONCE_INIT;
   pthread_once(&derived, derive_from_topology);
+  static pthread_once_t reported = PTHREAD_ONCE_INIT;
+  pthread_once(&reported, report);
 }
 
 void config_reload(void) {
@@ -285,12 +390,13 @@ void config_reload(void) {
   load_locked();
   pthread_mutex_unlock(&cfg_lock);
   derive_from_topology();
+  report();
 }
 
 void config_foreach(void (*fn)(const struct config_item *item, void *arg), void *arg) {
   config_load();
   for (size_t i = 0; i < NENTRIES; i++) {
-    struct config_item it = {table[i].name, table[i].text, table[i].source, table[i].def, table[i].doc};
+    struct config_item it = {table[i].name, table[i].text, table[i].source, table[i].def, table[i].doc, table[i].bad};
     fn(&it, arg);
   }
 }

@@ -9,6 +9,7 @@
 
 struct fmx_config {
   const char *log;          /* FMX_LOG */
+  uint64_t log_repeat_ms;   /* FMX_LOG_REPEAT_MS */
   uint64_t rndv_threshold;  /* FMX_RNDV_THRESHOLD */
   uint64_t ring_size;       /* FMX_RING_SIZE: eager ring bytes per direction */
   uint64_t eager_frag;      /* FMX_EAGER_FRAG: fragment of a medium message */
@@ -33,6 +34,9 @@ struct fmx_config {
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */
   uint64_t request_timeout_ms; /* FMX_REQUEST_TIMEOUT_MS */
+  uint64_t connect_wait_ms;    /* FMX_CONNECT_WAIT_MS */
+  uint64_t handshake_ms;       /* FMX_HANDSHAKE_MS */
+  uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
   const char *tuning_file;  /* FMX_TUNING_FILE */
 };
 
@@ -49,6 +53,7 @@ struct config_item {
   const char *source; /* default, topology, tuning file, environment */
   const char *def;
   const char *doc;
+  const char *refused; /* the last refused setting and why, "" if none */
 };
 /* Call fn for every tunable, in table order (fmx_info prints them; the
  * library itself never prints). */
