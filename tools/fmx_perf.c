@@ -214,6 +214,23 @@ static int spawn_and_wait(void)
   return rc;
 }
 
+/* An engine name the library does not know is a usage error, before any
+ * rank runs (it used to be a warning and a run with the automatic choice). */
+static void check_engine(const char *name)
+{
+  char status[160] = "";
+  fmx_return_t rc = fmx_init();
+  if (rc == FMX_SUCCESS)
+    rc = fmx_get_info(NULL, FMX_INFO_ENGINE_STATUS, name, (uint32_t)strlen(name) + 1, status,
+                      sizeof status);
+  fmx_finalize();
+  if (rc == FMX_BAD_INFO_KEY) {
+    fprintf(stderr, "fmx_perf: --engine: unknown engine '%s' (auto, cma, ring, coop, vmsplice, offload)\n",
+            name);
+    exit(2);
+  }
+}
+
 int main(int argc, char **argv)
 {
   perf_parse_args(argc, argv, "fmx_perf", true);
@@ -221,6 +238,8 @@ int main(int argc, char **argv)
     return copymodes_run(); /* one process: nothing to spawn */
   if (perf_opt.engine && setenv("FMX_BULK", perf_opt.engine, 1) != 0)
     perf_die("setenv: %s", strerror(errno));
+  if (perf_opt.engine && strcmp(perf_opt.engine, "auto") != 0)
+    check_engine(perf_opt.engine);
   if (perf_opt.no_spawn) {
     perf_rank = perf_opt.rank;
     if (perf_opt.ncores > 0)

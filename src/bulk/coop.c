@@ -18,6 +18,7 @@
  * already taken, so no write lands in a buffer the user got back.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <string.h>
 
@@ -106,6 +107,11 @@ static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
   return 0;
 }
 
+static int peer_gone(const struct partner *p) {
+  struct pollfd q = {p->pidfd, POLLIN, 0};
+  return p->pidfd >= 0 && poll(&q, 1, 0) > 0;
+}
+
 /* Receiver, once done or failed: close the counter; after a failure wait
  * (bounded) until the stripes already taken are accounted for. */
 static void finish(struct fmx_request *r, int failed) {
@@ -117,9 +123,16 @@ static void finish(struct fmx_request *r, int failed) {
       stripe_range(k, a->stripe_max, a->total, &off, &len);
       taken += len;
     }
-    /* A peer killed mid-stripe never accounts for it: give up after 1 s. */
+    /* A peer killed mid-stripe never accounts for it: stop waiting once
+     * its pidfd says it is gone (a dead process writes nothing more into
+     * our buffer), else after 1 s (a live peer that stopped helping). The
+     * death is usually what failed the pull (ESRCH), so this waited the
+     * whole second before (1000-1030 ms measured, every other engine
+     * 0.6-36 ms). */
     uint64_t deadline = sys_now_ns() + 1000000000ull;
-    while (__atomic_load_n(&a->done, __ATOMIC_ACQUIRE) < taken && sys_now_ns() < deadline) sched_yield();
+    while (__atomic_load_n(&a->done, __ATOMIC_ACQUIRE) < taken && sys_now_ns() < deadline &&
+           !peer_gone(r->partner))
+      sched_yield();
   }
   a->busy = 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The public calls of fmx.h: argument checks, then the core under ep->lock. */
 #include <string.h>
+#include <unistd.h>
 
 #include "bulk/engine.h"
 #include "core/config.h"
@@ -76,7 +77,20 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   }
   struct partner *p = NULL;
   pthread_mutex_lock(&ep->connect_lock);
-  fmx_return_t rc = shm_connect(ep, eid, key, timeout_ms, &p);
+  /* FMX_BUSY: the peer has as many of our uid's handshakes in flight as it
+   * takes (FMX_HANDSHAKES_PER_UID); they end within FMX_HANDSHAKE_MS, so
+   * try again while the timeout lasts. */
+  uint64_t t0 = sys_now_ns();
+  fmx_return_t rc;
+  for (;;) {
+    uint64_t spent_ms = (sys_now_ns() - t0) / 1000000;
+    uint32_t left = timeout_ms == FMX_TIMEOUT_INFINITE ? timeout_ms
+                    : spent_ms >= timeout_ms           ? 0
+                                                       : timeout_ms - (uint32_t)spent_ms;
+    rc = shm_connect(ep, eid, key, left, &p);
+    if (rc != FMX_BUSY || left == 0) break;
+    usleep(2000);
+  }
   pthread_mutex_unlock(&ep->connect_lock);
   if (rc == FMX_SUCCESS) {
     pthread_mutex_lock(&ep->lock);
@@ -127,10 +141,21 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
   return rc;
 }
 
+/* A segment list must describe memory that can exist: no NULL pointer
+ * with a length, no segment running past the end of the address space,
+ * and a total that fits in 64 bits (two segments of 2^63 bytes once
+ * wrapped to a 0-byte message and were delivered as a success). */
 static fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs) {
-  if (nsegs > FMX_MAX_SEGMENTS || (nsegs && !segs)) return FMX_SEGMENTS_BAD_COUNT;
-  for (uint32_t i = 0; i < nsegs; i++)
-    if (!segs[i].ptr && segs[i].len) return FMX_SEGMENTS_BAD_COUNT;
+  if (nsegs > FMX_MAX_SEGMENTS) return FMX_SEGMENTS_BAD_COUNT;
+  if (nsegs && !segs) return FMX_BAD_ADDRESS;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < nsegs; i++) {
+    uintptr_t a = (uintptr_t)segs[i].ptr;
+    if (!segs[i].len) continue;
+    if (!a || segs[i].len > PTRDIFF_MAX || a + segs[i].len < a) return FMX_BAD_ADDRESS;
+    if (total + segs[i].len < total) return FMX_BAD_ADDRESS;
+    total += segs[i].len;
+  }
   return FMX_SUCCESS;
 }
 

@@ -89,6 +89,7 @@ struct partner {
   int is_self;
   int same_process; /* another endpoint of this process (or ourselves) */
   int failing; /* ep_partner_fail is draining its rings */
+  int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
@@ -98,7 +99,7 @@ struct partner {
   struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
   struct adapt_class adapt[ADAPT_CLASSES];  /* per size class, when cost[] is empty */
   int cma_ok;
-  char cma_reason[96];
+  char cma_reason[160];
   struct list_node outq;   /* records waiting for ring room, in order */
   struct medium_rx medium[2]; /* per channel we poll */
   struct xmem_cache *xmem;    /* its fmx_mem_alloc regions mapped here (shm/xmem.c) */
@@ -238,6 +239,7 @@ int lib_ready(void); /* fmx_init done and not finalized */
 struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
 struct partner *ep_partner_new(struct fmx_endpoint *ep);
+void ep_partner_reap(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 void ep_wake(struct ep_desc *d);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,9 +29,40 @@ int sys_memfd(const char *name, size_t size) {
     close(fd);
     return -e;
   }
-  /* Sealed size: a peer cannot shrink it under us and make us fault. */
-  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+  /* Sealed size: a peer cannot shrink it under us and make us fault, and
+   * (F_SEAL_SEAL) cannot add seals of its own. Peers refuse an unsealed
+   * one (sys_memfd_check). */
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
   return fd;
+}
+
+int sys_memfd_check(int fd, uint64_t min, uint64_t max, uint64_t *size) {
+  struct stat st;
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) return -EBADF; /* not a memfd (files, sockets, pipes have no seals) */
+  if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) return -EPERM;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) return -EBADF;
+  if ((uint64_t)st.st_size < min || (uint64_t)st.st_size > max) return -ERANGE;
+  if (size) *size = (uint64_t)st.st_size;
+  return 0;
+}
+
+const char *sys_memfd_error(int err) {
+  switch (err) {
+    case -EBADF: return "not a sealable memfd";
+    case -EPERM: return "not sealed against shrinking and growing";
+    case -ERANGE: return "of a wrong size";
+    default: return "unusable";
+  }
+}
+
+unsigned long long sys_nofile_limit(void) {
+  struct rlimit rl;
+  return getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (unsigned long long)rl.rlim_cur : 0;
 }
 
 void *sys_map_shared(int fd, size_t size) {

@@ -9,6 +9,14 @@
 #include <sys/uio.h>
 
 int sys_memfd(const char *name, size_t size);          /* fd or -errno */
+/* Check a memfd received from a peer before mapping it: sealed against
+ * shrinking and growing (else the peer could truncate it and make us
+ * fault), a regular file of size in [min, max] (*size). 0 or -errno
+ * (sys_memfd_error names it). */
+int sys_memfd_check(int fd, uint64_t min, uint64_t max, uint64_t *size);
+const char *sys_memfd_error(int err);
+/* RLIMIT_NOFILE's soft limit, for messages (0 if unknown). */
+unsigned long long sys_nofile_limit(void);
 void *sys_map_shared(int fd, size_t size);             /* NULL on error (errno set) */
 int sys_pidfd_open(pid_t pid);                         /* fd or -errno */
 int sys_futex_wait(uint32_t *addr, uint32_t val, int64_t timeout_ns); /* shared futex */

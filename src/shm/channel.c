@@ -150,10 +150,17 @@ struct channel *chan_create_self(void) {
   return c;
 }
 
-struct channel *chan_attach(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < 4096) return NULL;
-  size_t size = (size_t)st.st_size;
+struct channel *chan_attach(int fd, const char **why) {
+  /* Sealed and sized before it is mapped: a peer that could truncate it
+   * would make every later access of ours fault (SIGBUS). */
+  uint64_t fsize;
+  int err = sys_memfd_check(fd, 4096, 1ull << 40, &fsize);
+  if (err < 0) {
+    *why = sys_memfd_error(err);
+    return NULL;
+  }
+  *why = "a malformed header";
+  size_t size = (size_t)fsize;
   struct channel *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->base = sys_map_shared(fd, size);

@@ -107,9 +107,10 @@ struct channel {
 struct channel *chan_create(int *fd);
 /* A channel to oneself (tx and rx are the same direction). */
 struct channel *chan_create_self(void);
-/* Map a channel received from a peer (we are the acceptor); validates every
- * offset against the file size. NULL on a malformed channel. */
-struct channel *chan_attach(int fd);
+/* Map a channel received from a peer (we are the acceptor): the memfd must
+ * be sealed against shrinking and growing; every offset is validated
+ * against its size. NULL on a malformed channel, *why says what. */
+struct channel *chan_attach(int fd, const char **why);
 void chan_destroy(struct channel *c);
 /* Create the two pipes of a connection, O_NONBLOCK, sized to FMX_CHUNK_MAX
  * (or as much as the kernel grants): our ends go to c, the peer's (read end

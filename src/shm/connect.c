@@ -33,15 +33,63 @@ static socklen_t make_addr(struct sockaddr_un *sa, unsigned uid, uint32_t board,
   return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n);
 }
 
+/* Who holds a name we could not bind: connect to it (sending nothing) and
+ * read its credentials. 1: a process of ours, 0: another user's (or a
+ * socket that takes no connection: a bare bind, the squatter's cheapest
+ * form), with uid and pid when known (-1 otherwise). */
+static int holder_is_ours(const struct sockaddr_un *sa, socklen_t sl, long *uid, long *pid) {
+  *uid = *pid = -1;
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return 1; /* cannot tell: assume the ordinary case */
+  int ours = 0;
+  if (connect(fd, (const struct sockaddr *)sa, sl) == 0) {
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+      *uid = cred.uid;
+      *pid = cred.pid;
+      ours = cred.uid == getuid();
+    }
+  } else if (errno == EAGAIN) {
+    ours = 1; /* a busy listener of any user: its backlog is full; say busy */
+  }
+  close(fd);
+  return ours;
+}
+
 int shm_listen(struct fmx_endpoint *ep) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -errno;
+  if (fd < 0) {
+    int e = errno;
+    if (e == EMFILE || e == ENFILE)
+      log_warn("FMX-FDS", "endpoint %u: no file descriptor for its socket (RLIMIT_NOFILE %llu): %s", ep->eid,
+               sys_nofile_limit(), strerror(e));
+    return -e;
+  }
   struct sockaddr_un sa;
   socklen_t sl = make_addr(&sa, (unsigned)getuid(), ep->board, ep->eid);
   if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 64) < 0) {
     int e = errno;
     close(fd);
-    return -e;
+    if (e != EADDRINUSE) return -e;
+    /* Abstract names have no permissions: any local user may bind ours
+     * first. Say who holds it, so a squatter is not mistaken for a busy id. */
+    long uid, pid;
+    if (holder_is_ours(&sa, sl, &uid, &pid)) {
+      log_info("FMX-EP-BUSY", "endpoint id %u on board %u is open in pid %ld", ep->eid, ep->board, pid);
+      return -EADDRINUSE;
+    }
+    if (uid >= 0)
+      log_error("FMX-EP-SQUATTED",
+                "endpoint id %u on board %u: its socket name is held by uid %ld (pid %ld), not by this user: "
+                "refused (another user took the name first)",
+                ep->eid, ep->board, uid, pid);
+    else
+      log_error("FMX-EP-SQUATTED",
+                "endpoint id %u on board %u: its socket name is held by a socket that accepts no connection "
+                "(another user may have bound it): refused",
+                ep->eid, ep->board);
+    return -EACCES;
   }
   ep->listen_fd = fd;
   return 0;
@@ -75,16 +123,23 @@ static int send_msg(int fd, const struct shm_hello *h, const int *fds, int nfds)
   return n == (ssize_t)sizeof *h ? 0 : -1;
 }
 
-/* Receive a hello/reply; fds[] gets up to MAX_FDS received fds (-1 when
- * absent), more are closed. Anything malformed closes every received fd and
- * fails. */
-static int recv_msg(int fd, struct shm_hello *h, int fds[MAX_FDS], int timeout_ms) {
-  for (int i = 0; i < MAX_FDS; i++) fds[i] = -1;
-  struct pollfd p = {fd, POLLIN, 0};
+/* Wait until fd is readable (POLLIN) or writable, up to timeout_ms (-1:
+ * forever). 0, or -ETIMEDOUT. */
+static int wait_fd(int fd, short ev, int timeout_ms) {
+  struct pollfd p = {fd, ev, 0};
   int r;
   do r = poll(&p, 1, timeout_ms);
   while (r < 0 && errno == EINTR);
-  if (r <= 0) return -ETIMEDOUT;
+  return r > 0 ? 0 : -ETIMEDOUT;
+}
+
+/* Receive a hello/reply without blocking; fds[] gets up to MAX_FDS
+ * received fds (-1 when absent), more are closed. Anything malformed
+ * closes every received fd and fails (-EPROTO); fds the kernel could not
+ * install because we are out of descriptors give -EMFILE; nothing there
+ * yet, -EAGAIN. */
+static int recv_msg(int fd, struct shm_hello *h, int fds[MAX_FDS]) {
+  for (int i = 0; i < MAX_FDS; i++) fds[i] = -1;
   struct iovec iov = {h, sizeof *h};
   union {
     char buf[CMSG_SPACE(2 * MAX_FDS * sizeof(int))]; /* room to take (and close) extra fds */
@@ -98,8 +153,9 @@ static int recv_msg(int fd, struct shm_hello *h, int fds[MAX_FDS], int timeout_m
   ssize_t n;
   do n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) return -EAGAIN;
   int got = 0;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+  for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
     int tmp[2 * MAX_FDS];
@@ -112,16 +168,23 @@ static int recv_msg(int fd, struct shm_hello *h, int fds[MAX_FDS], int timeout_m
         close(tmp[i]);
     }
   }
-  if (n != (ssize_t)sizeof *h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h->magic != SHM_HELLO_MAGIC ||
-      h->version != SHM_HELLO_VERSION) {
+  int rc = 0;
+  if (n != (ssize_t)sizeof *h || (m.msg_flags & MSG_TRUNC) || h->magic != SHM_HELLO_MAGIC ||
+      h->version != SHM_HELLO_VERSION)
+    rc = -EPROTO;
+  else if (m.msg_flags & MSG_CTRUNC)
+    /* The kernel sets it when it cannot install the passed fds: our
+     * table is full (our buffer has room for twice what a peer may send). */
+    rc = -EMFILE;
+  if (rc)
     for (int i = 0; i < MAX_FDS; i++)
       if (fds[i] >= 0) close(fds[i]), fds[i] = -1;
-    return -EPROTO;
-  }
-  return 0;
+  return rc;
 }
 
+/* The peer's descriptor page: a sealed memfd of exactly EP_DESC_SIZE. */
 static struct ep_desc *map_desc(int fd) {
+  if (sys_memfd_check(fd, EP_DESC_SIZE, EP_DESC_SIZE, NULL) < 0) return NULL;
   struct ep_desc *d = mmap(NULL, EP_DESC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (d == MAP_FAILED) return NULL;
   if (d->magic != EP_DESC_MAGIC || d->version != EP_DESC_VERSION) {
@@ -149,7 +212,7 @@ static void probe_cma(struct partner *p, uint64_t addr, uint64_t val) {
   p->cma_ok = 0;
   if (n < 0)
     snprintf(p->cma_reason, sizeof p->cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)p->pid,
-             strerror((int)-n), n == -EPERM ? " (ptrace rights: Yama ptrace_scope, container, other uid)" : "");
+             strerror((int)-n), n == -EPERM ? " (ptrace rights: Yama ptrace_scope, container or uid)" : "");
   else
     snprintf(p->cma_reason, sizeof p->cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
   log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)p->pid, p->cma_reason);
@@ -160,6 +223,7 @@ static struct partner *adopt(struct fmx_endpoint *ep, const struct shm_hello *h,
                              struct channel *ch) {
   struct partner *p = ep_partner_find(ep, h->eid, h->session);
   if (!p) {
+    ep_partner_reap(ep);
     p = ep_partner_new(ep);
     if (!p) return NULL;
     p->nic = h->nic;
@@ -201,38 +265,62 @@ static void fill_hello(struct fmx_endpoint *ep, struct shm_hello *h, int type) {
   h->cpu = ep->cpu;
 }
 
-/* The acceptor side of one handshake (watcher thread). */
-static void accept_one(struct fmx_endpoint *ep, int fd) {
+static void count(struct fmx_endpoint *ep, int ok) {
+  pthread_mutex_lock(&ep->lock);
+  if (ok)
+    CNT(ep, CONNECT_OK);
+  else
+    CNT(ep, CONNECT_REFUSED);
+  pthread_mutex_unlock(&ep->lock);
+}
+
+/* A reply that carries only a status: never blocks (a peer that does not
+ * read loses it, nothing else). */
+static void refuse(int fd, struct fmx_endpoint *ep, fmx_return_t status) {
+  struct shm_hello rep;
+  fill_hello(ep, &rep, SHM_REPLY);
+  rep.status = status;
+  struct iovec iov = {&rep, sizeof rep};
+  struct msghdr m = {0};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  if (sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* the peer is gone or not reading: nothing owed */ }
+}
+
+/* The acceptor side of one handshake whose HELLO is readable (watcher
+ * thread). The peer's uid was checked at accept. 1 when done (fd to
+ * close), 0 when nothing was there after all. */
+static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred) {
   struct shm_hello h, rep;
   int fds[MAX_FDS];
   fill_hello(ep, &rep, SHM_REPLY);
-  /* A silent client must not hold the watcher for long. */
-  int r = recv_msg(fd, &h, fds, 1000);
-  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0) {
-    if (r == 0)
-      for (int i = 0; i < MAX_FDS; i++)
-        if (fds[i] >= 0) close(fds[i]);
-    pthread_mutex_lock(&ep->lock);
-    CNT(ep, CONNECT_REFUSED);
-    pthread_mutex_unlock(&ep->lock);
-    log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request dropped", ep->eid);
-    rep.status = FMX_BAD_ERROR;
-    send_msg(fd, &rep, NULL, 0);
-    return;
+  int r = recv_msg(fd, &h, fds);
+  if (r == -EAGAIN) return 0;
+  if (r == -EMFILE) {
+    count(ep, 0);
+    log_warn("FMX-FDS", "endpoint %u: connect request from pid %d lost its descriptors: this process is out of file "
+             "descriptors (RLIMIT_NOFILE %llu)", ep->eid, (int)cred->pid, sys_nofile_limit());
+    refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
+    return 1;
   }
-  struct ucred cred;
-  socklen_t cl = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
-    rep.status = FMX_ACCESS_DENIED;
-    log_warn("FMX-CONN-UID", "endpoint %u: connect from uid %d refused (same uid only)", ep->eid, (int)cred.uid);
-  } else if (h.key != ep->key) {
+  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0) {
+    for (int i = 0; i < MAX_FDS; i++)
+      if (fds[i] >= 0) close(fds[i]);
+    count(ep, 0);
+    log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", ep->eid,
+             (int)cred->pid);
+    refuse(fd, ep, FMX_BAD_ERROR);
+    return 1;
+  }
+  if (h.key != ep->key) {
     rep.status = FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", ep->eid, h.eid);
   } else {
-    struct channel *ch = chan_attach(fds[1]);
+    const char *why = NULL;
+    struct channel *ch = chan_attach(fds[1], &why);
     if (!ch) {
       rep.status = FMX_BAD_ERROR;
-      log_warn("FMX-CONN-CHAN", "endpoint %u: malformed channel from pid %d refused", ep->eid, (int)cred.pid);
+      log_warn("FMX-CONN-CHAN", "endpoint %u: channel from pid %d refused: %s", ep->eid, (int)cred->pid, why);
     } else {
       /* The vmsplice pipes are optional: without them (or with anything
        * else in their place) the connection just has no vmsplice engine. */
@@ -241,37 +329,80 @@ static void accept_one(struct fmx_endpoint *ep, int fd) {
         rep.flags |= SHM_F_PIPES;
       }
       pthread_mutex_lock(&ep->lock);
-      struct partner *p = ep->closing ? NULL : adopt(ep, &h, cred.pid, fds[0], ch);
+      struct partner *p = ep->closing ? NULL : adopt(ep, &h, cred->pid, fds[0], ch);
       if (!p) chan_destroy(ch);
       pthread_mutex_unlock(&ep->lock);
       rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
+      if (!p)
+        log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", ep->eid,
+                 (int)cred->pid, ep->closing ? "unused (closing)" : "not a sealed memfd page");
     }
   }
-  pthread_mutex_lock(&ep->lock);
-  if (rep.status == FMX_SUCCESS)
-    CNT(ep, CONNECT_OK);
-  else
-    CNT(ep, CONNECT_REFUSED);
-  pthread_mutex_unlock(&ep->lock);
+  count(ep, rep.status == FMX_SUCCESS);
   send_msg(fd, &rep, &ep->desc_fd, rep.status == FMX_SUCCESS ? 1 : 0);
   for (int i = 0; i < MAX_FDS; i++)
     if (fds[i] >= 0) close(fds[i]);
+  return 1;
+}
+
+/* ---- the connecting side ------------------------------------------------ */
+
+/* Connect the socket to the name of (our uid, board, eid). An endpoint not
+ * open yet is waited for (MX's mx_connect waits), up to `wait_ms`; a
+ * listener whose backlog is full, up to the deadline. */
+static fmx_return_t dial(int fd, const struct sockaddr_un *sa, socklen_t sl, uint64_t wait_ns, uint64_t deadline) {
+  uint64_t start = sys_now_ns();
+  useconds_t nap = 500;
+  for (;;) {
+    if (connect(fd, (const struct sockaddr *)sa, sl) == 0) return FMX_SUCCESS;
+    int e = errno;
+    uint64_t now = sys_now_ns();
+    if (e == EINTR) continue;
+    if (e == ECONNREFUSED || e == ENOENT) {
+      if (now - start >= wait_ns || now >= deadline) return FMX_REMOTE_ENDPOINT_BAD_ID;
+    } else if (e == EAGAIN) {
+      if (now >= deadline) return FMX_TIMEOUT;
+    } else {
+      return FMX_NO_SYSTEM_RESOURCES;
+    }
+    usleep(nap);
+    if (nap < 20000) nap *= 2;
+  }
 }
 
 fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                          struct partner **out) {
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return FMX_NO_SYSTEM_RESOURCES;
+  uint64_t t0 = sys_now_ns();
+  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : t0 + timeout_ms * 1000000ull;
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    int e = errno;
+    log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: no socket: %s (RLIMIT_NOFILE %llu)", ep->eid, eid,
+             strerror(e), sys_nofile_limit());
+    return FMX_NO_SYSTEM_RESOURCES;
+  }
   struct sockaddr_un sa;
   socklen_t sl = make_addr(&sa, (unsigned)getuid(), ep->board, eid);
-  if (connect(fd, (struct sockaddr *)&sa, sl) < 0) {
-    int e = errno;
+  fmx_return_t rc = dial(fd, &sa, sl, fmx_cfg.connect_wait_ms * 1000000ull, deadline);
+  if (rc != FMX_SUCCESS) {
     close(fd);
-    return e == ECONNREFUSED || e == ENOENT ? FMX_REMOTE_ENDPOINT_BAD_ID : FMX_NO_SYSTEM_RESOURCES;
+    return rc;
+  }
+  /* Who listens is checked before anything is sent: any local user may
+   * bind our name first, and the HELLO carries our key and memfds. */
+  struct ucred cred;
+  socklen_t cl = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
+    log_warn("FMX-CONN-SQUAT", "endpoint %u: connect to endpoint %u refused: its name is held by uid %d (pid %d), "
+             "not by this user; nothing sent", ep->eid, eid, (int)cred.uid, (int)cred.pid);
+    close(fd);
+    return FMX_ACCESS_DENIED;
   }
   int chan_fd;
   struct channel *ch = chan_create(&chan_fd);
   if (!ch) {
+    log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no channel memory or descriptor: %s "
+             "(RLIMIT_NOFILE %llu)", ep->eid, eid, strerror(errno), sys_nofile_limit());
     close(fd);
     return FMX_NO_SYSTEM_RESOURCES;
   }
@@ -284,25 +415,41 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
     h.flags |= SHM_F_PIPES;
     nfds = 4;
   }
-  fmx_return_t rc = FMX_SUCCESS;
   int rfds[MAX_FDS] = {-1, -1, -1, -1};
-  if (send_msg(fd, &h, fds, nfds) < 0) {
-    rc = FMX_REMOTE_ENDPOINT_CLOSED;
+  int left = deadline == UINT64_MAX ? -1 : (int)((deadline - sys_now_ns() + 999999) / 1000000);
+  if (wait_fd(fd, POLLOUT, left) < 0) {
+    rc = FMX_TIMEOUT;
+  } else if (send_msg(fd, &h, fds, nfds) < 0) {
+    /* Refused at accept (another uid, too many handshakes): the status
+     * reply may wait in our queue although the peer closed. */
+    rc = recv_msg(fd, &rep, rfds) == 0 && rep.type == SHM_REPLY && rep.status != FMX_SUCCESS
+             ? (fmx_return_t)rep.status
+             : FMX_REMOTE_ENDPOINT_CLOSED;
   } else {
-    int r = recv_msg(fd, &rep, rfds, timeout_ms == FMX_TIMEOUT_INFINITE ? -1 : (int)timeout_ms);
+    int r;
+    for (;;) {
+      uint64_t now = sys_now_ns();
+      left = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+      if (wait_fd(fd, POLLIN, left) < 0) {
+        r = -ETIMEDOUT;
+        break;
+      }
+      if ((r = recv_msg(fd, &rep, rfds)) != -EAGAIN) break;
+    }
     if (r == -ETIMEDOUT)
       rc = FMX_TIMEOUT;
+    else if (r == -EMFILE)
+      rc = FMX_NO_SYSTEM_RESOURCES;
     else if (r < 0 || rep.type != SHM_REPLY)
       rc = FMX_REMOTE_ENDPOINT_CLOSED;
     else if (rep.status != FMX_SUCCESS)
       rc = (fmx_return_t)rep.status;
     else if (rfds[0] < 0)
       rc = FMX_BAD_ERROR;
+    if (r == -EMFILE)
+      log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: the reply's descriptor was lost: this process is out "
+               "of file descriptors (RLIMIT_NOFILE %llu)", ep->eid, eid, sys_nofile_limit());
   }
-  struct ucred cred;
-  socklen_t cl = sizeof cred;
-  if (rc == FMX_SUCCESS && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()))
-    rc = FMX_ACCESS_DENIED;
   close(fd);
   close(chan_fd);
   /* The peer's pipe ends are the peer's now: keeping a copy would hide its
@@ -325,44 +472,139 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
   for (int i = 0; i < MAX_FDS; i++)
     if (rfds[i] >= 0) close(rfds[i]);
   if (!p) {
+    log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor is not a sealed memfd page",
+             ep->eid, eid);
     chan_destroy(ch);
-    return FMX_NO_RESOURCES;
+    return FMX_REMOTE_ENDPOINT_CLOSED;
   }
   shm_watcher_kick(ep);
   *out = p;
   return FMX_SUCCESS;
 }
 
+/* ---- the watcher -------------------------------------------------------- */
+
+/* Handshakes in flight, the watcher's own (no lock): each connection is
+ * served when its HELLO is readable, never waited for, and dropped at its
+ * deadline, so a silent or slow client cannot hold the endpoint's
+ * connects or its death watch (seen: 60 idle connections of another user
+ * made every connect of the owner time out). */
+struct handshake {
+  int fd;
+  struct ucred cred;
+  uint64_t deadline;
+};
+struct handshakes {
+  struct handshake *v;
+  size_t n, cap;
+  uint64_t accept_after; /* out of fds: accept again from then */
+};
+
+static void hs_drop(struct handshakes *hs, size_t i) {
+  close(hs->v[i].fd);
+  hs->v[i] = hs->v[--hs->n];
+}
+
+/* Accept what waits: another user's connection is closed at once (a status
+ * reply, nothing read); ours is queued with its deadline, at most
+ * FMX_HANDSHAKES_PER_UID of one uid at a time. */
+static void accept_all(struct fmx_endpoint *ep, struct handshakes *hs) {
+  for (int k = 0; k < 64; k++) {
+    int c = accept4(ep->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        log_warn("FMX-FDS", "endpoint %u: cannot accept a connect request: %s (RLIMIT_NOFILE %llu); it waits",
+                 ep->eid, strerror(errno), sys_nofile_limit());
+        hs->accept_after = sys_now_ns() + 100000000ull;
+      }
+      return;
+    }
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
+      count(ep, 0);
+      log_warn("FMX-CONN-UID", "endpoint %u: connect from uid %d (pid %d) refused (same uid only)", ep->eid,
+               (int)cred.uid, (int)cred.pid);
+      refuse(c, ep, FMX_ACCESS_DENIED);
+      close(c);
+      continue;
+    }
+    uint64_t same = 0;
+    for (size_t i = 0; i < hs->n; i++) same += hs->v[i].cred.uid == cred.uid;
+    if (same >= fmx_cfg.handshakes_per_uid || (hs->n == hs->cap && hs->cap >= 4096)) {
+      count(ep, 0);
+      log_warn("FMX-CONN-BUSY", "endpoint %u: connect from pid %d refused: %llu handshakes of uid %d in flight",
+               ep->eid, (int)cred.pid, (unsigned long long)same, (int)cred.uid);
+      refuse(c, ep, FMX_BUSY);
+      /* Closing with its HELLO unread would reset the connection and the
+       * peer might lose our reply (ECONNRESET) before it reads it. */
+      struct shm_hello junk;
+      int jfds[MAX_FDS];
+      if (recv_msg(c, &junk, jfds) == 0)
+        for (int i = 0; i < MAX_FDS; i++)
+          if (jfds[i] >= 0) close(jfds[i]);
+      close(c);
+      continue;
+    }
+    if (hs->n == hs->cap) {
+      size_t cap = hs->cap ? hs->cap * 2 : 16;
+      struct handshake *v = realloc(hs->v, cap * sizeof *v);
+      if (!v) {
+        refuse(c, ep, FMX_NO_RESOURCES);
+        close(c);
+        continue;
+      }
+      hs->v = v;
+      hs->cap = cap;
+    }
+    hs->v[hs->n++] = (struct handshake){c, cred, sys_now_ns() + fmx_cfg.handshake_ms * 1000000ull};
+  }
+}
+
+/* Partners the watcher polls, snapshotted under the lock with their
+ * generation: a slot reused meanwhile (ep_partner_reap) is not mistaken
+ * for the one that died. */
+struct watched {
+  struct partner *p;
+  uint32_t gen;
+};
+
 /* The watcher: sleeps in poll() on the listening socket, its control
- * eventfd and every peer's pidfd, so connects are answered and deaths seen
- * even while the application computes and never calls fmx. */
+ * eventfd, the handshakes in flight and every peer's pidfd, so connects
+ * are answered and deaths seen even while the application computes and
+ * never calls fmx. */
 static void *watcher_main(void *arg) {
   struct fmx_endpoint *ep = arg;
   struct pollfd *pf = NULL;
-  struct partner **who = NULL;
+  struct watched *who = NULL;
   size_t cap = 0;
+  struct handshakes hs = {0};
   for (;;) {
     pthread_mutex_lock(&ep->lock);
     if (ep->closing) {
       pthread_mutex_unlock(&ep->lock);
       break;
     }
-    size_t need = 2 + ep->npartners;
+    size_t need = 2 + hs.n + ep->npartners;
     if (need > cap) {
       struct pollfd *npf = realloc(pf, need * sizeof *pf);
       if (npf) pf = npf;
-      struct partner **nw = realloc(who, need * sizeof *who);
+      struct watched *nw = realloc(who, need * sizeof *who);
       if (nw) who = nw;
       if (npf && nw) cap = need;
     }
-    size_t n = 0;
-    if (cap >= 2) {
-      pf[n++] = (struct pollfd){ep->listen_fd, POLLIN, 0};
+    uint64_t now = sys_now_ns();
+    size_t n = 0, nhs = 0;
+    if (cap >= need) {
+      int accepting = now >= hs.accept_after;
+      pf[n++] = (struct pollfd){accepting ? ep->listen_fd : -1, POLLIN, 0};
       pf[n++] = (struct pollfd){ep->ctl_fd, POLLIN, 0};
-      for (uint32_t i = 0; i < ep->npartners && n < cap; i++) {
+      for (size_t i = 0; i < hs.n; i++) pf[n++] = (struct pollfd){hs.v[i].fd, POLLIN, 0};
+      nhs = hs.n;
+      for (uint32_t i = 0; i < ep->npartners; i++) {
         struct partner *p = ep->partners[i];
         if (p && p->state == PARTNER_ALIVE && p->pidfd >= 0) {
-          who[n] = p;
+          who[n] = (struct watched){p, p->gen};
           pf[n++] = (struct pollfd){p->pidfd, POLLIN, 0};
         }
       }
@@ -372,27 +614,38 @@ static void *watcher_main(void *arg) {
       usleep(10000);
       continue;
     }
-    int r = poll(pf, n, -1);
+    /* Sleep until the nearest handshake deadline (or the accept pause). */
+    uint64_t wake = now < hs.accept_after ? hs.accept_after : UINT64_MAX;
+    for (size_t i = 0; i < nhs; i++)
+      if (hs.v[i].deadline < wake) wake = hs.v[i].deadline;
+    int timeout = wake == UINT64_MAX ? -1 : wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
+    int r = poll(pf, n, timeout);
     if (r < 0) continue;
     if (pf[1].revents) {
       uint64_t v;
       if (read(ep->ctl_fd, &v, sizeof v) < 0) { /* nothing to do: it is a level */ }
     }
-    if (pf[0].revents & POLLIN) {
-      int c = accept4(ep->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (c >= 0) {
-        accept_one(ep, c);
-        close(c);
+    /* Handshakes first (pf[2..2+nhs) are hs.v[0..nhs) until one is dropped:
+     * walk backwards so dropping (swap with the last) keeps the rest). */
+    now = sys_now_ns();
+    for (size_t i = nhs; i-- > 0;) {
+      struct handshake *h = &hs.v[i];
+      if (pf[2 + i].revents && serve_hello(ep, h->fd, &h->cred)) {
+        hs_drop(&hs, i);
+      } else if (now >= h->deadline) {
+        count(ep, 0);
+        log_info("FMX-CONN-SLOW", "endpoint %u: connect from pid %d sent no request in %llu ms: dropped", ep->eid,
+                 (int)h->cred.pid, (unsigned long long)fmx_cfg.handshake_ms);
+        hs_drop(&hs, i);
       }
     }
-    for (size_t i = 2; i < n; i++) {
+    if (pf[0].revents & POLLIN) accept_all(ep, &hs);
+    for (size_t i = 2 + nhs; i < n; i++) {
       if (!pf[i].revents) continue;
       pthread_mutex_lock(&ep->lock);
-      /* The partner may have been released meanwhile: check it is still ours. */
-      struct partner *p = who[i];
-      int found = 0;
-      for (uint32_t k = 0; k < ep->npartners; k++) found |= ep->partners[k] == p;
-      if (found && p->state == PARTNER_ALIVE && p->pidfd == pf[i].fd) {
+      /* The partner may have been failed or its slot reused meanwhile. */
+      struct partner *p = who[i].p;
+      if (p->gen == who[i].gen && p->state == PARTNER_ALIVE && p->pidfd == pf[i].fd) {
         CNT(ep, PEER_DEATH);
         log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", ep->eid, p->eid, (int)p->pid);
         ep_partner_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
@@ -400,6 +653,8 @@ static void *watcher_main(void *arg) {
       pthread_mutex_unlock(&ep->lock);
     }
   }
+  while (hs.n) hs_drop(&hs, hs.n - 1);
+  free(hs.v);
   free(pf);
   free(who);
   return NULL;

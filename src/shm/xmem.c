@@ -123,9 +123,8 @@ static int take_fd(struct partner *p, const struct xmem_ref *ref) {
   long fd = syscall(SYS_pidfd_getfd, p->pidfd, (int)ref->fd, 0);
   if (fd < 0) return -errno;
   struct stat st;
-  int seals = fcntl((int)fd, F_GET_SEALS);
-  if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != ref->ino ||
-      (uint64_t)st.st_size != ref->len || seals < 0 || !(seals & F_SEAL_SHRINK)) {
+  if (sys_memfd_check((int)fd, ref->len, ref->len, NULL) < 0 || fstat((int)fd, &st) != 0 ||
+      (uint64_t)st.st_ino != ref->ino) {
     close((int)fd);
     return -ESTALE;
   }

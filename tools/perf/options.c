@@ -110,7 +110,13 @@ static void parse_sizes(const char *arg)
   if (!copy)
     perf_die("out of memory");
   perf_opt.nsizes = 0;
-  for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+  (void)save;
+  /* Every comma separates two sizes: "1K,,2K" or a trailing comma is an
+   * error, not a shorter list (strtok would skip the empty ones). */
+  for (char *next = copy; (tok = next) != NULL;) {
+    next = strchr(tok, ',');
+    if (next)
+      *next++ = '\0';
     if (perf_opt.nsizes == PERF_MAX_SIZES)
       usage_error("--sizes: at most %d sizes", PERF_MAX_SIZES);
     if (!parse_u64(tok, &perf_opt.sizes[perf_opt.nsizes], true))

@@ -13,11 +13,22 @@
  *   fmx_sys issend   --rank 0|1 --base B
  *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
  *   fmx_sys connect  --base B --target EID --key K    (prints the result name)
+ *   fmx_sys open     --target EID                     (opens endpoint EID; prints the result name)
+ *   fmx_sys serve    --base B        endpoint B receives whatever comes until stdin closes
+ *                                    (prints READY once open)
+ *   fmx_sys churn    --target EID --rounds N   N times: open an endpoint, connect to EID,
+ *                                    send 64 bytes, close (a short-lived client)
+ *   common: --eat-fds K (once the endpoint is open, take file descriptors
+ *           until K are left), --nodump 1 (prctl: not dumpable, so peers of
+ *           our uid lack ptrace rights on us)
  *
  * Exit 0 on success; 1 with a message on stderr on any failure. Every wait
  * has a finite timeout: a bug gives a failure, never a hang.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +43,7 @@
 static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0, rounds = 100, short_recv = 0;
 static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
 static uint32_t target = 0, key = KEY;
+static int eat_fds = -1, nodump = 0;
 static fmx_endpoint_t ep;
 
 #define FAIL(...)                                       \
@@ -70,6 +82,12 @@ static uint8_t *big_buf(uint64_t len) {
   }
   if (!p) FAIL("cannot allocate %" PRIu64 " bytes", len);
   return p;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void sleep_ms(int ms) {
@@ -271,7 +289,9 @@ static void bigsend(void) {
   fflush(stdout);
   if (!done) OK(fmx_wait(ep, &r, WAIT_MS, &st, &done));
   if (!done) FAIL("still pending after %d ms", WAIT_MS);
-  printf("{\"rank\":%d,\"code\":\"%s\"}\n", rank, fmx_strerror(st.code));
+  /* t_ns: when the completion was seen (CLOCK_MONOTONIC, as Python's
+   * time.monotonic_ns), for the death-detection latency in notes. */
+  printf("{\"rank\":%d,\"code\":\"%s\",\"t_ns\":%" PRIu64 "}\n", rank, fmx_strerror(st.code), now_ns());
   exit(st.code == FMX_SUCCESS ? 0 : 3);
 }
 
@@ -373,6 +393,58 @@ static void token(void) {
   sleep_ms(200); /* let the last receiver drain before we close */
 }
 
+/* Take descriptors until `left` are free (the fd table is full but for them). */
+static void take_fds(int left) {
+  int fds[65536], n = 0;
+  while (n < 65536) {
+    int fd = dup(2);
+    if (fd < 0) break;
+    fds[n++] = fd;
+  }
+  if (errno != EMFILE) FAIL("dup: %s", strerror(errno));
+  for (int i = 0; i < left && n > 0; i++) close(fds[--n]);
+}
+
+static void serve(void) {
+  printf("READY\n");
+  fflush(stdout);
+  static uint8_t buf[1 << 16];
+  uint64_t got = 0;
+  for (;;) {
+    struct pollfd in = {0, POLLIN, 0};
+    if (poll(&in, 1, 0) > 0) break; /* stdin readable: closed (or a line): stop */
+    fmx_status_t st;
+    uint32_t res = 0;
+    OK(fmx_probe(ep, 5, 0, 0, &st, &res));
+    if (!res) continue;
+    fmx_seg_t seg = {buf, sizeof buf};
+    fmx_request_t r;
+    OK(fmx_irecv(ep, &seg, 1, st.match_info, FMX_MATCH_MASK_NONE, NULL, &r));
+    wait_req(&r, &st, "receive");
+    got++;
+  }
+  printf("{\"received\":%" PRIu64 "}\n", got);
+}
+
+static void churn(void) {
+  uint8_t msg[64] = {1};
+  for (int i = 0; i < rounds; i++) {
+    fmx_endpoint_t e;
+    OK(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, KEY, NULL, 0, &e));
+    fmx_endpoint_addr_t a;
+    OK(fmx_connect(e, FMX_ANY_NIC, target, KEY, WAIT_MS, &a));
+    fmx_seg_t seg = {msg, sizeof msg};
+    fmx_request_t r;
+    fmx_status_t st;
+    uint32_t done = 0;
+    OK(fmx_isend(e, &seg, 1, a, 7, NULL, &r));
+    OK(fmx_wait(e, &r, WAIT_MS, &st, &done));
+    if (!done || st.code != FMX_SUCCESS) FAIL("send %d: %s", i, fmx_strerror(st.code));
+    OK(fmx_close_endpoint(e));
+  }
+  printf("{\"cycles\":%d}\n", rounds);
+}
+
 static void connect_test(void) {
   fmx_endpoint_addr_t a;
   fmx_return_t rc = fmx_connect(ep, FMX_ANY_NIC, target, key, 5000, &a);
@@ -381,7 +453,7 @@ static void connect_test(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect [options]\n");
+    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect|open|serve|churn [options]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -400,20 +472,37 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--trunc")) short_recv = atoi(v);
     else if (!strcmp(o, "--target")) target = (uint32_t)atoi(v);
     else if (!strcmp(o, "--key")) key = (uint32_t)strtoul(v, NULL, 0);
+    else if (!strcmp(o, "--eat-fds")) eat_fds = atoi(v);
+    else if (!strcmp(o, "--nodump")) nodump = atoi(v);
     else {
       fprintf(stderr, "unknown option %s\n", o);
       return 2;
     }
   }
+  if (nodump && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FAIL("prctl: %s", strerror(errno));
   OK(fmx_init());
+  if (!strcmp(mode, "open")) {
+    fmx_return_t rc = fmx_open_endpoint(0, target, KEY, NULL, 0, &ep);
+    printf("%s\n", fmx_strerror(rc));
+    if (rc == FMX_SUCCESS) OK(fmx_close_endpoint(ep));
+    OK(fmx_finalize());
+    return 0;
+  }
+  if (!strcmp(mode, "churn")) {
+    churn();
+    OK(fmx_finalize());
+    return 0;
+  }
   uint32_t eid = !strcmp(mode, "connect") ? FMX_ANY_ENDPOINT : (uint32_t)(base + rank);
   OK(fmx_open_endpoint(0, eid, KEY, NULL, 0, &ep));
+  if (eat_fds >= 0) take_fds(eat_fds);
   if (!strcmp(mode, "exchange")) exchange();
   else if (!strcmp(mode, "bigsend")) bigsend();
   else if (!strcmp(mode, "lazysend")) lazysend();
   else if (!strcmp(mode, "issend")) issend_test();
   else if (!strcmp(mode, "token")) token();
   else if (!strcmp(mode, "connect")) connect_test();
+  else if (!strcmp(mode, "serve")) serve();
   else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

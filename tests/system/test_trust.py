@@ -1,0 +1,399 @@
+# SPDX-License-Identifier: MIT
+"""The trust boundary, tried for real as a hostile or careless local user
+(issue 12): a second uid squatting names and holding connections, a same-uid
+peer passing memfds it truncates later, short-lived clients by the thousand,
+a process out of file descriptors, and connects to endpoints not open yet.
+
+The second uid is `nobody` (tests run as root in CI); its programs are
+/usr/bin/python3 scripts and the build's fmx_sys, which it can read.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sysutil import BUILD
+PROG = os.path.join(BUILD, "tests", "fmx_sys")
+HELLO = "<8I3QiI"  # struct shm_hello (src/shm/connect.h)
+HELLO_MAGIC, DESC_MAGIC = 0x464D5848, 0x464D5844
+KEY = 0x5EED
+
+
+def _nobody():
+    try:
+        import pwd
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+
+
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or _nobody() is None or shutil.which("setpriv") is None,
+                                reason="needs root, a nobody user and setpriv")
+
+
+def name(eid, uid=None):
+    return b"\0fmx/%d/0/%d" % (os.getuid() if uid is None else uid, eid)
+
+
+def fmx_sys(*args, env=None, timeout=60, user=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run((user or []) + [PROG] + [str(a) for a in args], capture_output=True, text=True, env=e,
+                          timeout=timeout)
+
+
+class Server:
+    """`fmx_sys serve`: endpoint `eid` receiving whatever comes until stop()."""
+
+    def __init__(self, eid, env=None, *extra):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.p = subprocess.Popen([PROG, "serve", "--base", str(eid)] + [str(a) for a in extra], env=e,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.p.stdout.readline().strip() == "READY"
+
+    def stop(self):
+        out, err = self.p.communicate(input="", timeout=60)
+        self.out, self.err = out, err
+        return self.p.returncode
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+class Hostile:
+    """A Python script run as another user (or ours): prints READY when set,
+    then its JSON result once its stdin closes."""
+
+    def __init__(self, code, user=None):
+        self.p = subprocess.Popen((user or []) + [PY, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline().strip()
+        assert line == "READY", self.p.stderr.read()
+
+    def finish(self):
+        out, err = self.p.communicate(input="", timeout=60)
+        assert self.p.returncode == 0, err
+        return json.loads(out.strip().splitlines()[-1])
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+SQUATTER = r'''
+import json, os, select, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(%r)
+if %r:
+    s.listen(64)
+print("READY", flush=True)
+conns = nbytes = nfds = 0
+while %r:
+    r, _, _ = select.select([s, sys.stdin], [], [], 10)
+    if sys.stdin in r or not r:
+        break
+    c, _ = s.accept()
+    conns += 1
+    c.settimeout(1)
+    try:
+        msg, fds, _, _ = socket.recv_fds(c, 4096, 8)
+        nbytes += len(msg)
+        nfds += len(fds)
+    except (socket.timeout, OSError):
+        pass
+    c.close()
+if not %r:
+    sys.stdin.read()
+print(json.dumps({"conns": conns, "bytes": nbytes, "fds": nfds}))
+'''
+
+
+@needs_root
+@pytest.mark.parametrize("listening", [True, False], ids=["listening", "bare-bind"])
+def test_squatted_name(listening):
+    """User nobody binds root's endpoint name first. Opening it fails with
+    Access denied and a log line naming the cause; a connect to it checks
+    the listener's uid first and sends nothing: no key, no memfd."""
+    eid = 220 if listening else 221
+    sq = Hostile(SQUATTER % (name(eid), listening, listening, listening), AS_NOBODY)
+    try:
+        p = fmx_sys("open", "--target", eid)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == "Access denied"
+        assert "FMX-EP-SQUATTED" in p.stderr
+        if listening:
+            assert "uid 65534" in p.stderr or "uid %d" % _nobody().pw_uid in p.stderr
+        else:
+            assert "accepts no connection" in p.stderr
+        p = fmx_sys("connect", "--target", eid, "--key", KEY)
+        assert p.returncode == 0, p.stderr
+        if listening:
+            assert p.stdout.strip() == "Access denied"
+            assert "FMX-CONN-SQUAT" in p.stderr
+        else:
+            assert p.stdout.strip() == "Remote endpoint bad id"
+        res = sq.finish()
+        assert res["bytes"] == 0 and res["fds"] == 0, res
+    finally:
+        sq.kill()
+
+
+@needs_root
+def test_any_endpoint_skips_squatted_ids():
+    """FMX_ANY_ENDPOINT takes the next free id past a squatted one."""
+    sq = Hostile(SQUATTER % (name(0), True, True, True), AS_NOBODY)
+    try:
+        p = fmx_sys("connect", "--target", 9999, "--key", KEY, env={"FMX_CONNECT_WAIT_MS": "0"})
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == "Remote endpoint bad id"
+        assert "FMX-EP-SQUATTED" in p.stderr
+    finally:
+        sq.kill()
+
+
+HOLDER = r'''
+import json, os, socket, struct, sys
+socks, replies = [], []
+for i in range(%d):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(%r)
+    socks.append(s)
+print("READY", flush=True)
+sys.stdin.read()
+for s in socks:
+    s.setblocking(False)
+    try:
+        m = s.recv(64)
+        replies.append(struct.unpack("<8I3QiI", m)[3] if len(m) == 64 else (-1 if not m else -2))
+    except BlockingIOError:
+        replies.append(None)
+print(json.dumps({"replies": replies}))
+'''
+
+
+@needs_root
+def test_foreign_idle_connections_do_not_stall_connects():
+    """nobody holds 60 connections to root's endpoint and never sends a
+    HELLO. Each is refused at accept (a status reply, nothing read); root's
+    own connects succeed; the refusals log one line, then a count."""
+    srv = Server(230)
+    holder = None
+    try:
+        holder = Hostile(HOLDER % (60, name(230, 0)), AS_NOBODY)
+        for _ in range(3):
+            p = fmx_sys("connect", "--target", 230, "--key", KEY)
+            assert p.returncode == 0, p.stderr
+            assert p.stdout.strip() == "Success"
+        res = holder.finish()
+        assert res["replies"] == [7] * 60  # FMX_ACCESS_DENIED, to every one
+        assert srv.stop() == 0, srv.err
+        assert srv.err.count("FMX-CONN-UID") <= 2, srv.err  # the first line, and the held count at the end
+        assert re.search(r"FMX-LOG-HELD: \d+ more FMX-CONN-UID", srv.err) or srv.err.count("FMX-CONN-UID") == 1
+    finally:
+        srv.kill()
+        if holder:
+            holder.kill()
+
+
+def test_idle_connections_of_our_uid_are_capped_and_time_out():
+    """40 idle connections of our own uid: FMX_HANDSHAKES_PER_UID (16) wait
+    for a HELLO until FMX_HANDSHAKE_MS, the rest are refused Busy at once;
+    a real connect meanwhile gets through (it retries on Busy)."""
+    srv = Server(232)
+    holder = None
+    try:
+        holder = Hostile(HOLDER % (40, name(232)))
+        p = fmx_sys("connect", "--target", 232, "--key", KEY)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == "Success"
+        time.sleep(1.5)  # past FMX_HANDSHAKE_MS: the 16 idle ones are dropped
+        res = holder.finish()["replies"]
+        assert res.count(20) == 40 - 16, res  # FMX_BUSY
+        assert res.count(-1) == 16, res  # closed without a reply
+        assert srv.stop() == 0, srv.err
+    finally:
+        srv.kill()
+        if holder:
+            holder.kill()
+
+
+def _memfd(size, sealed, magic=0):
+    fd = os.memfd_create("forged", os.MFD_ALLOW_SEALING if sealed else 0)
+    os.ftruncate(fd, size)
+    if magic:
+        os.pwrite(fd, struct.pack("<2I", magic, 1), 0)
+    if sealed:
+        import fcntl
+        fcntl.fcntl(fd, 1033, 2 | 4)  # F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW
+    return fd
+
+
+@pytest.mark.parametrize("what", ["both-unsealed", "channel-unsealed", "channel-too-small", "desc-not-memfd"])
+def test_forged_memfds_refused_before_mapping(what):
+    """A same-uid peer passes memfds it could truncate later (once: SIGBUS
+    in the endpoint's process). Unsealed or undersized, they are refused
+    before anything is mapped; truncating them afterwards harms nothing."""
+    srv = Server(234)
+    try:
+        desc = _memfd(4096, what != "both-unsealed", DESC_MAGIC)
+        if what == "desc-not-memfd":
+            os.close(desc)
+            desc = os.open("/dev/null", os.O_RDWR)
+        chan = _memfd(1 << 20 if what != "channel-too-small" else 1024, what not in ("both-unsealed",
+                                                                                   "channel-unsealed"))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(name(234))
+        hello = struct.pack(HELLO, HELLO_MAGIC, 2, 1, 0, KEY, 99, 1, 0, 1, 0, 0, -1, 0)
+        socket.send_fds(s, [hello], [desc, chan])
+        s.settimeout(10)
+        rep = s.recv(64)
+        assert struct.unpack(HELLO, rep)[3] != 0  # refused
+        for fd in (desc, chan):
+            try:
+                os.ftruncate(fd, 0)
+            except OSError:
+                pass  # sealed: cannot shrink
+            os.close(fd)
+        s.close()
+        p = fmx_sys("connect", "--target", 234, "--key", KEY)
+        assert p.stdout.strip() == "Success", p.stderr
+        assert srv.stop() == 0, srv.err
+        assert "FMX-CONN-CHAN" in srv.err
+        if what != "desc-not-memfd":
+            assert "sealed" in srv.err or "wrong size" in srv.err, srv.err
+    finally:
+        srv.kill()
+
+
+FAKE_LISTENER = r'''
+import json, os, socket, struct, sys, fcntl
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(%r)
+s.listen(4)
+print("READY", flush=True)
+c, _ = s.accept()
+msg, fds, _, _ = socket.recv_fds(c, 64, 8)
+d = os.memfd_create("forged-desc")
+os.ftruncate(d, 4096)
+os.pwrite(d, struct.pack("<2I", 0x464D5844, 1), 0)
+rep = struct.pack("<8I3QiI", 0x464D5848, 2, 2, 0, 0, 236, 7, 0, 1, 0, 0, -1, 0)
+socket.send_fds(c, [rep], [d])
+os.ftruncate(d, 0)
+sys.stdin.read()
+print(json.dumps({"got_fds": len(fds)}))
+'''
+
+
+def test_fake_listener_with_unsealed_descriptor():
+    """A same-uid listener answers with an unsealed descriptor memfd and
+    truncates it: the connector refuses it (no mapping, no SIGBUS)."""
+    fake = Hostile(FAKE_LISTENER % name(236))
+    try:
+        p = fmx_sys("connect", "--target", 236, "--key", KEY)
+        assert p.returncode == 0, p.stderr  # not killed by SIGBUS
+        assert p.stdout.strip() == "Remote endpoint closed"
+        assert "FMX-CONN-DESC" in p.stderr
+        fake.finish()
+    finally:
+        fake.kill()
+
+
+def _mem(pid):
+    with open(f"/proc/{pid}/status") as f:
+        rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+    with open(f"/proc/{pid}/maps") as f:
+        maps = f.read()
+    return rss, maps.count("fmx-channel"), maps.count("fmx-endpoint")
+
+
+def test_short_lived_clients_leave_nothing_behind():
+    """1000 clients connect, send, close: the server unmaps what each left
+    (channels, descriptors) and its RSS stays flat (before: 600 clients
+    left 600 channel and 601 descriptor mappings, 4.7 -> 87 MB)."""
+    srv = Server(238)
+    try:
+        p = fmx_sys("churn", "--target", 238, "--rounds", 50)
+        assert p.returncode == 0, p.stderr
+        rss0, chan0, desc0 = _mem(srv.p.pid)
+        p = fmx_sys("churn", "--target", 238, "--rounds", 1000, timeout=600)
+        assert p.returncode == 0, p.stderr
+        rss1, chan1, desc1 = _mem(srv.p.pid)
+        print(f"server RSS {rss0} -> {rss1} kB, channel mappings {chan0} -> {chan1}, "
+              f"descriptor mappings {desc0} -> {desc1}")
+        assert chan1 <= 2 and desc1 <= 3, (chan1, desc1)
+        assert rss1 - rss0 < 16 * 1024, (rss0, rss1)  # was about 140 kB per client
+        assert srv.stop() == 0, srv.err
+        assert json.loads(srv.out.splitlines()[-1])["received"] == 1050
+    finally:
+        srv.kill()
+
+
+def test_connect_waits_for_an_endpoint_not_open_yet():
+    """fmx_connect to an id nobody has opened yet waits for it (up to
+    FMX_CONNECT_WAIT_MS within its timeout), as MX's mx_connect does."""
+    c = subprocess.Popen([PROG, "connect", "--target", "240", "--key", str(KEY)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    srv = None
+    try:
+        time.sleep(0.3)
+        srv = Server(240)
+        out, err = c.communicate(timeout=30)
+        assert out.strip() == "Success", err
+        p = fmx_sys("connect", "--target", 241, "--key", KEY, env={"FMX_CONNECT_WAIT_MS": "0"})
+        assert p.stdout.strip() == "Remote endpoint bad id"
+    finally:
+        if c.poll() is None:
+            c.kill()
+        if srv:
+            srv.stop()
+            srv.kill()
+
+
+def test_out_of_file_descriptors_is_named():
+    """An acceptor whose fd table is full cannot take a peer's memfds: it
+    says so (FMX-FDS, with RLIMIT_NOFILE), not 'malformed', and the peer
+    gets No system resources; a connector out of fds says so too."""
+    srv = Server(242, None, "--eat-fds", 1)
+    try:
+        p = fmx_sys("connect", "--target", 242, "--key", KEY)
+        assert p.stdout.strip() == "No system resources", p.stderr
+        p = fmx_sys("connect", "--target", 242, "--key", KEY, "--eat-fds", 0)
+        assert p.stdout.strip() == "No system resources", p.stderr
+        assert "FMX-FDS" in p.stderr and "RLIMIT_NOFILE" in p.stderr
+        assert srv.stop() == 0, srv.err
+        assert "FMX-FDS" in srv.err and "RLIMIT_NOFILE" in srv.err, srv.err
+        assert "FMX-CONN-MALFORMED" not in srv.err
+    finally:
+        srv.kill()
+
+
+@needs_root
+def test_cma_refused_warning_is_whole():
+    """Between two processes of nobody, one not dumpable: the peer's CMA
+    probe fails with EPERM and the warning gives the whole reason."""
+    procs = [subprocess.Popen(AS_NOBODY + [PROG, "issend", "--rank", str(r), "--nprocs", "2", "--base", "244",
+                                           "--nodump", str(1 - r)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=60) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        err = outs[1][1]
+        assert "FMX-CMA-PROBE" in err, err
+        assert "(ptrace rights: Yama ptrace_scope, container or uid); ring engine used" in err, err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
