@@ -397,3 +397,99 @@ def test_cma_refused_warning_is_whole():
         for p in procs:
             if p.poll() is None:
                 p.kill()
+
+
+# ---- a careless user's bad input: refused with one message form, nothing hangs ----
+
+def _tool(*argv, env=None, timeout=120):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([os.path.join(BUILD, argv[0])] + list(argv[1:]), capture_output=True, text=True, env=e,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("var,value,why", [
+    ("FMX_RNDV_THRESHOLD", "-5", "not a size"),
+    ("FMX_RING_SIZE", "1", "out of range [64K, 1G]"),
+    ("FMX_BULK_SLOTS", "0", "out of range [1, 1024]"),
+    ("FMX_CHUNK_MAX", "0", "out of range [4K, 1G]"),
+    ("FMX_LOG", "verbose", "not one of: none error warn info debug"),
+    ("FMX_BULK", "nosuch", "not one of"),
+])
+def test_bad_tunable_refused_and_endpoints_work(var, value, why):
+    """The table refuses the value where it reads it and names the value in
+    force (once 'default 256K kept' while 512K was); fmx_info --config shows
+    the refusal; a large message still moves (FMX_CHUNK_MAX=0 once stopped
+    cma for ever, FMX_BULK_SLOTS=0 and FMX_RING_SIZE=1 failed every open or
+    connect)."""
+    env = {var: value}
+    p = _tool("fmx_info", "--config", env=env)
+    assert p.returncode == 0, p.stderr
+    line = [l for l in p.stderr.splitlines() if "FMX-CFG-VALUE" in l and var in l]
+    assert len(line) == 1, p.stderr
+    assert f"{var}='{value}' from the environment: {why}" in line[0]
+    force = re.search(rf"; {var}=(\S+) \((\w+[ \w]*)\) in force", line[0])
+    assert force, line[0]
+    row = [l for l in p.stdout.splitlines() if l.startswith(var + " ")][0]
+    assert row.split()[1] == force.group(1)  # the message names the value fmx_info shows
+    assert "refused: '%s'" % value in p.stdout
+    engine = "ring" if var == "FMX_BULK_SLOTS" else "cma"
+    p = _tool("fmx_perf", "pingpong", "--engine", engine, "--sizes", "4M", "--iters", "3", "--verify", "--quiet",
+              env=env)
+    assert p.returncode == 0, p.stderr
+
+
+def test_tuning_file_not_regular_does_not_hang():
+    p = _tool("fmx_info", "--config", env={"FMX_TUNING_FILE": "/dev/zero"}, timeout=30)
+    assert p.returncode == 0
+    assert "FMX-CFG-FILE: /dev/zero is not a regular file" in p.stderr
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--engine", "nosuch"], "unknown engine 'nosuch'"),
+    (["--sizes", "1K,,2K"], "bad size ''"),
+    (["--sizes", "1K,"], "bad size ''"),
+])
+def test_fmx_perf_refuses_bad_options(args, msg):
+    p = _tool("fmx_perf", "pingpong", *args, timeout=30)
+    assert p.returncode == 2
+    assert msg in p.stderr
+
+
+# ---- packaging ----
+
+@pytest.mark.skipif(shutil.which("pkg-config") is None or shutil.which("cmake") is None,
+                    reason="needs pkg-config and cmake")
+def test_install_prefix_pkg_config_compile_line(tmp_path):
+    """README's compile line works against `cmake --install --prefix P`
+    (fmx.pc said prefix=/usr/local whatever P was); the program finds
+    libfmx.so by LD_LIBRARY_PATH or by an rpath, as the README says."""
+    prefix = tmp_path / "prefix"
+    p = subprocess.run(["cmake", "--install", BUILD, "--prefix", str(prefix)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    pcdir = [str(d) for d in prefix.rglob("pkgconfig")][0]
+    src = tmp_path / "app.c"
+    src.write_text('#include <fmx.h>\n#include <stdio.h>\n'
+                   'int main(void) { if (fmx_init()) return 1; puts(fmx_strerror(FMX_SUCCESS)); '
+                   'return fmx_finalize(); }\n')
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fmx"], capture_output=True, text=True,
+                           env=dict(os.environ, PKG_CONFIG_PATH=pcdir)).stdout.split()
+    assert any(f.startswith("-I" + str(prefix)) or f.startswith("-I" + pcdir) for f in flags), flags
+    libdir = [f[2:] for f in flags if f.startswith("-L")][0]
+    cc = os.environ.get("CC", "cc")
+    ldd = subprocess.run(["ldd", os.path.join(libdir, "libfmx.so")], capture_output=True, text=True).stdout
+    if "libasan" in ldd:  # the sanitizer build: its runtime must come first
+        flags = ["-fsanitize=address,undefined"] + flags
+    p = subprocess.run([cc, str(src), "-o", str(tmp_path / "app")] + flags, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    p = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, env=dict(env, LD_LIBRARY_PATH=libdir))
+    assert p.stdout.strip() == "Success", p.stderr
+    p = subprocess.run([cc, str(src), "-o", str(tmp_path / "app2"), "-Wl,-rpath," + libdir] + flags,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([str(tmp_path / "app2")], capture_output=True, text=True, env=env)
+    assert p.stdout.strip() == "Success", p.stderr
+    p = subprocess.run([str(prefix / "bin" / "fmx_info")], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
