@@ -2,7 +2,7 @@
 /*
  * fmx.h - the native fmx API: tagged message passing with MX semantics.
  *
- * Model (see docs/ and DESIGN.md section 3):
+ * Model (docs/protocol.md has the details):
  *  - An endpoint is opened on a board with an endpoint id and a 32-bit filter
  *    key. Peers present that key to connect.
  *  - Messages carry a 64-bit match info. A receive posted with (info, mask)
@@ -143,9 +143,13 @@ const char *fmx_strerror(fmx_return_t code);
 
 /* Open an endpoint on `board` (0 or FMX_ANY_BOARD: this host's shared-memory
  * board) with id `endpoint_id` (0..FMX_ENDPOINT_MAX-1, or FMX_ANY_ENDPOINT),
- * protected by `key`. Returns FMX_BUSY if the id is taken, FMX_BAD_ENDPOINT
- * if it is out of range, FMX_BOARD_NOT_FOUND for an unknown board,
- * FMX_ENDPOINT_PARAM_* for bad parameters. */
+ * protected by `key`. Returns FMX_BUSY if the id is open in a process of
+ * this user, FMX_ACCESS_DENIED if another user holds its name (endpoint
+ * names are abstract sockets anyone may bind: an error line FMX-EP-SQUATTED
+ * names the holder; FMX_ANY_ENDPOINT skips such ids), FMX_BAD_ENDPOINT if it
+ * is out of range, FMX_BOARD_NOT_FOUND for an unknown board,
+ * FMX_ENDPOINT_PARAM_* for bad parameters, FMX_NO_SYSTEM_RESOURCES when out
+ * of file descriptors or memory (logged with the cause). */
 fmx_return_t fmx_open_endpoint(uint32_t board, uint32_t endpoint_id, uint32_t key,
                                const fmx_endpoint_param_t *params, uint32_t nparams,
                                fmx_endpoint_t *endpoint);
@@ -163,10 +167,17 @@ fmx_return_t fmx_get_endpoint_addr(fmx_endpoint_t endpoint, fmx_endpoint_addr_t 
 fmx_return_t fmx_decompose_endpoint_addr(fmx_endpoint_addr_t addr, uint64_t *nic_id,
                                          uint32_t *endpoint_id);
 /* Blocking connect to (nic_id, endpoint_id) presenting `key`. nic_id may be
- * FMX_ANY_NIC for this host. Errors: FMX_REMOTE_ENDPOINT_BAD_ID (no such
- * endpoint), FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY (wrong key),
- * FMX_ACCESS_DENIED (peer of another user), FMX_NIC_ID_NOT_FOUND (host not
- * reachable), FMX_TIMEOUT. Connecting twice returns the same address. */
+ * FMX_ANY_NIC for this host. An endpoint not open yet is waited for, up to
+ * FMX_CONNECT_WAIT_MS (1 s) within timeout_ms. Only endpoints of the
+ * caller's own uid are reachable: another user's endpoints live under other
+ * names and are invisible. Errors: FMX_REMOTE_ENDPOINT_BAD_ID (no such
+ * endpoint of this user, also after the wait), FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY
+ * (wrong key), FMX_ACCESS_DENIED (the endpoint's name is held by a process
+ * of another user: nothing was sent to it), FMX_REMOTE_ENDPOINT_CLOSED (the
+ * peer went away or answered with something unusable), FMX_NIC_ID_NOT_FOUND
+ * (host not reachable), FMX_NO_SYSTEM_RESOURCES (out of file descriptors,
+ * here or at the peer; logged), FMX_TIMEOUT. Connecting twice returns the
+ * same address. */
 fmx_return_t fmx_connect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
                          uint32_t key, uint32_t timeout_ms, fmx_endpoint_addr_t *addr);
 /* Asynchronous connect: completes the request with status.code the result of
@@ -181,7 +192,11 @@ fmx_return_t fmx_disconnect(fmx_endpoint_t endpoint, fmx_endpoint_addr_t addr);
 /* --- communication ------------------------------------------------------ */
 
 /* Send a segment list (eager or rendezvous as size dictates). The request
- * completes when the send buffer may be reused. */
+ * completes when the send buffer may be reused. A segment with a NULL
+ * pointer and a nonzero length, one that runs past the end of the address
+ * space, or a list whose total overflows 64 bits gives FMX_BAD_ADDRESS
+ * (nothing is sent); more than FMX_MAX_SEGMENTS gives FMX_SEGMENTS_BAD_COUNT.
+ * The same holds for fmx_irecv. */
 fmx_return_t fmx_isend(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
                        fmx_endpoint_addr_t dest, uint64_t match_info, void *context,
                        fmx_request_t *request);
