@@ -9,7 +9,6 @@
 
 struct fmx_config {
   const char *log;          /* FMX_LOG */
-  uint64_t log_repeat_ms;   /* FMX_LOG_REPEAT_MS */
   uint64_t rndv_threshold;  /* FMX_RNDV_THRESHOLD */
   uint64_t ring_size;       /* FMX_RING_SIZE: eager ring bytes per direction */
   uint64_t eager_frag;      /* FMX_EAGER_FRAG: fragment of a medium message */
@@ -37,6 +36,7 @@ struct fmx_config {
   uint64_t connect_wait_ms;    /* FMX_CONNECT_WAIT_MS */
   uint64_t handshake_ms;       /* FMX_HANDSHAKE_MS */
   uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
+  uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
   const char *tuning_file;  /* FMX_TUNING_FILE */
 };
 

@@ -89,7 +89,6 @@ struct partner {
   int is_self;
   int same_process; /* another endpoint of this process (or ourselves) */
   int failing; /* ep_partner_fail is draining its rings */
-  int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
@@ -99,12 +98,15 @@ struct partner {
   struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
   struct adapt_class adapt[ADAPT_CLASSES];  /* per size class, when cost[] is empty */
   int cma_ok;
-  char cma_reason[160];
   struct list_node outq;   /* records waiting for ring room, in order */
   struct medium_rx medium[2]; /* per channel we poll */
   struct xmem_cache *xmem;    /* its fmx_mem_alloc regions mapped here (shm/xmem.c) */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
+  /* Cold fields last: the ones above are read per message, and their
+   * cache lines stay where they were measured. */
+  int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
+  char cma_reason[160];
 };
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
