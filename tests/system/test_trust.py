@@ -208,6 +208,39 @@ def test_foreign_idle_connections_do_not_stall_connects():
             holder.kill()
 
 
+@needs_root
+def test_peer_death_seen_while_another_user_holds_connections():
+    """nobody holds 60 idle connections to a receiving endpoint whose sender
+    is then killed mid-transfer: the receiver completes with an error at
+    once, its watcher never waits on a silent client (1.5 s before)."""
+    import signal
+    # The ring engine through one 4 KiB slot: 1 GiB still moves while the
+    # holder starts and connects (a whole cma transfer once ended first).
+    env = dict(os.environ, FMX_BULK="ring", FMX_BULK_SLOTS="1", FMX_BULK_SLOT_SIZE="4K")
+    procs = [subprocess.Popen([PROG, "bigsend", "--rank", str(r), "--nprocs", "2", "--base", "246", "--size",
+                               str(1 << 30)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for r in range(2)]
+    holder = None
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "READY"
+        holder = Hostile(HOLDER % (60, name(247, 0)), AS_NOBODY)
+        t_kill = time.monotonic_ns()
+        procs[0].send_signal(signal.SIGKILL)
+        out, err = procs[1].communicate(timeout=30)
+        assert procs[1].returncode == 3, err  # an error completion, not a hang
+        res = json.loads([l for l in out.splitlines() if l.startswith("{")][0])
+        assert res["code"] in ("Remote endpoint unreachable", "Message aborted")
+        print(f"death seen {(res['t_ns'] - t_kill) / 1e6:.1f} ms after the kill")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        if holder:
+            holder.kill()
+
+
 def test_idle_connections_of_our_uid_are_capped_and_time_out():
     """40 idle connections of our own uid: FMX_HANDSHAKES_PER_UID (16) wait
     for a HELLO until FMX_HANDSHAKE_MS, the rest are refused Busy at once;
