@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The public calls of fmx.h: argument checks, then the core under ep->lock. */
 #include <string.h>
-#include <unistd.h>
 
 #include "bulk/engine.h"
 #include "core/config.h"
@@ -77,20 +76,7 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   }
   struct partner *p = NULL;
   pthread_mutex_lock(&ep->connect_lock);
-  /* FMX_BUSY: the peer has as many of our uid's handshakes in flight as it
-   * takes (FMX_HANDSHAKES_PER_UID); they end within FMX_HANDSHAKE_MS, so
-   * try again while the timeout lasts. */
-  uint64_t t0 = sys_now_ns();
-  fmx_return_t rc;
-  for (;;) {
-    uint64_t spent_ms = (sys_now_ns() - t0) / 1000000;
-    uint32_t left = timeout_ms == FMX_TIMEOUT_INFINITE ? timeout_ms
-                    : spent_ms >= timeout_ms           ? 0
-                                                       : timeout_ms - (uint32_t)spent_ms;
-    rc = shm_connect(ep, eid, key, left, &p);
-    if (rc != FMX_BUSY || left == 0) break;
-    usleep(2000);
-  }
+  fmx_return_t rc = shm_connect(ep, eid, key, timeout_ms, &p);
   pthread_mutex_unlock(&ep->connect_lock);
   if (rc == FMX_SUCCESS) {
     pthread_mutex_lock(&ep->lock);

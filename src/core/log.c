@@ -47,9 +47,10 @@ static uint64_t now_ns(void) {
 
 /* 1: print (with *held lines held back before it), 0: count it only. */
 static int admit(const char *id, uint64_t *held) {
+  *held = 0;
+  if (!log_repeat_ns) return 1;
   uint64_t now = now_ns();
   int print = 1;
-  *held = 0;
   pthread_mutex_lock(&ids_lock);
   for (int i = 0; i < LOG_IDS; i++) {
     if (ids[i].id && strcmp(ids[i].id, id) != 0) continue;
@@ -82,8 +83,7 @@ static void emit(int level, const char *id, uint64_t held, const char *fmt, va_l
 
 void log_emit(int level, const char *id, const char *fmt, ...) {
   uint64_t held;
-  if (log_repeat_ns && !admit(id, &held)) return;
-  if (!log_repeat_ns) held = 0;
+  if (!admit(id, &held)) return;
   va_list ap;
   va_start(ap, fmt);
   emit(level, id, held, fmt, ap);

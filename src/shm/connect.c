@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The connecting side of the handshake. */
 #include "shm/connect.h"
 
 #include <errno.h>
@@ -18,334 +19,7 @@
 #include "core/log.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
-
-int shm_socket_name(char *buf, size_t len, unsigned uid, uint32_t board, uint32_t eid) {
-  /* Abstract namespace: leading NUL, not NUL-terminated, gone with the fd. */
-  int n = snprintf(buf + 1, len - 1, "fmx/%u/%u/%u", uid, board, eid);
-  buf[0] = '\0';
-  return n + 1;
-}
-
-static socklen_t make_addr(struct sockaddr_un *sa, unsigned uid, uint32_t board, uint32_t eid) {
-  memset(sa, 0, sizeof *sa);
-  sa->sun_family = AF_UNIX;
-  int n = shm_socket_name(sa->sun_path, sizeof sa->sun_path, uid, board, eid);
-  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n);
-}
-
-/* Who holds a name we could not bind: connect to it (sending nothing) and
- * read its credentials. 1: a process of ours, 0: another user's (or a
- * socket that takes no connection: a bare bind, the squatter's cheapest
- * form), with uid and pid when known (-1 otherwise). */
-static int holder_is_ours(const struct sockaddr_un *sa, socklen_t sl, long *uid, long *pid) {
-  *uid = *pid = -1;
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return 1; /* cannot tell: assume the ordinary case */
-  int ours = 0;
-  if (connect(fd, (const struct sockaddr *)sa, sl) == 0) {
-    struct ucred cred;
-    socklen_t cl = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
-      *uid = cred.uid;
-      *pid = cred.pid;
-      ours = cred.uid == getuid();
-    }
-  } else if (errno == EAGAIN) {
-    ours = 1; /* a busy listener of any user: its backlog is full; say busy */
-  }
-  close(fd);
-  return ours;
-}
-
-int shm_listen(struct fmx_endpoint *ep) {
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    int e = errno;
-    if (e == EMFILE || e == ENFILE)
-      log_warn("FMX-FDS", "endpoint %u: no file descriptor for its socket (RLIMIT_NOFILE %llu): %s", ep->eid,
-               sys_nofile_limit(), strerror(e));
-    return -e;
-  }
-  struct sockaddr_un sa;
-  socklen_t sl = make_addr(&sa, (unsigned)getuid(), ep->board, ep->eid);
-  if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 64) < 0) {
-    int e = errno;
-    close(fd);
-    if (e != EADDRINUSE) return -e;
-    /* Abstract names have no permissions: any local user may bind ours
-     * first. Say who holds it, so a squatter is not mistaken for a busy id. */
-    long uid, pid;
-    if (holder_is_ours(&sa, sl, &uid, &pid)) {
-      log_info("FMX-EP-BUSY", "endpoint id %u on board %u is open in pid %ld", ep->eid, ep->board, pid);
-      return -EADDRINUSE;
-    }
-    if (uid >= 0)
-      log_error("FMX-EP-SQUATTED",
-                "endpoint id %u on board %u: its socket name is held by uid %ld (pid %ld), not by this user: "
-                "refused (another user took the name first)",
-                ep->eid, ep->board, uid, pid);
-    else
-      log_error("FMX-EP-SQUATTED",
-                "endpoint id %u on board %u: its socket name is held by a socket that accepts no connection "
-                "(another user may have bound it): refused",
-                ep->eid, ep->board);
-    return -EACCES;
-  }
-  ep->listen_fd = fd;
-  return 0;
-}
-
-#define MAX_FDS 4 /* descriptor, channel, pipe read end, pipe write end */
-
-/* Send a hello/reply with up to MAX_FDS fds. */
-static int send_msg(int fd, const struct shm_hello *h, const int *fds, int nfds) {
-  struct iovec iov = {(void *)h, sizeof *h};
-  union {
-    char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {0};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (nfds) {
-    memset(&u, 0, sizeof u);
-    m.msg_control = u.buf;
-    m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-  }
-  ssize_t n;
-  do n = sendmsg(fd, &m, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n == (ssize_t)sizeof *h ? 0 : -1;
-}
-
-/* Wait until fd is readable (POLLIN) or writable, up to timeout_ms (-1:
- * forever). 0, or -ETIMEDOUT. */
-static int wait_fd(int fd, short ev, int timeout_ms) {
-  struct pollfd p = {fd, ev, 0};
-  int r;
-  do r = poll(&p, 1, timeout_ms);
-  while (r < 0 && errno == EINTR);
-  return r > 0 ? 0 : -ETIMEDOUT;
-}
-
-/* Receive a hello/reply without blocking; fds[] gets up to MAX_FDS
- * received fds (-1 when absent), more are closed. Anything malformed
- * closes every received fd and fails (-EPROTO); fds the kernel could not
- * install because we are out of descriptors give -EMFILE; nothing there
- * yet, -EAGAIN. */
-static int recv_msg(int fd, struct shm_hello *h, int fds[MAX_FDS]) {
-  for (int i = 0; i < MAX_FDS; i++) fds[i] = -1;
-  struct iovec iov = {h, sizeof *h};
-  union {
-    char buf[CMSG_SPACE(2 * MAX_FDS * sizeof(int))]; /* room to take (and close) extra fds */
-    struct cmsghdr align;
-  } u;
-  struct msghdr m = {0};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = u.buf;
-  m.msg_controllen = sizeof u.buf;
-  ssize_t n;
-  do n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN) return -EAGAIN;
-  int got = 0;
-  for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    int tmp[2 * MAX_FDS];
-    if (k > 2 * MAX_FDS) k = 2 * MAX_FDS; /* cannot be: the buffer holds no more */
-    memcpy(tmp, CMSG_DATA(c), (size_t)k * sizeof(int));
-    for (int i = 0; i < k; i++) {
-      if (got < MAX_FDS)
-        fds[got++] = tmp[i];
-      else
-        close(tmp[i]);
-    }
-  }
-  int rc = 0;
-  if (n != (ssize_t)sizeof *h || (m.msg_flags & MSG_TRUNC) || h->magic != SHM_HELLO_MAGIC ||
-      h->version != SHM_HELLO_VERSION)
-    rc = -EPROTO;
-  else if (m.msg_flags & MSG_CTRUNC)
-    /* The kernel sets it when it cannot install the passed fds: our
-     * table is full (our buffer has room for twice what a peer may send). */
-    rc = -EMFILE;
-  if (rc)
-    for (int i = 0; i < MAX_FDS; i++)
-      if (fds[i] >= 0) close(fds[i]), fds[i] = -1;
-  return rc;
-}
-
-/* The peer's descriptor page: a sealed memfd of exactly EP_DESC_SIZE. */
-static struct ep_desc *map_desc(int fd) {
-  if (sys_memfd_check(fd, EP_DESC_SIZE, EP_DESC_SIZE, NULL) < 0) return NULL;
-  struct ep_desc *d = mmap(NULL, EP_DESC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (d == MAP_FAILED) return NULL;
-  if (d->magic != EP_DESC_MAGIC || d->version != EP_DESC_VERSION) {
-    munmap(d, EP_DESC_SIZE);
-    return NULL;
-  }
-  return d;
-}
-
-/* Real attempt: read the peer's probe word with process_vm_readv. */
-static void probe_cma(struct partner *p, uint64_t addr, uint64_t val) {
-  if (!fmx_cfg.cma) {
-    p->cma_ok = 0;
-    snprintf(p->cma_reason, sizeof p->cma_reason, "disabled by FMX_CMA=0");
-    return;
-  }
-  uint64_t got = 0;
-  struct iovec l = {&got, sizeof got}, r = {(void *)(uintptr_t)addr, sizeof got};
-  ssize_t n = sys_cma_copy(p->pid, 0, &l, 1, &r, 1, sizeof got);
-  if (n == (ssize_t)sizeof got && got == val) {
-    p->cma_ok = 1;
-    snprintf(p->cma_reason, sizeof p->cma_reason, "available");
-    return;
-  }
-  p->cma_ok = 0;
-  if (n < 0)
-    snprintf(p->cma_reason, sizeof p->cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)p->pid,
-             strerror((int)-n), n == -EPERM ? " (ptrace rights: Yama ptrace_scope, container or uid)" : "");
-  else
-    snprintf(p->cma_reason, sizeof p->cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
-  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)p->pid, p->cma_reason);
-}
-
-/* Register what a handshake brought. Called with ep->lock held. */
-static struct partner *adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd,
-                             struct channel *ch) {
-  struct partner *p = ep_partner_find(ep, h->eid, h->session);
-  if (!p) {
-    ep_partner_reap(ep);
-    p = ep_partner_new(ep);
-    if (!p) return NULL;
-    p->nic = h->nic;
-    p->eid = h->eid;
-    p->session = h->session;
-    p->pid = pid;
-    p->same_process = pid == getpid();
-    ep->nsiblings += p->same_process;
-    p->desc = map_desc(desc_fd);
-    int pfd = sys_pidfd_open(pid);
-    p->pidfd = pfd >= 0 ? pfd : -1;
-    if (!p->desc) {
-      ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
-      return NULL;
-    }
-    probe_cma(p, h->probe_addr, h->probe_val);
-    p->cpu = h->cpu;
-  }
-  if (ch) {
-    if (p->nchan < 2)
-      p->chan[p->nchan++] = ch;
-    else
-      chan_destroy(ch);
-  }
-  return p;
-}
-
-static void fill_hello(struct fmx_endpoint *ep, struct shm_hello *h, int type) {
-  memset(h, 0, sizeof *h);
-  h->magic = SHM_HELLO_MAGIC;
-  h->version = SHM_HELLO_VERSION;
-  h->type = (uint32_t)type;
-  h->eid = ep->eid;
-  h->session = ep->session;
-  h->board = ep->board;
-  h->nic = ep->nic;
-  h->probe_addr = (uint64_t)(uintptr_t)&ep->probe_word;
-  h->probe_val = ep->probe_word;
-  h->cpu = ep->cpu;
-}
-
-static void count(struct fmx_endpoint *ep, int ok) {
-  pthread_mutex_lock(&ep->lock);
-  if (ok)
-    CNT(ep, CONNECT_OK);
-  else
-    CNT(ep, CONNECT_REFUSED);
-  pthread_mutex_unlock(&ep->lock);
-}
-
-/* A reply that carries only a status: never blocks (a peer that does not
- * read loses it, nothing else). */
-static void refuse(int fd, struct fmx_endpoint *ep, fmx_return_t status) {
-  struct shm_hello rep;
-  fill_hello(ep, &rep, SHM_REPLY);
-  rep.status = status;
-  struct iovec iov = {&rep, sizeof rep};
-  struct msghdr m = {0};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* the peer is gone or not reading: nothing owed */ }
-}
-
-/* The acceptor side of one handshake whose HELLO is readable (watcher
- * thread). The peer's uid was checked at accept. 1 when done (fd to
- * close), 0 when nothing was there after all. */
-static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred) {
-  struct shm_hello h, rep;
-  int fds[MAX_FDS];
-  fill_hello(ep, &rep, SHM_REPLY);
-  int r = recv_msg(fd, &h, fds);
-  if (r == -EAGAIN) return 0;
-  if (r == -EMFILE) {
-    count(ep, 0);
-    log_warn("FMX-FDS", "endpoint %u: connect request from pid %d lost its descriptors: this process is out of file "
-             "descriptors (RLIMIT_NOFILE %llu)", ep->eid, (int)cred->pid, sys_nofile_limit());
-    refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
-    return 1;
-  }
-  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0) {
-    for (int i = 0; i < MAX_FDS; i++)
-      if (fds[i] >= 0) close(fds[i]);
-    count(ep, 0);
-    log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", ep->eid,
-             (int)cred->pid);
-    refuse(fd, ep, FMX_BAD_ERROR);
-    return 1;
-  }
-  if (h.key != ep->key) {
-    rep.status = FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
-    log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", ep->eid, h.eid);
-  } else {
-    const char *why = NULL;
-    struct channel *ch = chan_attach(fds[1], &why);
-    if (!ch) {
-      rep.status = FMX_BAD_ERROR;
-      log_warn("FMX-CONN-CHAN", "endpoint %u: channel from pid %d refused: %s", ep->eid, (int)cred->pid, why);
-    } else {
-      /* The vmsplice pipes are optional: without them (or with anything
-       * else in their place) the connection just has no vmsplice engine. */
-      if ((h.flags & SHM_F_PIPES) && fds[2] >= 0 && fds[3] >= 0 && chan_pipes_attach(ch, fds[2], fds[3]) == 0) {
-        fds[2] = fds[3] = -1;
-        rep.flags |= SHM_F_PIPES;
-      }
-      pthread_mutex_lock(&ep->lock);
-      struct partner *p = ep->closing ? NULL : adopt(ep, &h, cred->pid, fds[0], ch);
-      if (!p) chan_destroy(ch);
-      pthread_mutex_unlock(&ep->lock);
-      rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
-      if (!p)
-        log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", ep->eid,
-                 (int)cred->pid, ep->closing ? "unused (closing)" : "not a sealed memfd page");
-    }
-  }
-  count(ep, rep.status == FMX_SUCCESS);
-  send_msg(fd, &rep, &ep->desc_fd, rep.status == FMX_SUCCESS ? 1 : 0);
-  for (int i = 0; i < MAX_FDS; i++)
-    if (fds[i] >= 0) close(fds[i]);
-  return 1;
-}
-
-/* ---- the connecting side ------------------------------------------------ */
+#include "shm/hello.h"
 
 /* Connect the socket to the name of (our uid, board, eid). An endpoint not
  * open yet is waited for (MX's mx_connect waits), up to `wait_ms`; a
@@ -370,10 +44,15 @@ static fmx_return_t dial(int fd, const struct sockaddr_un *sa, socklen_t sl, uin
   }
 }
 
-fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
-                         struct partner **out) {
-  uint64_t t0 = sys_now_ns();
-  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : t0 + timeout_ms * 1000000ull;
+/* Milliseconds until the deadline, rounded up, for poll(); -1: none. */
+static int ms_left(uint64_t deadline) {
+  uint64_t now = sys_now_ns();
+  return deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* One handshake with (board, eid), up to the deadline. */
+static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint64_t deadline,
+                              struct partner **out) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     int e = errno;
@@ -382,7 +61,7 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
     return FMX_NO_SYSTEM_RESOURCES;
   }
   struct sockaddr_un sa;
-  socklen_t sl = make_addr(&sa, (unsigned)getuid(), ep->board, eid);
+  socklen_t sl = shm_addr(&sa, (unsigned)getuid(), ep->board, eid);
   fmx_return_t rc = dial(fd, &sa, sl, fmx_cfg.connect_wait_ms * 1000000ull, deadline);
   if (rc != FMX_SUCCESS) {
     close(fd);
@@ -407,34 +86,31 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
     return FMX_NO_SYSTEM_RESOURCES;
   }
   struct shm_hello h, rep;
-  fill_hello(ep, &h, SHM_HELLO);
+  shm_hello_fill(ep, &h, SHM_HELLO);
   h.key = key;
-  int fds[MAX_FDS] = {ep->desc_fd, chan_fd, -1, -1};
+  int fds[SHM_MAX_FDS] = {ep->desc_fd, chan_fd, -1, -1};
   int nfds = 2;
   if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[2]) == 0) {
     h.flags |= SHM_F_PIPES;
     nfds = 4;
   }
-  int rfds[MAX_FDS] = {-1, -1, -1, -1};
-  int left = deadline == UINT64_MAX ? -1 : (int)((deadline - sys_now_ns() + 999999) / 1000000);
-  if (wait_fd(fd, POLLOUT, left) < 0) {
+  int rfds[SHM_MAX_FDS] = {-1, -1, -1, -1};
+  if (shm_wait_fd(fd, POLLOUT, ms_left(deadline)) < 0) {
     rc = FMX_TIMEOUT;
-  } else if (send_msg(fd, &h, fds, nfds) < 0) {
+  } else if (shm_hello_send(fd, &h, fds, nfds) < 0) {
     /* Refused at accept (another uid, too many handshakes): the status
      * reply may wait in our queue although the peer closed. */
-    rc = recv_msg(fd, &rep, rfds) == 0 && rep.type == SHM_REPLY && rep.status != FMX_SUCCESS
+    rc = shm_hello_recv(fd, &rep, rfds) == 0 && rep.type == SHM_REPLY && rep.status != FMX_SUCCESS
              ? (fmx_return_t)rep.status
              : FMX_REMOTE_ENDPOINT_CLOSED;
   } else {
     int r;
     for (;;) {
-      uint64_t now = sys_now_ns();
-      left = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-      if (wait_fd(fd, POLLIN, left) < 0) {
+      if (shm_wait_fd(fd, POLLIN, ms_left(deadline)) < 0) {
         r = -ETIMEDOUT;
         break;
       }
-      if ((r = recv_msg(fd, &rep, rfds)) != -EAGAIN) break;
+      if ((r = shm_hello_recv(fd, &rep, rfds)) != -EAGAIN) break;
     }
     if (r == -ETIMEDOUT)
       rc = FMX_TIMEOUT;
@@ -457,8 +133,7 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
   for (int i = 2; i < nfds; i++) close(fds[i]);
   if (rc != FMX_SUCCESS) {
     chan_destroy(ch);
-    for (int i = 0; i < MAX_FDS; i++)
-      if (rfds[i] >= 0) close(rfds[i]);
+    shm_close_fds(rfds);
     return rc;
   }
   if (!(rep.flags & SHM_F_PIPES) && ch->pipe_tx >= 0) {
@@ -467,10 +142,9 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
     ch->pipe_tx = ch->pipe_rx = -1;
   }
   pthread_mutex_lock(&ep->lock);
-  struct partner *p = adopt(ep, &rep, cred.pid, rfds[0], ch);
+  struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], ch);
   pthread_mutex_unlock(&ep->lock);
-  for (int i = 0; i < MAX_FDS; i++)
-    if (rfds[i] >= 0) close(rfds[i]);
+  shm_close_fds(rfds);
   if (!p) {
     log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor is not a sealed memfd page",
              ep->eid, eid);
@@ -482,212 +156,15 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
   return FMX_SUCCESS;
 }
 
-/* ---- the watcher -------------------------------------------------------- */
-
-/* Handshakes in flight, the watcher's own (no lock): each connection is
- * served when its HELLO is readable, never waited for, and dropped at its
- * deadline, so a silent or slow client cannot hold the endpoint's
- * connects or its death watch (seen: 60 idle connections of another user
- * made every connect of the owner time out). */
-struct handshake {
-  int fd;
-  struct ucred cred;
-  uint64_t deadline;
-};
-struct handshakes {
-  struct handshake *v;
-  size_t n, cap;
-  uint64_t accept_after; /* out of fds: accept again from then */
-};
-
-static void hs_drop(struct handshakes *hs, size_t i) {
-  close(hs->v[i].fd);
-  hs->v[i] = hs->v[--hs->n];
-}
-
-/* Accept what waits: another user's connection is closed at once (a status
- * reply, nothing read); ours is queued with its deadline, at most
- * FMX_HANDSHAKES_PER_UID of one uid at a time. */
-static void accept_all(struct fmx_endpoint *ep, struct handshakes *hs) {
-  for (int k = 0; k < 64; k++) {
-    int c = accept4(ep->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c < 0) {
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        log_warn("FMX-FDS", "endpoint %u: cannot accept a connect request: %s (RLIMIT_NOFILE %llu); it waits",
-                 ep->eid, strerror(errno), sys_nofile_limit());
-        hs->accept_after = sys_now_ns() + 100000000ull;
-      }
-      return;
-    }
-    struct ucred cred;
-    socklen_t cl = sizeof cred;
-    if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
-      count(ep, 0);
-      log_warn("FMX-CONN-UID", "endpoint %u: connect from uid %d (pid %d) refused (same uid only)", ep->eid,
-               (int)cred.uid, (int)cred.pid);
-      refuse(c, ep, FMX_ACCESS_DENIED);
-      close(c);
-      continue;
-    }
-    uint64_t same = 0;
-    for (size_t i = 0; i < hs->n; i++) same += hs->v[i].cred.uid == cred.uid;
-    if (same >= fmx_cfg.handshakes_per_uid || (hs->n == hs->cap && hs->cap >= 4096)) {
-      count(ep, 0);
-      log_warn("FMX-CONN-BUSY", "endpoint %u: connect from pid %d refused: %llu handshakes of uid %d in flight",
-               ep->eid, (int)cred.pid, (unsigned long long)same, (int)cred.uid);
-      refuse(c, ep, FMX_BUSY);
-      /* Closing with its HELLO unread would reset the connection and the
-       * peer might lose our reply (ECONNRESET) before it reads it. */
-      struct shm_hello junk;
-      int jfds[MAX_FDS];
-      if (recv_msg(c, &junk, jfds) == 0)
-        for (int i = 0; i < MAX_FDS; i++)
-          if (jfds[i] >= 0) close(jfds[i]);
-      close(c);
-      continue;
-    }
-    if (hs->n == hs->cap) {
-      size_t cap = hs->cap ? hs->cap * 2 : 16;
-      struct handshake *v = realloc(hs->v, cap * sizeof *v);
-      if (!v) {
-        refuse(c, ep, FMX_NO_RESOURCES);
-        close(c);
-        continue;
-      }
-      hs->v = v;
-      hs->cap = cap;
-    }
-    hs->v[hs->n++] = (struct handshake){c, cred, sys_now_ns() + fmx_cfg.handshake_ms * 1000000ull};
-  }
-}
-
-/* Partners the watcher polls, snapshotted under the lock with their
- * generation: a slot reused meanwhile (ep_partner_reap) is not mistaken
- * for the one that died. */
-struct watched {
-  struct partner *p;
-  uint32_t gen;
-};
-
-/* The watcher: sleeps in poll() on the listening socket, its control
- * eventfd, the handshakes in flight and every peer's pidfd, so connects
- * are answered and deaths seen even while the application computes and
- * never calls fmx. */
-static void *watcher_main(void *arg) {
-  struct fmx_endpoint *ep = arg;
-  struct pollfd *pf = NULL;
-  struct watched *who = NULL;
-  size_t cap = 0;
-  struct handshakes hs = {0};
+fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                         struct partner **out) {
+  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : sys_now_ns() + timeout_ms * 1000000ull;
+  /* FMX_BUSY: the peer has as many of our uid's handshakes in flight as it
+   * takes (FMX_HANDSHAKES_PER_UID); they end within FMX_HANDSHAKE_MS, so
+   * try again while the timeout lasts. */
   for (;;) {
-    pthread_mutex_lock(&ep->lock);
-    if (ep->closing) {
-      pthread_mutex_unlock(&ep->lock);
-      break;
-    }
-    size_t need = 2 + hs.n + ep->npartners;
-    if (need > cap) {
-      struct pollfd *npf = realloc(pf, need * sizeof *pf);
-      if (npf) pf = npf;
-      struct watched *nw = realloc(who, need * sizeof *who);
-      if (nw) who = nw;
-      if (npf && nw) cap = need;
-    }
-    uint64_t now = sys_now_ns();
-    size_t n = 0, nhs = 0;
-    if (cap >= need) {
-      int accepting = now >= hs.accept_after;
-      pf[n++] = (struct pollfd){accepting ? ep->listen_fd : -1, POLLIN, 0};
-      pf[n++] = (struct pollfd){ep->ctl_fd, POLLIN, 0};
-      for (size_t i = 0; i < hs.n; i++) pf[n++] = (struct pollfd){hs.v[i].fd, POLLIN, 0};
-      nhs = hs.n;
-      for (uint32_t i = 0; i < ep->npartners; i++) {
-        struct partner *p = ep->partners[i];
-        if (p && p->state == PARTNER_ALIVE && p->pidfd >= 0) {
-          who[n] = (struct watched){p, p->gen};
-          pf[n++] = (struct pollfd){p->pidfd, POLLIN, 0};
-        }
-      }
-    }
-    pthread_mutex_unlock(&ep->lock);
-    if (n < 2) {
-      usleep(10000);
-      continue;
-    }
-    /* Sleep until the nearest handshake deadline (or the accept pause). */
-    uint64_t wake = now < hs.accept_after ? hs.accept_after : UINT64_MAX;
-    for (size_t i = 0; i < nhs; i++)
-      if (hs.v[i].deadline < wake) wake = hs.v[i].deadline;
-    int timeout = wake == UINT64_MAX ? -1 : wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
-    int r = poll(pf, n, timeout);
-    if (r < 0) continue;
-    if (pf[1].revents) {
-      uint64_t v;
-      if (read(ep->ctl_fd, &v, sizeof v) < 0) { /* nothing to do: it is a level */ }
-    }
-    /* Handshakes first (pf[2..2+nhs) are hs.v[0..nhs) until one is dropped:
-     * walk backwards so dropping (swap with the last) keeps the rest). */
-    now = sys_now_ns();
-    for (size_t i = nhs; i-- > 0;) {
-      struct handshake *h = &hs.v[i];
-      if (pf[2 + i].revents && serve_hello(ep, h->fd, &h->cred)) {
-        hs_drop(&hs, i);
-      } else if (now >= h->deadline) {
-        count(ep, 0);
-        log_info("FMX-CONN-SLOW", "endpoint %u: connect from pid %d sent no request in %llu ms: dropped", ep->eid,
-                 (int)h->cred.pid, (unsigned long long)fmx_cfg.handshake_ms);
-        hs_drop(&hs, i);
-      }
-    }
-    if (pf[0].revents & POLLIN) accept_all(ep, &hs);
-    for (size_t i = 2 + nhs; i < n; i++) {
-      if (!pf[i].revents) continue;
-      pthread_mutex_lock(&ep->lock);
-      /* The partner may have been failed or its slot reused meanwhile. */
-      struct partner *p = who[i].p;
-      if (p->gen == who[i].gen && p->state == PARTNER_ALIVE && p->pidfd == pf[i].fd) {
-        CNT(ep, PEER_DEATH);
-        log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", ep->eid, p->eid, (int)p->pid);
-        ep_partner_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
-      }
-      pthread_mutex_unlock(&ep->lock);
-    }
+    fmx_return_t rc = handshake(ep, eid, key, deadline, out);
+    if (rc != FMX_BUSY || sys_now_ns() >= deadline) return rc;
+    usleep(2000);
   }
-  while (hs.n) hs_drop(&hs, hs.n - 1);
-  free(hs.v);
-  free(pf);
-  free(who);
-  return NULL;
-}
-
-int shm_watcher_start(struct fmx_endpoint *ep) {
-  ep->ctl_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (ep->ctl_fd < 0) return -errno;
-  /* The watcher must not take signals meant for the application. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int r = pthread_create(&ep->watcher, NULL, watcher_main, ep);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (r) {
-    close(ep->ctl_fd);
-    ep->ctl_fd = -1;
-    return -r;
-  }
-  ep->watcher_running = 1;
-  return 0;
-}
-
-void shm_watcher_kick(struct fmx_endpoint *ep) {
-  uint64_t one = 1;
-  if (ep->ctl_fd >= 0 && write(ep->ctl_fd, &one, sizeof one) < 0) { /* counter saturated: already kicked */ }
-}
-
-void shm_watcher_stop(struct fmx_endpoint *ep) {
-  if (!ep->watcher_running) return;
-  shm_watcher_kick(ep); /* ep->closing is already set */
-  pthread_join(ep->watcher, NULL);
-  ep->watcher_running = 0;
-  close(ep->ctl_fd);
-  ep->ctl_fd = -1;
 }
