@@ -164,7 +164,12 @@ def test_peer_killed_mid_transfer(victim, env):
     """The survivor of a SIGKILL gets an error completion, never a hang."""
     code, res = kill_mid_transfer(victim, env, 50 + 2 * victim)
     # exit 3: completed with an error status (512 MiB in 4 KiB steps is
-    # still moving 50 ms in)
+    # still moving 50 ms in). Under load the kill can come late: a sender
+    # whose message was all in the ring before it (seen once in a CI run,
+    # medium class) rightly completes whole, and nothing was left to fail.
+    if code == 0:
+        assert res[0]["code"] == "Success" and res[0]["t_ns"] < res[0]["t_kill"], res
+        return
     assert code == 3
     assert res[0]["code"] in ("Remote endpoint unreachable", "Message aborted")
 
@@ -192,6 +197,7 @@ def kill_mid_transfer(victim, env, eid):
         for p in procs:
             assert p.stdout.readline().strip() == "READY"
         time.sleep(0.05)
+        t_kill = time.monotonic_ns()
         procs[victim].send_signal(signal.SIGKILL)
         survivor = procs[1 - victim]
         t0 = time.monotonic()
@@ -205,6 +211,8 @@ def kill_mid_transfer(victim, env, eid):
                 p.kill()
             p.wait()
     assert shm_files() == before
+    for r in res:
+        r["t_kill"] = t_kill
     return survivor.returncode, res
 
 
