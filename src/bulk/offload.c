@@ -297,7 +297,7 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct offload_chan *c = pool_up_locked() == 0 ? &chans[next_chan++ % (unsigned)nchans] : NULL;
   if (!c) log_warn_once("FMX-OFFLOAD-NONE", "offload: no channels: %s; the application thread copies", pool_error);
   pthread_mutex_unlock(&pool_mu);
-  struct offload_job *j = c ? calloc(1, sizeof *j) : NULL;
+  struct offload_job *j = c ? sys_zalloc(sizeof *j) : NULL;
   if (!j) return -1;
   j->r = r;
   j->step = step;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
+#include "platform/sys.h"
 #include "platform/topo.h"
 
 struct fmx_config fmx_cfg;
@@ -104,6 +105,9 @@ static struct cfg_entry table[] = {
         "longest an endpoint waits for a connecting peer's request before it drops the connection"),
     NUM("FMX_HANDSHAKES_PER_UID", CFG_INT, "16", 1, 4096, handshakes_per_uid,
         "connect handshakes one uid may have in flight with an endpoint; more are refused at once"),
+    NUM("FMX_FAULT_ALLOC", CFG_INT, "0", 0, UINT32_MAX, fault_alloc,
+        "for tests: the Nth allocation on a message path fails (each must become an error completion on both "
+        "sides); 0 = none"),
     STR("FMX_TUNING_FILE", "/etc/fmx/tuning.conf", NULL, tuning_file,
         "NAME=VALUE lines applied where the environment sets nothing; missing file is fine"),
 };
@@ -363,6 +367,7 @@ static void load_locked(void) {
   load_file(fmx_cfg.tuning_file);
   log_set_level(fmx_cfg.log);
   log_repeat_ns = fmx_cfg.log_repeat_ms * 1000000ull;
+  sys_alloc_fail_at = fmx_cfg.fault_alloc;
   cfg_loaded = 1;
 }
 

@@ -37,6 +37,7 @@ struct fmx_config {
   uint64_t handshake_ms;       /* FMX_HANDSHAKE_MS */
   uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
   uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
+  uint64_t fault_alloc;        /* FMX_FAULT_ALLOC (tests) */
   const char *tuning_file;  /* FMX_TUNING_FILE */
 };
 

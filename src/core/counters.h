@@ -37,7 +37,9 @@
   X(RECV_MEDIUM, "eager messages received in fragments")                    \
   X(XMEM_RECV, "large receives copied straight from a peer's fmx_mem_alloc memory, mapped here") \
   X(XMEM_SEND_BYTES, "bytes this side copied straight into a peer's mapped fmx_mem_alloc memory (coop)") \
-  X(XMEM_UNMAPPED, "fmx_mem_alloc regions a peer announced that could not be mapped here")
+  X(XMEM_UNMAPPED, "fmx_mem_alloc regions a peer announced that could not be mapped here") \
+  X(NOMEM_ABORTS, "connections given up for lack of memory for a record that had to be kept") \
+  X(PEER_ABORTS, "connections a peer gave up (it lacked memory)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

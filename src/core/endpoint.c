@@ -183,13 +183,13 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
   p->failing = 1;
   shm_transport.poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
   p->failing = 0;
+  ep_partner_down(ep, p, state, code);
+}
+
+void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->state != PARTNER_ALIVE) return;
   p->state = state;
-  while (!list_empty(&p->outq)) {
-    struct out_rec *o = list_entry(p->outq.next, struct out_rec, node);
-    list_del(&o->node);
-    if (!o->req) free(o);
-  }
+  while (!list_empty(&p->outq)) proto_out_drop(ep, list_entry(p->outq.next, struct out_rec, node));
   while (!list_empty(&p->reqs)) {
     struct fmx_request *r = list_entry(p->reqs.next, struct fmx_request, pnode);
     list_del(&r->pnode);
@@ -215,7 +215,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
       struct fmx_request *r = o->req;
       /* Only what is still undelivered can time out: once in the ring the
        * peer has it (shm loses nothing). */
-      if (r && r->deadline_ns && now >= r->deadline_ns && !o->off) { /* a medium message half pushed is delivered */
+      if (r && !o->ctl && r->deadline_ns && now >= r->deadline_ns && !o->off) { /* a medium message half pushed is delivered */
         CNT(ep, TIMEOUT);
         req_complete(ep, r, FMX_TIMEOUT);
       }

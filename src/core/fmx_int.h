@@ -121,12 +121,16 @@ enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
 #define REQ_F_DEFERRED 0x40  /* matched: to a channel if the application stays away */
 #define REQ_F_ADAPT 0x80     /* its engine came from adapt: time it (bulk/adapt.c) */
 
-/* A record waiting for room in a ring. */
+/* A record waiting for room in a ring: a send's message (ctl 0, req the
+ * send), or a control record, either a receive's CTS or FIN kept in that
+ * receive (ctl 1, req the receive, which outlives it: req_free waits) or
+ * one with no request (ctl 1, req NULL, allocated). */
 struct out_rec {
   struct list_node node;
   struct proto_hdr hdr;
-  struct fmx_request *req; /* EAGER/RTS: payload from req; NULL: control */
+  struct fmx_request *req;
   uint64_t off;            /* EAGER in fragments: bytes pushed so far */
+  uint8_t ctl;
 };
 
 struct fmx_request {
@@ -135,6 +139,7 @@ struct fmx_request {
   uint8_t kind;
   uint8_t state;
   uint8_t flags;
+  uint8_t freed; /* the application let it go while its CTS/FIN waits for ring room */
   struct fmx_endpoint *ep;
   fmx_status_t status;
   struct partner *partner;
@@ -244,6 +249,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep);
 void ep_partner_reap(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+/* The same without taking what the partner's rings still hold first. */
+void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 void ep_wake(struct ep_desc *d);
 extern int ep_asym_fence;
 void ep_progress_locked(struct fmx_endpoint *ep);

@@ -7,6 +7,7 @@
 
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
+#include "proto/proto_int.h"
 #include "platform/sys.h"
 
 struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
@@ -45,6 +46,12 @@ struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
 }
 
 void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
+  /* Its CTS or FIN still waits for ring room: the record lives in it, so it
+   * is freed once that record has gone (proto_out_done). */
+  if (r->out.ctl && list_linked(&r->out.node)) {
+    r->freed = 1;
+    return;
+  }
   offload_unwatch(ep, r); /* a cancelled receive */
   if (r->segs && r->segs != &r->seg1) free(r->segs);
   if (r->rsegs) free(r->rsegs);
@@ -117,7 +124,7 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
   r->status.code = code;
   list_del(&r->pnode);
   list_del(&r->bnode);
-  list_del(&r->out.node);
+  if (!r->out.ctl) list_del(&r->out.node); /* a send not pushed; a receive's FIN still goes */
   if (r->deadline_ns) {
     r->deadline_ns = 0;
     ep->ntimed--;

@@ -6,6 +6,7 @@
 
 #include <sys/uio.h>
 
+#include "fmx.h"
 #include "proto/proto.h"
 
 struct fmx_endpoint;
@@ -21,6 +22,9 @@ struct fmx_transport_ops {
   size_t (*max_payload)(struct partner *p);
   /* Deliver every record waiting from this partner to proto_deliver(). */
   void (*poll)(struct fmx_endpoint *ep, struct partner *p);
+  /* Tell the peer we give up on the connection (code: why), without a
+   * record: it fails its side once it has taken what we pushed. */
+  void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
   /* Release the partner's transport state (the partner is gone). */
   void (*release)(struct fmx_endpoint *ep, struct partner *p);
 };

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "platform/sys.h"
 
+#include <stdlib.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -166,3 +168,16 @@ uint64_t sys_host_id(void) {
   id = h;
   return id;
 }
+
+uint64_t sys_alloc_fail_at;
+static uint64_t alloc_count;
+
+/* Only the Nth counted allocation fails, once, so a test can walk N over
+ * every allocation of a run and see each failure handled. */
+static int alloc_fails(void) {
+  if (__builtin_expect(sys_alloc_fail_at == 0, 1)) return 0;
+  return __atomic_add_fetch(&alloc_count, 1, __ATOMIC_RELAXED) == sys_alloc_fail_at;
+}
+
+void *sys_alloc(size_t n) { return alloc_fails() ? NULL : malloc(n); }
+void *sys_zalloc(size_t n) { return alloc_fails() ? NULL : calloc(1, n); }

@@ -31,6 +31,12 @@ ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlo
  * running a registered process, so the fast side can skip its fence. */
 int sys_membarrier_register(void);
 void sys_membarrier_global(void);
+/* malloc/calloc for the message paths: one place where a test can make the
+ * Nth of them fail (sys_alloc_fail_at = N, 0: never; set by the core from
+ * FMX_FAULT_ALLOC). */
+extern uint64_t sys_alloc_fail_at;
+void *sys_alloc(size_t n);
+void *sys_zalloc(size_t n);
 uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC */
 uint64_t sys_random64(void);
 uint64_t sys_host_id(void);                            /* stable id of this host */

@@ -50,10 +50,6 @@ void medium_reset(struct partner *p) {
 }
 
 static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx *m) {
-  if (!m->req && !m->unexp) { /* dropped for lack of memory */
-    drop(m);
-    return;
-  }
   CNT(ep, RECV_MEDIUM);
   if (m->req) {
     struct fmx_request *r = m->req;
@@ -78,8 +74,7 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
   }
 }
 
-/* Copy [off, off+len) of the message out of the ring (nowhere when it was
- * dropped for lack of memory). */
+/* Copy [off, off+len) of the message out of the ring. */
 static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t len) {
   if (m->req) {
     uint64_t fit = m->req->status.xfer_length;
@@ -112,8 +107,11 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     list_add_tail(&p->reqs, &r->pnode); /* a dying peer completes it */
     m->req = r;
   } else {
-    /* NULL when out of memory: the slot then swallows its fragments. */
-    m->unexp = proto_unexp_new(p, ch, h, h->msg_len);
+    m->unexp = proto_unexp_new(ep, p, ch, h, h->msg_len);
+    if (!m->unexp) { /* no memory: the connection is down */
+      drop(m);
+      return;
+    }
   }
   take(m, 0, payload, h->len);
 }

@@ -12,8 +12,20 @@ struct channel;
 /* Start a send request (eager or rendezvous); the request is queued if the
  * ring has no room. */
 void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r);
-/* Queue a control record (CTS, FIN, CLOSE). */
+/* Send a control record that belongs to no request (a FIN refusing an
+ * RTS): queued in memory of its own when the ring is full; without that
+ * memory the connection is given up (proto_abort). */
 void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+/* Send the receive r's CTS or FIN to r->partner: kept in r while it waits
+ * for ring room (never allocates; r is freed only once it has gone). */
+void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const struct proto_hdr *h);
+/* A queued record leaves with its partner (which went down). */
+void proto_out_drop(struct fmx_endpoint *ep, struct out_rec *o);
+/* We lack memory for something p sent that must be kept (an unexpected
+ * message, a control record): rather than lose it silently, the
+ * connection goes down on both sides, every request with p completing
+ * with `code` here and at the peer. `what` names it in the log. */
+void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, const char *what);
 /* Push what waits in the partner's queue, in order. */
 void proto_flush(struct fmx_endpoint *ep, struct partner *p);
 /* Eager records may carry at most this much (threshold and ring permitting). */
@@ -27,8 +39,10 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
 void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r);
 void proto_unexp_free(struct unexp_msg *u);
 /* An unexpected message from h's fields with a `bytes` buffer (not filled);
- * NULL, with a warning, when out of memory. */
-struct unexp_msg *proto_unexp_new(struct partner *p, struct channel *ch, const struct proto_hdr *h, size_t bytes);
+ * NULL when out of memory, and the connection with p is then down
+ * (proto_abort). */
+struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+                                  const struct proto_hdr *h, size_t bytes);
 /* A matched receive takes a message from p: status fields. */
 void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len);
 /* A matched receive takes a whole eager message: copy what fits, complete. */

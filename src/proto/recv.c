@@ -5,6 +5,7 @@
 
 #include "bulk/engine.h"
 #include "core/log.h"
+#include "platform/sys.h"
 #include "proto/proto_int.h"
 
 void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len) {
@@ -30,13 +31,14 @@ void proto_unexp_free(struct unexp_msg *u) {
   free(u);
 }
 
-struct unexp_msg *proto_unexp_new(struct partner *p, struct channel *ch, const struct proto_hdr *h, size_t bytes) {
-  struct unexp_msg *u = calloc(1, sizeof *u);
-  void *data = bytes ? malloc(bytes) : NULL;
+struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+                                  const struct proto_hdr *h, size_t bytes) {
+  struct unexp_msg *u = sys_zalloc(sizeof *u);
+  void *data = bytes && u ? sys_alloc(bytes) : NULL;
   if (!u || (bytes && !data)) {
     free(u);
-    free(data);
-    log_warn_once("FMX-UNEXP-NOMEM", "out of memory for an unexpected message: dropped");
+    /* Dropping it would shift every later match from p by one message. */
+    proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "an unexpected message");
     return NULL;
   }
   u->match = h->match;
@@ -53,15 +55,8 @@ struct unexp_msg *proto_unexp_new(struct partner *p, struct channel *ch, const s
 
 static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
                              const struct proto_hdr *h, const void *payload) {
-  struct unexp_msg *u = proto_unexp_new(p, ch, h, h->len);
-  if (!u) {
-    /* The message cannot be kept. Tell a rendezvous sender. */
-    if (h->type == PROTO_RTS) {
-      struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .match = FMX_NO_RESOURCES, .sreq = h->sreq};
-      proto_send_ctl(ep, p, &fin);
-    }
-    return;
-  }
+  struct unexp_msg *u = proto_unexp_new(ep, p, ch, h, h->len);
+  if (!u) return; /* the connection is down */
   if (h->len) memcpy(u->data, payload, h->len);
   CNT(ep, UNEXPECTED);
   match_add_unexp(&ep->mq, u);
@@ -94,13 +89,17 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
         queue_unexpected(ep, p, ch, h, payload);
         return;
       }
-      struct proto_seg *segs = h->len ? malloc(h->len) : NULL;
-      if (h->len && !segs) {
-        req_complete(ep, r, FMX_NO_RESOURCES);
+      proto_fill_status(r, p, h->match, h->msg_len);
+      struct proto_seg *segs = h->len ? sys_alloc(h->len) : NULL;
+      if (h->len && !segs) { /* this message fails, on both sides */
+        r->partner = p;
+        struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .match = FMX_NO_SYSTEM_RESOURCES,
+                                .sreq = h->sreq};
+        proto_send_ctl_of(ep, r, &fin);
+        req_complete(ep, r, FMX_NO_SYSTEM_RESOURCES);
         return;
       }
       if (h->len) memcpy(segs, payload, h->len);
-      proto_fill_status(r, p, h->match, h->msg_len);
       rndv_recv_start(ep, r, p, ch, h->msg_len, h->sreq, segs, h->nseg, h->flags);
       return;
     }

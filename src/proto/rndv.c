@@ -21,7 +21,7 @@ static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_
     fin.flags = PROTO_F_ERROR;
     fin.match = (uint64_t)err;
   }
-  proto_send_ctl(ep, r->partner, &fin);
+  proto_send_ctl_of(ep, r, &fin);
 }
 
 static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
@@ -94,7 +94,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   if (r->engine->needs_cts) {
     struct proto_hdr cts = {.type = PROTO_CTS, .flags = r->engine->cts_flag, .match = r->xfer_tag,
                             .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
-    proto_send_ctl(ep, p, &cts);
+    proto_send_ctl_of(ep, r, &cts);
   }
   r->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &r->bnode);

@@ -5,6 +5,8 @@
 
 #include "bulk/engine.h"
 #include "core/config.h"
+#include "core/log.h"
+#include "platform/sys.h"
 #include "core/transport.h"
 #include "proto/proto_int.h"
 
@@ -64,7 +66,7 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_re
 /* Try to put one record (a medium message: all its fragments) in the ring.
  * 1 pushed, 0 no room (yet). */
 static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
-  struct fmx_request *r = o->req;
+  struct fmx_request *r = o->ctl ? NULL : o->req;
   struct iovec iov[FMX_MAX_SEGMENTS];
   struct proto_seg segs[FMX_MAX_SEGMENTS + 2]; /* + an fmx_mem_alloc region */
   int n = 0;
@@ -104,6 +106,24 @@ static int enqueue(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o
   return 0;
 }
 
+/* The record o has left the queue (pushed, or dropped with its partner). */
+static void out_done(struct fmx_endpoint *ep, struct out_rec *o) {
+  if (!o->ctl) return; /* a send's: its request goes on */
+  if (!o->req) {
+    free(o);
+    return;
+  }
+  if (o->req->freed) { /* the application let the receive go meanwhile */
+    o->req->freed = 0;
+    req_free(ep, o->req);
+  }
+}
+
+void proto_out_drop(struct fmx_endpoint *ep, struct out_rec *o) {
+  list_del(&o->node);
+  out_done(ep, o);
+}
+
 void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
   while (!list_empty(&p->outq)) {
     struct out_rec *o = list_entry(p->outq.next, struct out_rec, node);
@@ -116,16 +136,51 @@ void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
       p->outq.next = &o->node;
       return;
     }
-    if (!o->req) free(o);
+    out_done(ep, o);
   }
 }
 
-void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
+void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, const char *what) {
   if (p->state != PARTNER_ALIVE) return;
-  struct out_rec *o = calloc(1, sizeof *o);
-  if (!o) return; /* the peer will see us as unresponsive: cannot do better without memory */
-  o->hdr = *h;
-  if (enqueue(ep, p, o)) free(o);
+  CNT(ep, NOMEM_ABORTS);
+  log_warn("FMX-NOMEM-ABORT", "endpoint %u: no memory for %s from endpoint %u (pid %d): connection dropped, "
+           "its requests fail on both sides", ep->eid, what, p->eid, (int)p->pid);
+  shm_transport.abort(ep, p, code);
+  ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
+}
+
+/* A control record goes at once when nothing waits before it; else it
+ * waits in the queue, in the receive r when it is one's (CTS, FIN: no
+ * allocation, so none can fail), else in memory of its own. */
+static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct fmx_request *r, const struct proto_hdr *h) {
+  if (p->state != PARTNER_ALIVE) return;
+  struct out_rec now = {.hdr = *h, .ctl = 1};
+  if (list_empty(&p->outq) && push_one(ep, p, &now)) return;
+  struct out_rec *o;
+  if (r) {
+    o = &r->out;
+    /* A CTS still waiting when the receive already ends (an error): the
+     * FIN takes its place, and the sender needs no CTS any more. */
+    int queued = o->ctl && list_linked(&o->node);
+    o->hdr = *h;
+    o->req = r;
+    o->ctl = 1;
+    if (queued) return;
+  } else if ((o = sys_zalloc(sizeof *o)) != NULL) {
+    o->hdr = *h;
+    o->ctl = 1;
+  } else {
+    proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a control record");
+    return;
+  }
+  CNT(ep, RING_FULL);
+  list_add_tail(&p->outq, &o->node);
+}
+
+void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) { send_ctl(ep, p, NULL, h); }
+
+void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const struct proto_hdr *h) {
+  send_ctl(ep, r->partner, r, h);
 }
 
 void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {

@@ -92,6 +92,8 @@ static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_
   slots_view(&c->rx_slots, b, h, rx_dir);
   c->tx_coop = (struct coop_area *)(b + h->coop_off[tx_dir]);
   c->rx_coop = (struct coop_area *)(b + h->coop_off[rx_dir]);
+  c->tx_abort = &((struct chan_hdr *)b)->abort[tx_dir];
+  c->rx_abort = &((struct chan_hdr *)b)->abort[rx_dir];
   return 0;
 }
 

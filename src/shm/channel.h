@@ -20,7 +20,7 @@
 #include "shm/ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 3 /* 2: coop areas, 3: their xmem region */
+#define CHAN_VERSION 4 /* 2: coop areas, 3: their xmem region, 4: abort words */
 
 struct chan_hdr {
   uint32_t magic;
@@ -32,6 +32,11 @@ struct chan_hdr {
   uint64_t nslots;
   uint64_t slot_size;
   uint64_t coop_off[2];
+  /* Per direction, written once by its sender: nonzero (an fmx_return_t)
+   * when it gave up on the connection (it ran out of memory for a record
+   * it must keep): the receiver drains the ring, then fails the partner
+   * with it. Its own line: read by every idle poll, written at most once. */
+  _Alignas(64) uint32_t abort[2];
 };
 
 /* One bulk slot's header in shared memory; the data is slot_size bytes at
@@ -89,6 +94,7 @@ struct channel {
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;
   struct coop_area *tx_coop, *rx_coop; /* sender side uses tx, receiver rx */
+  uint32_t *tx_abort, *rx_abort;       /* chan_hdr.abort of our direction and of the peer's */
   uint32_t coop_gen;                   /* receiver: last generation used */
   uint64_t rx_freed; /* cells consumed since we last woke the sender */
   uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */

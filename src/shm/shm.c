@@ -30,6 +30,19 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
       proto_deliver(ep, p, ch, &hdr, (const uint8_t *)h + RING_DATA_OFF(hdr.len));
       shm_ring_pop(&ch->rx);
     }
+    /* Nothing came: has the peer given up on us? Checked only when idle,
+     * so everything it pushed before is delivered first. */
+    if (ch->rx.local == before && p->state == PARTNER_ALIVE && !p->is_self &&
+        __atomic_load_n(ch->rx_abort, __ATOMIC_ACQUIRE) && !shm_ring_peek(&ch->rx)) {
+      uint32_t why = *ch->rx_abort;
+      fmx_return_t code = why == FMX_NO_RESOURCES || why == FMX_NO_SYSTEM_RESOURCES ? (fmx_return_t)why
+                                                                                    : FMX_REMOTE_ENDPOINT_UNREACHABLE;
+      CNT(ep, PEER_ABORTS);
+      log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u (pid %d) dropped the connection (%s): its requests with us fail",
+               ep->eid, p->eid, (int)p->pid, fmx_strerror(code));
+      ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
+      return;
+    }
     if (ch->rx.broken && p->state == PARTNER_ALIVE) {
       CNT(ep, BAD_PACKET);
       log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring from endpoint %u (pid %d) is corrupt: peer dropped", ep->eid,
@@ -48,6 +61,15 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
   }
 }
 
+/* Give up on the connection: the peer sees it once it has drained what we
+ * pushed. No record, so it needs neither ring room nor memory. */
+static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
+  (void)ep;
+  if (p->is_self || !p->nchan) return;
+  __atomic_store_n(p->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
+  ep_wake(p->desc);
+}
+
 static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   for (int c = 0; c < p->nchan; c++) chan_destroy(p->chan[c]);
   p->nchan = 0;
@@ -62,5 +84,6 @@ const struct fmx_transport_ops shm_transport = {
     .push = shm_push,
     .max_payload = shm_max_payload,
     .poll = shm_poll,
+    .abort = shm_abort,
     .release = shm_release,
 };

@@ -136,7 +136,7 @@ const struct xmem_map *xmem_map_peer(struct partner *p, const struct xmem_ref *r
   struct xmem_cache *c = p->xmem;
   for (uint32_t i = 0; c && i < c->n; i++)
     if (c->m[i].ino == ref->ino && c->m[i].base == ref->base && c->m[i].len == ref->len) return &c->m[i];
-  if (!c) c = p->xmem = calloc(1, sizeof *c);
+  if (!c) c = p->xmem = sys_zalloc(sizeof *c);
   if (!c || c->n == XMEM_MAPS) return NULL;
   int fd = take_fd(p, ref);
   void *a = fd >= 0 ? sys_map_shared(fd, ref->len) : NULL;

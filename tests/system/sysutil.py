@@ -16,3 +16,30 @@ def run(argv, env=None, timeout=300):
     e = dict(os.environ)
     e.update(env or {})
     return subprocess.run(argv, env=e, timeout=timeout, capture_output=True, text=True)
+
+
+_shared = None
+
+
+def shared_prog(path):
+    """A copy of the build's program `path`, with libfmx beside it, in a
+    directory every user may read, and the environment that makes it load
+    that libfmx: a second uid (nobody) cannot enter a checkout under a 0700
+    home (root's), so it runs this copy instead. Returns (path, env)."""
+    global _shared
+    import atexit
+    import glob
+    import shutil
+    import tempfile
+    if _shared is None:
+        _shared = tempfile.mkdtemp(prefix="fmx-shared-")
+        os.chmod(_shared, 0o755)
+        atexit.register(shutil.rmtree, _shared, True)
+        for lib in glob.glob(os.path.join(BUILD, "libfmx.so*")):
+            shutil.copy2(lib, _shared, follow_symlinks=False)
+    dst = os.path.join(_shared, os.path.basename(path))
+    if not os.path.exists(dst):
+        shutil.copy2(path, dst)
+        os.chmod(dst, 0o755)
+    # The copy's RUNPATH still names the build; LD_LIBRARY_PATH comes first.
+    return dst, {"LD_LIBRARY_PATH": _shared}

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sysutil import BUILD
+from sysutil import BUILD, shared_prog
 PROG = os.path.join(BUILD, "tests", "fmx_sys")
 TIMEOUT = 240
 
@@ -246,8 +246,9 @@ def test_other_uid_refused():
         time.sleep(0.3)
         nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
         # Through the API: endpoint ids are per user, so nobody does not even see ours.
-        p = subprocess.run(nobody + [PROG, "connect", "--target", "70", "--key", str(0x5eed)], capture_output=True,
-                           text=True, timeout=30)
+        prog, env = shared_prog(PROG)  # nobody may not enter our checkout
+        p = subprocess.run(nobody + [prog, "connect", "--target", "70", "--key", str(0x5eed)], capture_output=True,
+                           text=True, timeout=30, env=dict(os.environ, **env))
         assert p.returncode == 0, p.stderr
         assert p.stdout.strip() == "Remote endpoint bad id"
         # On the wire: nobody forges a well-formed hello to root's socket.
@@ -394,3 +395,33 @@ def test_coop_both_sides_copy(env):
         if 0 < outs[0]["coop_bytes"] < size:
             return
     pytest.fail("the sender never copied a stripe in 5 tries: %r" % outs)
+
+
+@pytest.mark.parametrize("who,nprocs,ring", [("all", 2, None), ("one", 2, None), ("all", 4, "64K")])
+def test_allocation_failures_end_in_errors_not_hangs(who, nprocs, ring):
+    """FMX_FAULT_ALLOC=N fails the Nth allocation on a message path (an
+    unexpected message's buffer, a rendezvous's segment list, a control
+    record queued behind a full ring, an offload job, a region mapping).
+    Walking N over every allocation of the run: each failure becomes an
+    error completion on both sides, or a fallback that still delivers; no
+    send and no matched receive is left waiting, no byte is wrong."""
+    errors = 0
+    for n in range(1, 13):
+        env = {"FMX_FAULT_ALLOC": str(n), "FMX_LOG": "error"}
+        if ring:
+            env["FMX_RING_SIZE"] = ring
+        procs = []
+        for r in range(nprocs):
+            e = env if who == "all" or r == nprocs - 1 else {"FMX_LOG": "error"}
+            procs.append(spawn("exchange", r, nprocs, 150 + 8 * n, e, msgs=16, max_size=1 << 20, segs=1,
+                               seed=n, tolerate=1))
+        try:
+            for p in procs:
+                out, err = p.communicate(timeout=TIMEOUT)
+                assert p.returncode == 0, f"N={n}: rank exited {p.returncode}: {err}"
+                errors += sum(json.loads(l).get("errors", 0) for l in out.splitlines() if l.startswith("{"))
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+    assert errors > 0, "no injected failure reached a message path"

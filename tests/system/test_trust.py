@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from sysutil import BUILD
+from sysutil import BUILD, shared_prog
 PROG = os.path.join(BUILD, "tests", "fmx_sys")
 HELLO = "<8I3QiI"  # struct shm_hello (src/shm/connect.h)
 HELLO_MAGIC, DESC_MAGIC = 0x464D5848, 0x464D5844
@@ -417,8 +417,9 @@ def test_out_of_file_descriptors_is_named():
 def test_cma_refused_warning_is_whole():
     """Between two processes of nobody, one not dumpable: the peer's CMA
     probe fails with EPERM and the warning gives the whole reason."""
-    procs = [subprocess.Popen(AS_NOBODY + [PROG, "issend", "--rank", str(r), "--nprocs", "2", "--base", "244",
-                                           "--nodump", str(1 - r)],
+    prog, env = shared_prog(PROG)  # nobody may not enter our checkout
+    procs = [subprocess.Popen(AS_NOBODY + [prog, "issend", "--rank", str(r), "--nprocs", "2", "--base", "244",
+                                           "--nodump", str(1 - r)], env=dict(os.environ, **env),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
     try:
         outs = [p.communicate(timeout=60) for p in procs]
