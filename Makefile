@@ -10,7 +10,7 @@ BENCH_PY   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 REPS       ?= 3
 IMPI_VENV  ?= /opt/fmx-bench/impi
 
-.PHONY: all deps build build-asan build-tsan demo check check-unit check-system clean \
+.PHONY: all deps build build-asan build-tsan demo check check-layers check-unit check-system clean \
         bench bench-deps check-bench
 
 all: build
@@ -36,12 +36,16 @@ demo: build
 
 # Plain build: unit + system tests; ASan+UBSan build: the same again;
 # TSan build: the unit tests (the threaded ones are what it is for).
-check: build build-asan build-tsan
+check: check-layers build build-asan build-tsan
 	$(MAKE) --no-print-directory check-unit check-system BUILD=$(BUILD)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) --no-print-directory check-unit check-system BUILD=$(ASAN_BUILD)
 	TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check-unit BUILD=$(TSAN_BUILD)
 	$(MAKE) --no-print-directory check-bench
+
+# The include arrows between layers (written in the script).
+check-layers:
+	python3 scripts/check-layers.py
 
 check-unit:
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

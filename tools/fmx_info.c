@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "platform/topo.h"
 
 #define MAX_ENGINES 16

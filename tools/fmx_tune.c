@@ -25,7 +25,8 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/tunables.h"
 #include "platform/topo.h"
 
 #define MAX_SIZES 32
@@ -329,7 +330,7 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
 }
 
 int main(int argc, char **argv) {
-  config_load();
+  tunables_load();
   parse_args(argc, argv);
   if (opt.cores[0] < 0) default_cores();
   const char *path = opt.output ? opt.output : fmx_cfg.tuning_file;

@@ -55,8 +55,8 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "platform/sys.h"
 
 #define ADAPT_SPAN_MIN 8

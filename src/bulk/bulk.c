@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
 
@@ -237,7 +237,7 @@ ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const 
   return (ssize_t)moved;
 }
 
-ssize_t bulk_remote_range(const struct xmem_map *m, pid_t pid, int write, const struct fmx_request *r,
+ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct fmx_request *r,
                           const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len) {
   if (!m) return bulk_cma_range(pid, write, r, remote, nremote, off, len);
   copy_fn fn = bulk_copy_fn(r->want);
@@ -250,7 +250,7 @@ ssize_t bulk_remote_range(const struct xmem_map *m, pid_t pid, int write, const 
     for (int a = 0, b = 0; a < nl && b < nr;) {
       uint64_t n = l[a].iov_len - ao < rm[b].iov_len - bo ? l[a].iov_len - ao : rm[b].iov_len - bo;
       /* Checked per piece: the peer may rewrite segments in shared memory. */
-      uint8_t *there = xmem_at(m, (uint64_t)(uintptr_t)rm[b].iov_base + bo, n);
+      uint8_t *there = region_at(m, (uint64_t)(uintptr_t)rm[b].iov_base + bo, n);
       if (!there) return -EFAULT;
       uint8_t *here = (uint8_t *)l[a].iov_base + ao;
       if (write)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "platform/sys.h"
 
 /* A real attempt on another process: fork a child and read its memory, as a

@@ -23,8 +23,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/transport.h"
+#include "base/config.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
 
@@ -97,9 +96,9 @@ static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
     a->segs[i].addr = (uint64_t)(uintptr_t)r->segs[i].ptr;
     a->segs[i].len = r->segs[i].len;
   }
-  struct xmem_ref ref = {0};
-  if (!(fmx_cfg.xmem && xmem_find(r->segs, r->nseg, &ref))) ref.len = 0;
-  xmem_to_wire(&ref, a->xmem);
+  struct region_ref ref = {0};
+  if (!(fmx_cfg.xmem && region_find(r->segs, r->nseg, &ref))) ref.len = 0;
+  proto_region_to_wire(&ref, a->xmem);
   __atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->error, 0, __ATOMIC_RELAXED);
   /* Everything above before the counter that opens the transfer. */
@@ -180,8 +179,8 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   /* The receiver's buffer in its fmx_mem_alloc memory: map it and store
    * straight into it (every piece is checked against the mapping). */
   struct proto_seg xw[2] = {a->xmem[0], a->xmem[1]};
-  struct xmem_ref ref = xmem_from_wire(xw);
-  const struct xmem_map *dm = ref.len && a->sreq == req_id(s) ? xmem_map_peer(p, &ref) : NULL;
+  struct region_ref ref = proto_region_from_wire(xw);
+  const struct region_map *dm = ref.len && a->sreq == req_id(s) ? region_map_peer(&p->xmem, p->pidfd, p->eid, &ref) : NULL;
   if (!dm && (!p->cma_ok || !fmx_cfg.cma)) return BULK_DONE; /* we may not push: the receiver pulls alone */
   uint64_t total = s->want;
   uint32_t nseg = __atomic_load_n(&a->nseg, __ATOMIC_RELAXED);

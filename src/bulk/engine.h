@@ -166,7 +166,7 @@ ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const 
 /* The same, through m (the peer's fmx_mem_alloc region mapped here) when
  * m is not NULL: plain copies with the message's copy routine; -EFAULT when
  * a piece falls outside m. */
-ssize_t bulk_remote_range(const struct xmem_map *m, pid_t pid, int write, const struct fmx_request *r,
+ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct fmx_request *r,
                           const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len);
 /* The completion code for bulk_cma_range's -errno. */
 fmx_return_t bulk_cma_error(ssize_t err);

@@ -40,8 +40,8 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "platform/sys.h"
 
 #define JOB_RUNNING 0

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/transport.h"
+#include "base/config.h"
 #include "shm/channel.h"
 
 static int ring_probe(char *reason, size_t len) {

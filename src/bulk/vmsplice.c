@@ -35,8 +35,7 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/transport.h"
+#include "base/config.h"
 #include "shm/channel.h"
 
 #define VMS_IOV 64

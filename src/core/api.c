@@ -3,12 +3,10 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/transport.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
-#include "shm/connect.h"
-#include "shm/ring.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -76,7 +74,7 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   }
   struct partner *p = NULL;
   pthread_mutex_lock(&ep->connect_lock);
-  fmx_return_t rc = shm_connect(ep, eid, key, timeout_ms, &p);
+  fmx_return_t rc = transport_local()->connect(ep, eid, key, timeout_ms, &p);
   pthread_mutex_unlock(&ep->connect_lock);
   if (rc == FMX_SUCCESS) {
     pthread_mutex_lock(&ep->lock);
@@ -120,7 +118,7 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
     rc = FMX_BAD_ADDRESS;
   } else if (p->state == PARTNER_ALIVE) {
     struct proto_hdr h = {.type = PROTO_CLOSE};
-    if (list_empty(&p->outq)) shm_transport.push(ep, p, &h, NULL, 0);
+    if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
     ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   }
   pthread_mutex_unlock(&ep->lock);
@@ -501,7 +499,7 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
       v = fmx_cfg.rndv_threshold;
       return put(out, out_len, &v, sizeof v);
     case FMX_INFO_TINY_MAX:
-      v = RING_CELL_TINY;
+      v = transport_local()->tiny_max;
       return put(out, out_len, &v, sizeof v);
     case FMX_INFO_NIC_ID:
       v = sys_host_id();

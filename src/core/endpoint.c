@@ -8,14 +8,13 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "core/tunables.h"
+#include "base/log.h"
 #include "core/transport.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
 #include "proto/proto_int.h"
-#include "shm/channel.h"
-#include "shm/connect.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static int lib_initialized;
@@ -31,7 +30,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_init(void) {
     pthread_mutex_unlock(&lib_lock);
     return FMX_ALREADY_INITIALIZED;
   }
-  config_load();
+  tunables_load();
   ep_asym_fence = sys_membarrier_register() == 0;
   __atomic_store_n(&lib_initialized, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lib_lock);
@@ -53,6 +52,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
   lib_initialized = 0;
   pthread_mutex_unlock(&lib_lock);
   offload_shutdown(); /* every endpoint is closed: no job, nothing watched */
+  transports_fini();
   log_flush_held();
   return FMX_SUCCESS;
 }
@@ -120,16 +120,16 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (p->state == PARTNER_ALIVE || p->is_self || p->reaped || partner_in_use(ep, p)) continue;
-    shm_transport.release(ep, p);
+    p->tp->release(ep, p);
     medium_reset(p);
-    xmem_release(p);
+    region_cache_release(&p->xmem);
     ep->nsiblings -= p->same_process;
     p->same_process = 0;
     p->reaped = 1;
   }
 }
 
-struct partner *ep_partner_new(struct fmx_endpoint *ep) {
+struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (!p->reaped) continue;
@@ -139,6 +139,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep) {
     p->gen = (gen + 2) | 1; /* addresses of the previous partner go stale */
     p->pidfd = -1;
     p->cpu = -1;
+    p->tp = tp;
     list_init(&p->outq);
     list_init(&p->reqs);
     return p;
@@ -156,6 +157,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep) {
   p->gen = (uint32_t)sys_random64() | 1;
   p->pidfd = -1;
   p->cpu = -1;
+  p->tp = tp;
   list_init(&p->outq);
   list_init(&p->reqs);
   ep->partners[ep->npartners++] = p;
@@ -181,7 +183,7 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->state != PARTNER_ALIVE || p->failing) return;
   p->failing = 1;
-  shm_transport.poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
+  p->tp->poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
   p->failing = 0;
   ep_partner_down(ep, p, state, code);
 }
@@ -227,7 +229,7 @@ void ep_progress_locked(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (p->state != PARTNER_ALIVE) continue;
-    shm_transport.poll(ep, p);
+    p->tp->poll(ep, p);
     if (!list_empty(&p->outq)) proto_flush(ep, p);
   }
   if (!list_empty(&ep->bulk)) rndv_progress(ep);
@@ -269,35 +271,15 @@ static int open_desc(struct fmx_endpoint *ep) {
   return 0;
 }
 
-static int open_self(struct fmx_endpoint *ep) {
-  struct partner *p = ep_partner_new(ep);
-  if (!p) return -1;
-  p->chan[0] = chan_create_self();
-  if (!p->chan[0]) return -1;
-  p->nchan = 1;
-  p->is_self = 1;
-  p->same_process = 1;
-  p->cpu = ep->cpu;
-  p->nic = ep->nic;
-  p->eid = ep->eid;
-  p->session = ep->session;
-  p->pid = getpid();
-  p->desc = ep->desc;
-  p->cma_ok = fmx_cfg.cma;
-  snprintf(p->cma_reason, sizeof p->cma_reason, "%s", p->cma_ok ? "available" : "disabled by FMX_CMA=0");
-  ep->self = p;
-  return 0;
-}
-
 static void ep_free(struct fmx_endpoint *ep) {
   if (ep->listen_fd >= 0) close(ep->listen_fd);
   /* Channels moving a transfer let go before its shared memory goes. */
   for (uint32_t i = 0; i < ep->nreqs; i++)
     if (ep->reqs[i]->job) offload_detach(ep, ep->reqs[i]);
   for (uint32_t i = 0; i < ep->npartners; i++) {
-    shm_transport.release(ep, ep->partners[i]);
+    ep->partners[i]->tp->release(ep, ep->partners[i]);
     medium_reset(ep->partners[i]);
-    xmem_release(ep->partners[i]);
+    region_cache_release(&ep->partners[i]->xmem);
     free(ep->partners[i]);
   }
   free(ep->partners);
@@ -375,22 +357,23 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     ep_free(ep);
     return FMX_NO_SYSTEM_RESOURCES;
   }
+  const struct fmx_transport_ops *tp = transport_local();
   r = -EADDRINUSE;
   if (endpoint_id == FMX_ANY_ENDPOINT) {
     for (uint32_t id = 0; id < fmx_cfg.endpoint_max && (r == -EADDRINUSE || r == -EACCES); id++) {
       ep->eid = id;
-      r = shm_listen(ep);
+      r = tp->listen(ep);
     }
   } else {
     ep->eid = endpoint_id;
-    r = shm_listen(ep);
+    r = tp->listen(ep);
   }
   if (r < 0) {
     ep_free(ep);
     /* Squatted (-EACCES): another user holds the name (logged). */
     return r == -EADDRINUSE ? FMX_BUSY : r == -EACCES ? FMX_ACCESS_DENIED : FMX_NO_SYSTEM_RESOURCES;
   }
-  if (open_self(ep) < 0 || (r = shm_watcher_start(ep)) < 0) {
+  if ((r = tp->open(ep)) < 0) {
     log_warn("FMX-EP-OPEN", "endpoint %u: cannot start: %s (RLIMIT_NOFILE %llu)", ep->eid,
              strerror(r < 0 ? -r : ENOMEM), sys_nofile_limit());
     ep_free(ep);
@@ -413,11 +396,11 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
     struct partner *p = ep->partners[i];
     if (p->state != PARTNER_ALIVE || p->is_self) continue;
     struct proto_hdr h = {.type = PROTO_CLOSE};
-    if (list_empty(&p->outq)) shm_transport.push(ep, p, &h, NULL, 0);
+    if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
   }
   ep->desc->closed = 1;
   pthread_mutex_unlock(&ep->lock);
-  shm_watcher_stop(ep);
+  transport_local()->close(ep);
   offload_forget_ep(ep);
   pthread_mutex_lock(&lib_lock);
   list_del(&ep->link);

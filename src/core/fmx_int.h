@@ -8,15 +8,16 @@
 #include <sys/types.h>
 
 #include "core/counters.h"
-#include "core/list.h"
+#include "base/list.h"
 #include "platform/copy.h"
 #include "core/match.h"
 #include "fmx.h"
-#include "proto/proto.h"
-#include "shm/xmem.h"
+#include "transport/record.h"
+#include "region/region.h"
 
 struct channel;
 struct fmx_bulk_engine;
+struct fmx_transport_ops;
 struct offload_job;
 
 /* Shared descriptor of an endpoint (a memfd page mapped by every peer):
@@ -92,6 +93,7 @@ struct partner {
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
+  const struct fmx_transport_ops *tp; /* the transport serving it */
   int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
   int cost_ready;                          /* cost[] and level filled (first rendezvous) */
   int level;                               /* topology level shared with us (enum topo_level) */
@@ -100,7 +102,7 @@ struct partner {
   int cma_ok;
   struct list_node outq;   /* records waiting for ring room, in order */
   struct medium_rx medium[2]; /* per channel we poll */
-  struct xmem_cache *xmem;    /* its fmx_mem_alloc regions mapped here (shm/xmem.c) */
+  struct region_cache *xmem;    /* its fmx_mem_alloc regions mapped here (shm/xmem.c) */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
   /* Cold fields last: the ones above are read per message, and their
@@ -167,8 +169,8 @@ struct fmx_request {
   uint64_t adapt_ns;      /* when it was matched (REQ_F_ADAPT) */
   uint64_t adapt_seq;     /* ep->rndv_starts then */
   uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
-  const struct xmem_map *xsrc; /* receiver: the sender's region holding rsegs, mapped here; NULL: cma */
-  struct xmem_ref xref;   /* sender: the fmx_mem_alloc region holding segs; len 0: none */
+  const struct region_map *xsrc; /* receiver: the sender's region holding rsegs, mapped here; NULL: cma */
+  struct region_ref xref;   /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct offload_job *job; /* the offload channel's job moving it, or NULL */
   struct list_node bnode; /* ep->bulk list */
   uint64_t deadline_ns;
@@ -245,7 +247,7 @@ void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int 
 int lib_ready(void); /* fmx_init done and not finalized */
 struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
-struct partner *ep_partner_new(struct fmx_endpoint *ep);
+struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
 void ep_partner_reap(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "core/list.h"
+#include "base/list.h"
 
 struct fmx_request;
 struct partner;

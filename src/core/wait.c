@@ -15,7 +15,7 @@
  * (more ranks than cores) stops burning the CPU they need.
  */
 #include "bulk/engine.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/fmx_int.h"
 #include "platform/sys.h"
 

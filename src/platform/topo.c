@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "platform/topo.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 #include <ctype.h>
 #include <hwloc.h>

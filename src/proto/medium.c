@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "proto/proto_int.h"
 
 static struct medium_rx *slot_of(struct partner *p, struct channel *ch) {

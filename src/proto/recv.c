@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
 

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
 
@@ -40,6 +40,13 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
   req_complete(ep, r, code);
 }
 
+/* Every segment lies inside the mapped region m. */
+static int covers(const struct region_map *m, const struct proto_seg *segs, uint32_t nseg) {
+  for (uint32_t i = 0; i < nseg; i++)
+    if (segs[i].len && !region_at(m, segs[i].addr, segs[i].len)) return 0;
+  return 1;
+}
+
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags) {
   CNT(ep, RECV_RNDV);
@@ -61,10 +68,10 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   r->xsrc = NULL;
   int bad = total != msg_len;
   if (flags & PROTO_F_XMEM) {
-    struct xmem_ref ref = xmem_from_wire(segs + nseg);
-    const struct xmem_map *m = xmem_map_peer(p, &ref);
+    struct region_ref ref = proto_region_from_wire(segs + nseg);
+    const struct region_map *m = region_map_peer(&p->xmem, p->pidfd, p->eid, &ref);
     if (!m && fmx_cfg.xmem) CNT(ep, XMEM_UNMAPPED);
-    if (m && !xmem_covers(m, segs, nseg)) bad = 1;
+    if (m && !covers(m, segs, nseg)) bad = 1;
     else r->xsrc = m;
   }
   int offload = 0, adapt = 0;

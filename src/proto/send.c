@@ -4,16 +4,11 @@
 #include <string.h>
 
 #include "bulk/engine.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "platform/sys.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 #include "proto/proto_int.h"
-
-const char *proto_type_str(unsigned type) {
-  static const char *const names[] = {"PAD", "EAGER", "RTS", "CTS", "FIN", "CLOSE", "FRAG"};
-  return type < PROTO_TYPE_MAX ? names[type] : "UNKNOWN";
-}
 
 /* Eager messages longer than one fragment travel in fragments, so no
  * record is larger than the ring can take. Between two endpoints of one
@@ -23,14 +18,14 @@ const char *proto_type_str(unsigned type) {
 uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
   if (p->same_process && !p->is_self) {
-    uint64_t ring = shm_transport.max_payload(p);
+    uint64_t ring = p->tp->max_payload(p);
     if (t > ring) t = ring;
   }
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
 
 static uint64_t frag_size(struct partner *p) {
-  uint64_t ring = shm_transport.max_payload(p), f = fmx_cfg.eager_frag;
+  uint64_t ring = p->tp->max_payload(p), f = fmx_cfg.eager_frag;
   if (f < 64) f = 64;
   return f < ring ? f : ring;
 }
@@ -57,7 +52,7 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_re
       h.msg_len = o->off;
     }
     int niov = bulk_iov_local(r, o->off, n, iov, FMX_MAX_SEGMENTS);
-    if (shm_transport.push(ep, p, &h, iov, niov) < 0) return 0;
+    if (p->tp->push(ep, p, &h, iov, niov) < 0) return 0;
     o->off += n;
   }
   return 1;
@@ -82,11 +77,11 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
     } else if (r && o->hdr.type == PROTO_RTS) {
       for (uint32_t i = 0; i < r->nseg; i++)
         segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
-      if (o->hdr.flags & PROTO_F_XMEM) xmem_to_wire(&r->xref, segs + r->nseg);
+      if (o->hdr.flags & PROTO_F_XMEM) proto_region_to_wire(&r->xref, segs + r->nseg);
       iov[0] = (struct iovec){segs, o->hdr.len};
       n = 1;
     }
-    if (shm_transport.push(ep, p, &o->hdr, iov, n) < 0) return 0;
+    if (p->tp->push(ep, p, &o->hdr, iov, n) < 0) return 0;
   }
   if (r && o->hdr.type == PROTO_EAGER) {
     CNT(ep, SEND_EAGER);
@@ -145,7 +140,7 @@ void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, 
   CNT(ep, NOMEM_ABORTS);
   log_warn("FMX-NOMEM-ABORT", "endpoint %u: no memory for %s from endpoint %u (pid %d): connection dropped, "
            "its requests fail on both sides", ep->eid, what, p->eid, (int)p->pid);
-  shm_transport.abort(ep, p, code);
+  p->tp->abort(ep, p, code);
   ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
 }
 
@@ -200,7 +195,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
    * docs/tuning.md, FMX_XMEM). xref.len stays 0 when nothing is found. */
   r->xref.len = 0;
   if (fmx_cfg.xmem && !p->is_self && (!eager || (p->cma_ok && r->len > frag_size(p))) &&
-      xmem_find(r->segs, r->nseg, &r->xref))
+      region_find(r->segs, r->nseg, &r->xref))
     eager = 0;
   if (eager) {
     o->hdr.type = PROTO_EAGER;

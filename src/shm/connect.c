@@ -14,9 +14,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/fmx_int.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
 #include "shm/hello.h"

@@ -16,12 +16,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/fmx_int.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
 #include "shm/hello.h"
+#include "shm/shm.h"
 
 int shm_socket_name(char *buf, size_t len, unsigned uid, uint32_t board, uint32_t eid) {
   /* Abstract namespace: leading NUL, not NUL-terminated, gone with the fd. */
@@ -169,7 +170,7 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
   struct partner *p = ep_partner_find(ep, h->eid, h->session);
   if (!p) {
     ep_partner_reap(ep);
-    p = ep_partner_new(ep);
+    p = ep_partner_new(ep, &shm_transport);
     if (!p) return NULL;
     p->nic = h->nic;
     p->eid = h->eid;

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "proto/proto.h"
+#include "transport/record.h"
 
 #define RING_CELL 64
 #define RING_STAMP 8

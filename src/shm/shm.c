@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm transport: records travel through the channel's eager rings. */
+#include <errno.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "core/transport.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "shm/shm.h"
 #include "proto/proto_int.h"
 #include "shm/channel.h"
+#include "shm/connect.h"
 
 static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
@@ -79,8 +83,40 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   p->pidfd = -1;
 }
 
+static int open_self(struct fmx_endpoint *ep) {
+  struct partner *p = ep_partner_new(ep, &shm_transport);
+  if (!p) return -1;
+  p->chan[0] = chan_create_self();
+  if (!p->chan[0]) return -1;
+  p->nchan = 1;
+  p->is_self = 1;
+  p->same_process = 1;
+  p->cpu = ep->cpu;
+  p->nic = ep->nic;
+  p->eid = ep->eid;
+  p->session = ep->session;
+  p->pid = getpid();
+  p->desc = ep->desc;
+  p->cma_ok = fmx_cfg.cma;
+  snprintf(p->cma_reason, sizeof p->cma_reason, "%s", p->cma_ok ? "available" : "disabled by FMX_CMA=0");
+  ep->self = p;
+  return 0;
+}
+
+/* Serve ep: its partner to itself (an anonymous channel, the same ring
+ * both ways), then the watcher thread (connects, peers' deaths). */
+static int shm_ep_open(struct fmx_endpoint *ep) {
+  if (open_self(ep) < 0) return -ENOMEM;
+  return shm_watcher_start(ep);
+}
+
 const struct fmx_transport_ops shm_transport = {
     .name = "shm",
+    .tiny_max = RING_CELL_TINY,
+    .listen = shm_listen,
+    .open = shm_ep_open,
+    .close = shm_watcher_stop,
+    .connect = shm_connect,
     .push = shm_push,
     .max_payload = shm_max_payload,
     .poll = shm_poll,

@@ -10,7 +10,8 @@
 
 #include "bulk/engine.h"
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/tunables.h"
 #include "platform/sys.h"
 
 static struct fmx_endpoint ep;
@@ -50,7 +51,7 @@ static int run(int count, uint64_t len, const struct fmx_bulk_engine *e) {
 }
 
 int main(void) {
-  config_load();
+  tunables_load();
   for (n = 0; bulk_engines[n]; n++) usable[n] = 1;
   int cma = idx(&bulk_cma), ring = idx(&bulk_ring), coop = idx(&bulk_coop), vms = idx(&bulk_vmsplice),
       off = idx(&bulk_offload);

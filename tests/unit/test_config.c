@@ -5,7 +5,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/tunables.h"
 #include "platform/topo.h"
 
 static void find_row(const struct config_item *it, void *arg) {
@@ -96,6 +97,7 @@ static void test_refusals(void) {
 
 int main(void) {
   uint64_t v;
+  tunables_load(); /* the topology's defaults, as the library has them */
   CHECK_EQ(config_parse_size("123", &v), 0);
   CHECK_EQ(v, 123);
   CHECK_EQ(config_parse_size("64K", &v), 0);

@@ -7,9 +7,9 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/fmx_int.h"
-#include "proto/proto.h"
+#include "transport/record.h"
 #include "shm/channel.h"
 #include "shm/ring.h"
 
@@ -49,9 +49,9 @@ static fmx_status_t wait_done(fmx_endpoint_t ep, fmx_request_t *r) {
 
 /* An RTS from a announcing an fmx_mem_alloc region `ref`, whose one segment
  * is 1 MiB at addr, met by a receive on b into rbuf (1 MiB): its status. */
-static fmx_status_t xmem_rts(uint64_t addr, const struct xmem_ref *ref, uint64_t match, uint64_t sreq, char *rbuf) {
+static fmx_status_t xmem_rts(uint64_t addr, const struct region_ref *ref, uint64_t match, uint64_t sreq, char *rbuf) {
   struct proto_seg xp[3] = {{addr, 1 << 20}};
-  xmem_to_wire(ref, xp + 1);
+  proto_region_to_wire(ref, xp + 1);
   struct proto_hdr h = {.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
                         .msg_len = 1 << 20, .match = match, .sreq = sreq};
   fmx_seg_t rs = {rbuf, 1 << 20};
@@ -133,8 +133,8 @@ int main(void) {
   CHECK_EQ(fmx_mem_alloc(1 << 20, (void **)&reg), FMX_SUCCESS);
   memset(reg, 0x33, 1 << 20);
   fmx_seg_t regseg = {reg, 1 << 20};
-  struct xmem_ref ref;
-  CHECK_EQ(xmem_find(&regseg, 1, &ref), 1);
+  struct region_ref ref;
+  CHECK_EQ(region_find(&regseg, 1, &ref), 1);
   struct proto_seg xp[3] = {{(uint64_t)(uintptr_t)reg, 1 << 20}};
   uint64_t badx = counter(b, CNT_BAD_PACKET);
   h = (struct proto_hdr){.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp[0],
@@ -143,7 +143,7 @@ int main(void) {
   progress_b();
   CHECK_EQ(counter(b, CNT_BAD_PACKET) - badx, 1);
   for (int bad_ino = 0; bad_ino < 2; bad_ino++) {
-    struct xmem_ref wrong = ref;
+    struct region_ref wrong = ref;
     if (bad_ino)
       wrong.ino++;
     else
@@ -275,7 +275,7 @@ int main(void) {
   area->nseg = 1;
   area->segs[0].addr = (uint64_t)(uintptr_t)outside;
   area->segs[0].len = sizeof big;
-  xmem_to_wire(&ref, area->xmem);
+  proto_region_to_wire(&ref, area->xmem);
   memset(outside, 0x11, sizeof outside);
   memset(reg, 0x22, 1 << 20);
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);

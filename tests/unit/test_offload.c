@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "fmx.h"
 
 #define MSGS 24

@@ -8,7 +8,8 @@
 
 #include "bulk/engine.h"
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/tunables.h"
 #include "platform/topo.h"
 
 /* The engine's name, "+offload" when a channel is to run it. */
@@ -29,7 +30,7 @@ static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
 
 int main(void) {
   struct bulk_model c;
-  config_load();
+  tunables_load();
   CHECK_EQ(config_set("FMX_OFFLOAD_THRESHOLD", "16M", "environment"), 0);
 
   /* Parsing: exact level, nearest level, segments, empty, malformed. */

@@ -10,7 +10,8 @@
 
 #include "bulk/engine.h"
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/tunables.h"
 #include "shm/channel.h"
 
 static struct fmx_endpoint ep;
@@ -44,7 +45,7 @@ static void req_init(struct fmx_request *r, int kind, void *buf, size_t len) {
 }
 
 int main(void) {
-  config_load();
+  tunables_load();
   char reason[128];
   CHECK_EQ(bulk_vmsplice.probe(reason, sizeof reason), 0);
   CHECK(strcmp(reason, "available") == 0);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/fmx_int.h"
 #include "fmx.h"
 

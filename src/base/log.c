@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "core/log.h"
+#include "base/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>

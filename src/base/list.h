@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Intrusive doubly-linked lists (circular, with a head node). */
-#ifndef FMX_CORE_LIST_H
-#define FMX_CORE_LIST_H
+#ifndef FMX_BASE_LIST_H
+#define FMX_BASE_LIST_H
 
 #include <stddef.h>
 

@@ -2,8 +2,8 @@
 /* The one table of tunables. Every FMX_* variable is declared in config.c,
  * read there (environment, then tuning file for what the environment left
  * unset) and nowhere else. `fmx_info --config` prints the table. */
-#ifndef FMX_CORE_CONFIG_H
-#define FMX_CORE_CONFIG_H
+#ifndef FMX_BASE_CONFIG_H
+#define FMX_BASE_CONFIG_H
 
 #include <stdint.h>
 
@@ -67,6 +67,9 @@ int config_set(const char *name, const char *value, const char *source);
 /* Where a tunable's value came from ("default", "topology", "environment",
  * "tuning file"), or NULL for an unknown name. */
 const char *config_source(const char *name);
+/* The function that sets the defaults derived at run time (the core's,
+ * from the topology), run once by config_load after the table is read. */
+void config_set_deriver(void (*fn)(void));
 /* Set a default derived at run time (e.g. from the topology), unless the
  * user set that tunable. */
 void config_set_derived(const char *name, uint64_t value, const char *source);

@@ -29,10 +29,12 @@
  *   CLOSE  the sender closed its endpoint.
  *   PAD    filler to the end of a ring.
  */
-#ifndef FMX_PROTO_PROTO_H
-#define FMX_PROTO_PROTO_H
+#ifndef FMX_TRANSPORT_RECORD_H
+#define FMX_TRANSPORT_RECORD_H
 
 #include <stdint.h>
+
+#include "region/region.h"
 
 enum proto_type {
   PROTO_PAD = 0,
@@ -73,5 +75,15 @@ struct proto_seg {
 };
 
 const char *proto_type_str(unsigned type);
+
+/* An fmx_mem_alloc region's wire form: 2 proto_seg after an RTS's
+ * segments, or in a coop area. */
+static inline void proto_region_to_wire(const struct region_ref *r, struct proto_seg w[2]) {
+  w[0] = (struct proto_seg){r->fd, r->ino};
+  w[1] = (struct proto_seg){r->base, r->len};
+}
+static inline struct region_ref proto_region_from_wire(const struct proto_seg w[2]) {
+  return (struct region_ref){w[0].addr, w[0].len, w[1].addr, w[1].len};
+}
 
 #endif

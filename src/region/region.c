@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fmx_mem_alloc regions and peers' regions mapped here (see xmem.h). */
-#include "shm/xmem.h"
+/* fmx_mem_alloc regions and peers' regions mapped here (see region.h). */
+#include "region/region.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/fmx_int.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "platform/sys.h"
 
 #ifndef SYS_pidfd_getfd
@@ -91,7 +90,7 @@ static int holds(const struct region *g, uintptr_t a, uint64_t l) {
   return a >= b && l <= g->len && a - b <= g->len - l;
 }
 
-int xmem_find(const fmx_seg_t *segs, uint32_t nseg, struct xmem_ref *ref) {
+int region_find(const fmx_seg_t *segs, uint32_t nseg, struct region_ref *ref) {
   if (!__atomic_load_n(&nregs, __ATOMIC_ACQUIRE)) return 0;
   int found = 0;
   pthread_mutex_lock(&reg_lock);
@@ -110,7 +109,7 @@ int xmem_find(const fmx_seg_t *segs, uint32_t nseg, struct xmem_ref *ref) {
     hit = in;
   }
   if (hit) {
-    *ref = (struct xmem_ref){(uint64_t)hit->fd, hit->ino, (uint64_t)(uintptr_t)hit->base, hit->len};
+    *ref = (struct region_ref){(uint64_t)hit->fd, hit->ino, (uint64_t)(uintptr_t)hit->base, hit->len};
     found = 1;
   }
   pthread_mutex_unlock(&reg_lock);
@@ -118,9 +117,9 @@ int xmem_find(const fmx_seg_t *segs, uint32_t nseg, struct xmem_ref *ref) {
 }
 
 /* Take the peer's fd and check it is the sealed region it announced. */
-static int take_fd(struct partner *p, const struct xmem_ref *ref) {
+static int take_fd(int pidfd, const struct region_ref *ref) {
   if (ref->fd > 0x7fffffff || ref->len == 0) return -EINVAL;
-  long fd = syscall(SYS_pidfd_getfd, p->pidfd, (int)ref->fd, 0);
+  long fd = syscall(SYS_pidfd_getfd, pidfd, (int)ref->fd, 0);
   if (fd < 0) return -errno;
   struct stat st;
   if (sys_memfd_check((int)fd, ref->len, ref->len, NULL) < 0 || fstat((int)fd, &st) != 0 ||
@@ -131,35 +130,30 @@ static int take_fd(struct partner *p, const struct xmem_ref *ref) {
   return (int)fd;
 }
 
-const struct xmem_map *xmem_map_peer(struct partner *p, const struct xmem_ref *ref) {
-  if (!fmx_cfg.xmem || p->pidfd < 0) return NULL;
-  struct xmem_cache *c = p->xmem;
+const struct region_map *region_map_peer(struct region_cache **cache, int pidfd, uint32_t peer_eid,
+                                         const struct region_ref *ref) {
+  if (!fmx_cfg.xmem || pidfd < 0) return NULL;
+  struct region_cache *c = *cache;
   for (uint32_t i = 0; c && i < c->n; i++)
     if (c->m[i].ino == ref->ino && c->m[i].base == ref->base && c->m[i].len == ref->len) return &c->m[i];
-  if (!c) c = p->xmem = sys_zalloc(sizeof *c);
-  if (!c || c->n == XMEM_MAPS) return NULL;
-  int fd = take_fd(p, ref);
+  if (!c) c = *cache = sys_zalloc(sizeof *c);
+  if (!c || c->n == REGION_MAPS) return NULL;
+  int fd = take_fd(pidfd, ref);
   void *a = fd >= 0 ? sys_map_shared(fd, ref->len) : NULL;
   if (fd >= 0) close(fd);
   if (!a) {
     log_info("FMX-XMEM-UNMAPPED", "a region of endpoint %u (%llu bytes) cannot be mapped here (%s): cma used",
-             p->eid, (unsigned long long)ref->len, fd < 0 ? strerror(-fd) : "mmap failed");
+             peer_eid, (unsigned long long)ref->len, fd < 0 ? strerror(-fd) : "mmap failed");
     return NULL;
   }
-  c->m[c->n] = (struct xmem_map){ref->ino, ref->base, ref->len, a};
+  c->m[c->n] = (struct region_map){ref->ino, ref->base, ref->len, a};
   return &c->m[c->n++];
 }
 
-int xmem_covers(const struct xmem_map *m, const struct proto_seg *segs, uint32_t nseg) {
-  for (uint32_t i = 0; i < nseg; i++)
-    if (segs[i].len && !xmem_at(m, segs[i].addr, segs[i].len)) return 0;
-  return 1;
-}
-
-void xmem_release(struct partner *p) {
-  struct xmem_cache *c = p->xmem;
+void region_cache_release(struct region_cache **cache) {
+  struct region_cache *c = *cache;
   if (!c) return;
   for (uint32_t i = 0; i < c->n; i++) munmap(c->m[i].addr, c->m[i].len);
   free(c);
-  p->xmem = NULL;
+  *cache = NULL;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The only place the library prints. Level from FMX_LOG (error|warn|info|debug).
  * Every line carries a stable message id such as FMX-CMA-EPERM. */
-#ifndef FMX_CORE_LOG_H
-#define FMX_CORE_LOG_H
+#ifndef FMX_BASE_LOG_H
+#define FMX_BASE_LOG_H
 
 #include <stdint.h>
 

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The layering check (make check runs it first): every #include "..." of
+the library, the tools and the system-test programs must follow the arrows
+below. This file is where the arrows are written; README's Layout points
+here.
+
+Layers, top to bottom. A folder may include its own headers and the headers
+of every folder of a lower layer, never of its own layer's other folders
+(shm and net know nothing of each other) nor of a higher one. Where a lower
+layer must reach up, it does so through a callback the upper one gave it.
+
+    faces       src/mx src/ofi        (MX face, libfabric provider)
+    core        src/core              (endpoint, requests, matching, progress, the public API)
+    proto       src/proto             (message classes, rendezvous)
+    transports  src/self src/shm src/net
+    seam        src/transport         (the ops table every transport implements)
+    bulk        src/bulk              (copy engines, selection)
+    region      src/region            (fmx_mem_alloc, peers' regions mapped here)
+    platform    src/platform          (topology, syscalls, copy routines)
+    base        src/base              (config table, log, lists: used by all)
+
+`include/fmx.h` (the public API) may be included anywhere.
+
+A header named *_int.h is its folder's own: no other folder includes it.
+
+Tools (tools/) and the system tests' programs (tests/system/progs/) use the
+public API only: fmx.h and their own headers. Unit tests (tests/unit/) test
+internals and may include anything.
+
+DEBT lists the arrows known to be wrong today, each still to be removed
+(issue 13 said which); it may only shrink: a listed arrow that no longer
+exists fails the check too, so the list stays true.
+"""
+import os
+import re
+import sys
+
+ROOT = os.environ.get("FMX_LAYERS_ROOT", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+LAYERS = [
+    ("faces", ["mx", "ofi"]),
+    ("core", ["core"]),
+    ("proto", ["proto"]),
+    ("transports", ["self", "shm", "net"]),
+    ("seam", ["transport"]),
+    ("bulk", ["bulk"]),
+    ("region", ["region"]),
+    ("platform", ["platform"]),
+    ("base", ["base"]),
+]
+RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders}
+
+# (including file, included header): arrows still wrong, to be removed.
+DEBT = {
+    # Bulk engines take requests and partners (core) and use the shm
+    # channel's slots, coop areas and pipes: engines should get a transfer
+    # description and an opaque per-connection resource instead.
+    ("src/bulk/engine.h", "core/fmx_int.h"),
+    ("src/bulk/coop.c", "shm/channel.h"),
+    ("src/bulk/ring.c", "shm/channel.h"),
+    ("src/bulk/vmsplice.c", "shm/channel.h"),
+    # The shm transport reads and writes the core's endpoint and partner
+    # (fmx_int.h) and calls the protocol's delivery by name: it should own
+    # its per-partner state behind the ops table and deliver through a
+    # callback.
+    ("src/shm/connect.c", "core/fmx_int.h"),
+    ("src/shm/hello.c", "core/fmx_int.h"),
+    ("src/shm/listen.c", "core/fmx_int.h"),
+    ("src/shm/shm.c", "proto/proto_int.h"),
+    # Proto works on the core's requests and endpoint objects.
+    ("src/proto/proto_int.h", "core/fmx_int.h"),
+    ("src/proto/proto_int.h", "core/match.h"),
+    # The core includes proto's internal header.
+    ("src/core/api.c", "proto/proto_int.h"),
+    ("src/core/endpoint.c", "proto/proto_int.h"),
+    ("src/core/request.c", "proto/proto_int.h"),
+    # Tools read the library's internals; fmx.h needs an introspection part.
+    ("tools/fmx_info.c", "bulk/engine.h"),
+    ("tools/fmx_info.c", "base/config.h"),
+    ("tools/fmx_info.c", "platform/topo.h"),
+    ("tools/fmx_tune.c", "bulk/engine.h"),
+    ("tools/fmx_tune.c", "base/config.h"),
+    ("tools/fmx_tune.c", "core/tunables.h"),
+    ("tools/fmx_tune.c", "platform/topo.h"),
+    ("tools/perf/copymodes.c", "platform/copy.h"),
+    ("tools/perf/copymodes.c", "platform/topo.h"),
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources(top):
+    for d, _, files in os.walk(os.path.join(ROOT, top)):
+        for f in sorted(files):
+            if f.endswith((".c", ".h")):
+                yield os.path.relpath(os.path.join(d, f), ROOT)
+
+
+def verdict(path, inc):
+    """None if path may include inc, else why not."""
+    if inc == "fmx.h":
+        return None
+    parts = path.split("/")
+    if parts[0] in ("tools",) or parts[:3] == ["tests", "system", "progs"]:
+        local = os.path.normpath(os.path.join(os.path.dirname(path), inc))
+        if os.path.exists(os.path.join(ROOT, local)) or os.path.exists(os.path.join(ROOT, "tools", inc)):
+            if not inc.split("/")[0] in RANK:
+                return None  # its own header
+        return "a tool or test program includes the library's internals (public API only)"
+    if parts[0] != "src":
+        return None
+    here, there = parts[1], inc.split("/")[0]
+    if there not in RANK:
+        return "includes %s, which is no layer's header" % inc
+    if there == here:
+        return None
+    if inc.endswith("_int.h"):
+        return "includes %s, internal to src/%s" % (inc, there)
+    if RANK[there] < RANK[here]:
+        return "goes up: src/%s (%s) includes %s (%s)" % (here, LAYERS[RANK[here]][0], inc, LAYERS[RANK[there]][0])
+    if RANK[there] == RANK[here]:
+        return "goes sideways: src/%s includes %s of the same layer" % (here, inc)
+    return None
+
+
+def main():
+    if "--no-debt" in sys.argv:  # every wrong arrow, as on a tree with no list
+        DEBT.clear()
+    bad, seen = [], set()
+    for top in ("src", "tools", "tests/system/progs"):
+        for path in sources(top):
+            with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+                text = f.read()
+            for inc in INCLUDE.findall(text):
+                why = verdict(path, inc)
+                if why is None:
+                    continue
+                if (path, inc) in DEBT:
+                    seen.add((path, inc))
+                    continue
+                bad.append("%s: %s" % (path, why))
+    gone = sorted(DEBT - seen)
+    for path, inc in gone:
+        bad.append("%s: no longer includes %s: remove it from DEBT in scripts/check-layers.py" % (path, inc))
+    if "-v" in sys.argv:
+        for path, inc in sorted(seen):
+            print("known: %s -> %s" % (path, inc))
+    if bad:
+        print("layering check failed (the arrows: scripts/check-layers.py):")
+        for b in bad:
+            print("  " + b)
+        return 1
+    print("layering check: ok (%d known wrong arrows left in DEBT)" % len(seen))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

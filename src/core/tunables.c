@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* The tunables' defaults that follow this machine: the core derives them
+ * from the topology and hands them to the table (base/config.c), which
+ * sits below every layer and knows no topology. */
+#include "core/tunables.h"
+
+#include "base/config.h"
+#include "platform/sys.h"
+#include "platform/topo.h"
+
+/* Defaults that follow the cache topology instead of a magic number
+ * (measurements behind them: docs/tuning.md):
+ *  - rendezvous threshold = one L2: below it the eager class, in fragments
+ *    (FMX_EAGER_FRAG) from one page up, beat every bulk engine 1.1-1.7x here
+ *    (no round trip, both copies overlap), at one L2 they are even;
+ *  - eager ring = one L2 per direction: 512K moved medium messages 1.2-2x
+ *    faster than 128K, 256K, 2M or 8M in ping-pong;
+ *  - a fragment of a medium message is half the L1 data cache, so the one
+ *    being copied out stays in L1 while the next one comes in (8K, 16K and
+ *    32K measured even here);
+ *  - the ring engine's slots together take one L2 (8 x 64K beat 4 x 64K
+ *    1.05-1.4x from 64K to 16M). */
+static void derive_from_topology(void) {
+  const struct topo_info *t = topo_get();
+  if (t->l1.size) {
+    uint64_t frag = t->l1.size / 2;
+    if (frag < 4096) frag = 4096;
+    config_set_derived("FMX_EAGER_FRAG", frag, "topology");
+  }
+  if (t->l2.size) {
+    uint64_t thr = t->l2.size;
+    if (thr < 64 * 1024) thr = 64 * 1024;
+    if (thr > 1024 * 1024) thr = 1024 * 1024;
+    config_set_derived("FMX_RNDV_THRESHOLD", thr, "topology");
+    config_set_derived("FMX_RING_SIZE", thr, "topology");
+    uint64_t slot = t->l2.size / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 8);
+    if (slot < 64 * 1024) slot = 64 * 1024;
+    slot &= ~(uint64_t)4095;
+    config_set_derived("FMX_BULK_SLOT_SIZE", slot, "topology");
+  }
+  /* A destination larger than half the cache the copying core may fill
+   * evicts its own first lines before the reader comes: non-temporal stores
+   * then save the read-for-ownership and spare the cache (platform/copy.h). */
+  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
+  if (llc->size) {
+    uint64_t share = llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
+    config_set_derived("FMX_COPY_NT_THRESHOLD", share / 2, "topology");
+    /* The KNEM paper's offload switch: a message larger than its half of
+     * the cache share of one process no longer stays in cache; a channel on
+     * another core then costs nothing the cache would have saved. */
+    config_set_derived("FMX_OFFLOAD_THRESHOLD", share / 2, "topology");
+  }
+}
+
+void tunables_load(void) {
+  config_set_deriver(derive_from_topology);
+  config_load();
+  sys_alloc_fail_at = fmx_cfg.fault_alloc;
+}

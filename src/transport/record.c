@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+#include "transport/record.h"
+
+const char *proto_type_str(unsigned type) {
+  static const char *const names[] = {"PAD", "EAGER", "RTS", "CTS", "FIN", "CLOSE", "FRAG"};
+  return type < PROTO_TYPE_MAX ? names[type] : "UNKNOWN";
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* What the protocol and the core ask of a transport: the seam every
+ * transport (shm, later net) implements. The protocol (eager, rendezvous,
+ * matching) never knows which transport carries a record. */
+#ifndef FMX_TRANSPORT_TRANSPORT_H
+#define FMX_TRANSPORT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "fmx.h"
+#include "transport/record.h"
+
+struct fmx_endpoint;
+struct partner;
+
+/* A transport: how records reach the partners it serves. Registered
+ * explicitly (transport_register, at fmx_init); every partner points to
+ * the one that serves it (partner->tp). Verbs:
+ *   listen   claim endpoint id ep->eid for ep: 0, or -errno (-EADDRINUSE:
+ *            taken by us, -EACCES: by another user)
+ *   open     start serving ep (incoming connections, peers' deaths) and
+ *            add its partner to itself (ep->self): 0 or -errno
+ *   close    stop serving ep (its lock not held): after it nothing of the
+ *            transport runs for ep
+ *   connect  handshake with endpoint eid of this transport's reach (key
+ *            checked by the peer), called without ep->lock: the partner in
+ *            *out
+ *   push     queue one record (header + hdr->len payload bytes gathered
+ *            from iov) to the partner, in order: 0, or -1 when there is no
+ *            room now (retry later)
+ *   max_payload  the largest payload one record may carry to the partner
+ *   poll     deliver every record waiting from the partner to proto_deliver()
+ *   abort    tell the peer we give up on the connection (code: why),
+ *            without a record: it fails its side once it has taken what we
+ *            pushed
+ *   release  free the partner's transport state (the partner is gone)
+ *   fini     the library finalizes (every endpoint closed) */
+struct fmx_transport_ops {
+  const char *name;
+  size_t tiny_max; /* the largest payload that travels in the record's first cache line */
+  int (*listen)(struct fmx_endpoint *ep);
+  int (*open)(struct fmx_endpoint *ep);
+  void (*close)(struct fmx_endpoint *ep);
+  fmx_return_t (*connect)(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                          struct partner **out);
+  int (*push)(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
+              int iovcnt);
+  size_t (*max_payload)(struct partner *p);
+  void (*poll)(struct fmx_endpoint *ep, struct partner *p);
+  void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
+  void (*release)(struct fmx_endpoint *ep, struct partner *p);
+  void (*fini)(void);
+};
+
+#endif
