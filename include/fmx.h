@@ -127,7 +127,45 @@ enum fmx_info_key {
   FMX_INFO_ENDPOINT_ID = 8,      /* out: uint32_t */
   FMX_INFO_ENGINE_STATUS = 9,    /* in: char[] peer-independent engine name;
                                     out: char[] "available" or the reason */
+  /* Introspection (what fmx_info and fmx_tune print; no endpoint needed). */
+  FMX_INFO_ENGINE_COUNT = 10,    /* out: uint32_t, bulk engines built in */
+  FMX_INFO_ENGINE_NAME = 11,     /* in: uint32_t index < ENGINE_COUNT; out: char[] */
+  FMX_INFO_CONFIG_COUNT = 12,    /* out: uint32_t, tunables in the table */
+  FMX_INFO_CONFIG_ITEM = 13,     /* in: uint32_t index < CONFIG_COUNT; out: fmx_config_item_t */
+  FMX_INFO_TOPOLOGY = 14,        /* out: fmx_topology_t, as the library sees this host */
 };
+
+/* One tunable (FMX_INFO_CONFIG_ITEM): its value in force, where that came
+ * from ("default", "topology", "tuning file", "environment"), its default,
+ * its one-line doc, and the last value refused with why ("" if none).
+ * Texts are NUL-terminated, cut to fit. */
+typedef struct fmx_config_item {
+  char name[48];
+  char value[128];
+  char source[16];
+  char def[128];
+  char refused[192];
+  char doc[1024];
+} fmx_config_item_t;
+
+/* A data cache level (FMX_INFO_TOPOLOGY): size 0 when the host has none;
+ * the processing units (hardware threads) sharing it, as a count and as a
+ * list ("0-1,4", may be cut). */
+typedef struct fmx_cache_info {
+  uint64_t size;
+  int32_t nshare;
+  char cpus[64];
+} fmx_cache_info_t;
+
+typedef struct fmx_topology {
+  int32_t ncores;     /* physical cores */
+  int32_t npus;       /* hardware threads */
+  int32_t numa_nodes;
+  int32_t reserved;
+  fmx_cache_info_t l1d, l2, l3; /* those of the CPU fmx_init ran on */
+  char cpu_model[64];
+  char source[32];    /* where it was read: "hwloc", "sysfs", "synthetic" */
+} fmx_topology_t;
 
 /* --- library ------------------------------------------------------------ */
 

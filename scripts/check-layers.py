@@ -76,9 +76,6 @@ DEBT = {
     ("src/core/endpoint.c", "proto/proto_int.h"),
     ("src/core/request.c", "proto/proto_int.h"),
     # Tools read the library's internals; fmx.h needs an introspection part.
-    ("tools/fmx_info.c", "bulk/engine.h"),
-    ("tools/fmx_info.c", "base/config.h"),
-    ("tools/fmx_info.c", "platform/topo.h"),
     ("tools/fmx_tune.c", "bulk/engine.h"),
     ("tools/fmx_tune.c", "base/config.h"),
     ("tools/fmx_tune.c", "core/tunables.h"),

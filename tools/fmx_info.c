@@ -14,21 +14,31 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bulk/engine.h"
-#include "base/config.h"
-#include "platform/topo.h"
-
 #define MAX_ENGINES 16
 
+/* Everything through fmx_get_info: this tool uses the public API only. */
 struct facts {
   char host[256];
   uint64_t nic_id;
   fmx_return_t nic_rc; /* FMX_SUCCESS or why nic_id is missing */
-  const struct topo_info *topo;
+  fmx_topology_t topo;
   int nengines;
-  const char *engine[MAX_ENGINES];
+  char engine[MAX_ENGINES][32];
   char engine_status[MAX_ENGINES][256];
 };
+
+/* Call fn for every tunable of the library's table, in order. */
+static void for_each_item(void (*fn)(const fmx_config_item_t *it, void *arg), void *arg)
+{
+  uint32_t n = 0;
+  if (fmx_get_info(NULL, FMX_INFO_CONFIG_COUNT, NULL, 0, &n, sizeof n) != FMX_SUCCESS)
+    return;
+  for (uint32_t i = 0; i < n; i++) {
+    fmx_config_item_t it;
+    if (fmx_get_info(NULL, FMX_INFO_CONFIG_ITEM, &i, sizeof i, &it, sizeof it) == FMX_SUCCESS)
+      fn(&it, arg);
+  }
+}
 
 static void usage(FILE *f)
 {
@@ -48,16 +58,21 @@ static void gather(struct facts *fx)
   fx->host[sizeof(fx->host) - 1] = '\0'; /* POSIX leaves truncation unterminated */
 
   fx->nic_rc = fmx_get_info(NULL, FMX_INFO_NIC_ID, NULL, 0, &fx->nic_id, sizeof(fx->nic_id));
-  fx->topo = topo_get();
+  memset(&fx->topo, 0, sizeof fx->topo);
+  if (fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &fx->topo, sizeof fx->topo) != FMX_SUCCESS)
+    snprintf(fx->topo.source, sizeof fx->topo.source, "unknown");
 
   /* Names from the library's engine list, so a new engine shows up here
-   * without touching this file; the status through the public call. */
+   * without touching this file. */
+  uint32_t n = 0;
+  fmx_get_info(NULL, FMX_INFO_ENGINE_COUNT, NULL, 0, &n, sizeof n);
   fx->nengines = 0;
-  for (int i = 0; i < MAX_ENGINES && bulk_engines[i]; i++) {
-    const char *name = bulk_engines[i]->name;
+  for (uint32_t i = 0; i < n && i < MAX_ENGINES; i++) {
+    char *name = fx->engine[i];
     char *buf = fx->engine_status[i];
     size_t len = sizeof(fx->engine_status[i]);
-    fx->engine[i] = name;
+    if (fmx_get_info(NULL, FMX_INFO_ENGINE_NAME, &i, sizeof i, name, sizeof fx->engine[i]) != FMX_SUCCESS)
+      break;
     fx->nengines++;
     memset(buf, 0, len);
     fmx_return_t rc = fmx_get_info(NULL, FMX_INFO_ENGINE_STATUS, name,
@@ -69,8 +84,6 @@ static void gather(struct facts *fx)
   }
 }
 
-/* "32 KiB", "1 MiB", "1280 KiB": the largest unit that divides exactly, so
- * nothing is rounded away. */
 static const char *fmt_size(uint64_t v, char *buf, size_t len)
 {
   static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
@@ -85,7 +98,7 @@ static const char *fmt_size(uint64_t v, char *buf, size_t len)
 
 /* --- text ----------------------------------------------------------------- */
 
-static void print_cache(const char *name, const struct topo_cache_info *c)
+static void print_cache(const char *name, const fmx_cache_info_t *c)
 {
   char sz[32];
   if (!c->size) {
@@ -96,7 +109,7 @@ static void print_cache(const char *name, const struct topo_cache_info *c)
          c->nshare, c->nshare == 1 ? "" : "s", c->cpus);
 }
 
-static void print_item(const struct config_item *it, void *arg)
+static void print_item(const fmx_config_item_t *it, void *arg)
 {
   (void)arg;
   printf("%-24s %-22s %-12s %s (default %s)\n", it->name, it->value, it->source, it->doc, it->def);
@@ -105,7 +118,7 @@ static void print_item(const struct config_item *it, void *arg)
 
 static void print_text(const struct facts *fx, int config)
 {
-  const struct topo_info *t = fx->topo;
+  const fmx_topology_t *t = &fx->topo;
   printf("fmx %s\n", FMX_VERSION_STRING);
   printf("%-14s %s\n", "host", fx->host);
   if (fx->nic_rc == FMX_SUCCESS)
@@ -115,16 +128,16 @@ static void print_text(const struct facts *fx, int config)
   printf("%-14s %s\n", "cpu", t->cpu_model);
   printf("%-14s %d (%d PUs)\n", "cores", t->ncores, t->npus);
   printf("%-14s %d\n", "numa nodes", t->numa_nodes);
-  print_cache("L1d", &t->l1);
+  print_cache("L1d", &t->l1d);
   print_cache("L2", &t->l2);
   print_cache("L3", &t->l3);
-  printf("%-14s %s\n", "topology from", t->src);
+  printf("%-14s %s\n", "topology from", t->source);
   printf("engines:\n");
   for (int i = 0; i < fx->nengines; i++)
     printf("  %-12s %s\n", fx->engine[i], fx->engine_status[i]);
   if (config) {
     printf("config:\n%-24s %-22s %-12s %s\n", "tunable", "value", "source", "meaning");
-    config_foreach(print_item, NULL);
+    for_each_item(print_item, NULL);
   }
 }
 
@@ -149,14 +162,14 @@ static void json_str(const char *s)
   putchar('"');
 }
 
-static void json_cache(const char *name, const struct topo_cache_info *c, int last)
+static void json_cache(const char *name, const fmx_cache_info_t *c, int last)
 {
   printf("    \"%s\": {\"size\": %" PRIu64 ", \"nshare\": %d, \"cpus\": ", name, c->size, c->nshare);
   json_str(c->cpus);
   printf("}%s\n", last ? "" : ",");
 }
 
-static void json_item(const struct config_item *it, void *arg)
+static void json_item(const fmx_config_item_t *it, void *arg)
 {
   int *first = arg;
   printf("%s\n    {\"name\": ", *first ? "" : ",");
@@ -180,13 +193,13 @@ static void json_config(void)
 {
   int first = 1;
   printf("  \"config\": [");
-  config_foreach(json_item, &first);
+  for_each_item(json_item, &first);
   printf("\n  ],\n");
 }
 
 static void print_json(const struct facts *fx, int config)
 {
-  const struct topo_info *t = fx->topo;
+  const fmx_topology_t *t = &fx->topo;
   printf("{\n  \"version\": ");
   json_str(FMX_VERSION_STRING);
   printf(",\n  \"host\": ");
@@ -201,9 +214,9 @@ static void print_json(const struct facts *fx, int config)
   printf(",\n  \"cores\": %d,\n  \"pus\": %d,\n  \"numa_nodes\": %d,\n", t->ncores, t->npus,
          t->numa_nodes);
   printf("  \"topology_source\": ");
-  json_str(t->src);
+  json_str(t->source);
   printf(",\n  \"caches\": {\n");
-  json_cache("l1d", &t->l1, 0);
+  json_cache("l1d", &t->l1d, 0);
   json_cache("l2", &t->l2, 0);
   json_cache("l3", &t->l3, 1);
   printf("  },\n");

@@ -360,6 +360,15 @@ void config_reload(void) {
   report();
 }
 
+size_t config_count(void) { return NENTRIES; }
+
+int config_item_at(size_t i, struct config_item *it) {
+  config_load();
+  if (i >= NENTRIES) return -1;
+  *it = (struct config_item){table[i].name, table[i].text, table[i].source, table[i].def, table[i].doc, table[i].bad};
+  return 0;
+}
+
 void config_foreach(void (*fn)(const struct config_item *item, void *arg), void *arg) {
   config_load();
   for (size_t i = 0; i < NENTRIES; i++) {

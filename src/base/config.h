@@ -5,6 +5,7 @@
 #ifndef FMX_BASE_CONFIG_H
 #define FMX_BASE_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct fmx_config {
@@ -59,6 +60,9 @@ struct config_item {
 /* Call fn for every tunable, in table order (fmx_info prints them; the
  * library itself never prints). */
 void config_foreach(void (*fn)(const struct config_item *item, void *arg), void *arg);
+/* Rows in the table, and row i (-1 past the end). */
+size_t config_count(void);
+int config_item_at(size_t i, struct config_item *it);
 /* Parse "123", "64K", "4M", "1G" (powers of 1024). 0 on success, -1 on error. */
 int config_parse_size(const char *s, uint64_t *out);
 /* Set one tunable by name from text; `source` says where it came from.

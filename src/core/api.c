@@ -4,6 +4,7 @@
 
 #include "bulk/engine.h"
 #include "base/config.h"
+#include "core/introspect.h"
 #include "core/transport.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
@@ -494,6 +495,8 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
                               uint32_t out_len) {
   if (!lib_ready()) return FMX_NOT_INITIALIZED;
   uint64_t v;
+  fmx_return_t irc;
+  if (introspect_info(key, in, in_len, out, out_len, &irc)) return irc;
   switch (key) {
     case FMX_INFO_RNDV_THRESHOLD:
       v = fmx_cfg.rndv_threshold;

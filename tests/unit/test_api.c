@@ -246,11 +246,47 @@ static void test_context_ids(void) {
   CHECK_EQ(fmx_close_endpoint(e2), FMX_SUCCESS);
 }
 
+/* The introspection keys that fmx_info uses: counts, items in range, bad
+ * lengths and indexes refused. */
+static void test_introspection(void) {
+  uint32_t n = 0, i;
+  char name[32];
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_ENGINE_COUNT, NULL, 0, &n, sizeof n), FMX_SUCCESS);
+  CHECK(n >= 2);
+  for (i = 0; i < n; i++) {
+    CHECK_EQ(fmx_get_info(NULL, FMX_INFO_ENGINE_NAME, &i, sizeof i, name, sizeof name), FMX_SUCCESS);
+    CHECK(name[0] != '\0');
+  }
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_ENGINE_NAME, &i, sizeof i, name, sizeof name), FMX_BAD_INFO_KEY);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_ENGINE_NAME, NULL, 0, name, sizeof name), FMX_BAD_INFO_LENGTH);
+  i = 0;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_ENGINE_NAME, &i, sizeof i, NULL, 0), FMX_BAD_INFO_LENGTH);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CONFIG_COUNT, NULL, 0, &n, sizeof n), FMX_SUCCESS);
+  CHECK(n >= 20);
+  int found = 0;
+  for (i = 0; i < n; i++) {
+    fmx_config_item_t it;
+    CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CONFIG_ITEM, &i, sizeof i, &it, sizeof it), FMX_SUCCESS);
+    CHECK(!strncmp(it.name, "FMX_", 4) && it.source[0] && it.doc[0]);
+    if (!strcmp(it.name, "FMX_RNDV_THRESHOLD")) found = 1;
+  }
+  CHECK(found);
+  fmx_config_item_t it;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CONFIG_ITEM, &n, sizeof n, &it, sizeof it), FMX_BAD_INFO_KEY);
+  i = 0;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CONFIG_ITEM, &i, sizeof i, &it, sizeof it - 1), FMX_BAD_INFO_LENGTH);
+  fmx_topology_t t;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &t, sizeof t), FMX_SUCCESS);
+  CHECK(t.npus >= 1 && t.numa_nodes >= 1 && t.source[0]);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &t, 8), FMX_BAD_INFO_LENGTH);
+}
+
 int main(void) {
   fmx_endpoint_t tmp;
   CHECK_EQ(fmx_open_endpoint(0, 0, 1, NULL, 0, &tmp), FMX_NOT_INITIALIZED);
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   CHECK_EQ(fmx_init(), FMX_ALREADY_INITIALIZED);
+  test_introspection();
   /* endpoint ids are per user and host: pick a free one, remember it */
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 0xfeed, NULL, 0, &ep), FMX_SUCCESS);
   CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &my_eid, sizeof my_eid), FMX_SUCCESS);
