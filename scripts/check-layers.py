@@ -99,15 +99,10 @@ def verdict(path, inc):
     if inc == "fmx.h":
         return None
     parts = path.split("/")
-    if parts[0] in ("tools",) or parts[:3] == ["tests", "system", "progs"]:
-        local = os.path.normpath(os.path.join(os.path.dirname(path), inc))
-        if os.path.exists(os.path.join(ROOT, local)) or os.path.exists(os.path.join(ROOT, "tools", inc)):
-            if not inc.split("/")[0] in RANK:
-                return None  # its own header
-        return "a tool or test program includes the library's internals (public API only)"
-    if parts[0] != "src":
-        return None
-    here, there = parts[1], inc.split("/")[0]
+    there = inc.split("/")[0]
+    if parts[0] != "src":  # tools/, tests/system/progs/: their own headers, not the library's
+        return "a tool or test program includes the library's internals (public API only)" if there in RANK else None
+    here = parts[1]
     if there not in RANK:
         return "includes %s, which is no layer's header" % inc
     if there == here:

@@ -476,21 +476,6 @@ API fmx_return_t fmx_progress(fmx_endpoint_t ep) {
   return FMX_SUCCESS;
 }
 
-static fmx_return_t put(void *out, uint32_t out_len, const void *v, size_t n) {
-  if (!out || out_len < n) return FMX_BAD_INFO_LENGTH;
-  memcpy(out, v, n);
-  return FMX_SUCCESS;
-}
-
-static fmx_return_t put_str(void *out, uint32_t out_len, const char *s) {
-  size_t n = strlen(s) + 1;
-  if (!out || out_len == 0) return FMX_BAD_INFO_LENGTH;
-  if (n > out_len) n = out_len;
-  memcpy(out, s, n);
-  ((char *)out)[n - 1] = '\0';
-  return FMX_SUCCESS;
-}
-
 API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, uint32_t in_len, void *out,
                               uint32_t out_len) {
   if (!lib_ready()) return FMX_NOT_INITIALIZED;
@@ -500,20 +485,20 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
   switch (key) {
     case FMX_INFO_RNDV_THRESHOLD:
       v = fmx_cfg.rndv_threshold;
-      return put(out, out_len, &v, sizeof v);
+      return info_put(out, out_len, &v, sizeof v);
     case FMX_INFO_TINY_MAX:
       v = transport_local()->tiny_max;
-      return put(out, out_len, &v, sizeof v);
+      return info_put(out, out_len, &v, sizeof v);
     case FMX_INFO_NIC_ID:
       v = sys_host_id();
-      return put(out, out_len, &v, sizeof v);
+      return info_put(out, out_len, &v, sizeof v);
     case FMX_INFO_ENGINE_STATUS: {
       if (!in || in_len == 0 || ((const char *)in)[in_len - 1] != '\0') return FMX_BAD_INFO_LENGTH;
       const struct fmx_bulk_engine *e = bulk_find(in);
       if (!e) return FMX_BAD_INFO_KEY;
       char reason[160];
       e->probe(reason, sizeof reason);
-      return put_str(out, out_len, reason);
+      return info_put_str(out, out_len, reason);
     }
     default:
       break;
@@ -524,7 +509,7 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
   switch (key) {
     case FMX_INFO_COUNTER_COUNT: {
       uint32_t n = CNT_MAX;
-      rc = put(out, out_len, &n, sizeof n);
+      rc = info_put(out, out_len, &n, sizeof n);
       break;
     }
     case FMX_INFO_COUNTER_LABEL: {
@@ -534,17 +519,17 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
         break;
       }
       memcpy(&i, in, sizeof i);
-      rc = i < CNT_MAX ? put_str(out, out_len, counter_labels[i]) : FMX_BAD_INFO_KEY;
+      rc = i < CNT_MAX ? info_put_str(out, out_len, counter_labels[i]) : FMX_BAD_INFO_KEY;
       break;
     }
     case FMX_INFO_COUNTER_VALUES:
-      rc = put(out, out_len, ep->counters, sizeof ep->counters);
+      rc = info_put(out, out_len, ep->counters, sizeof ep->counters);
       break;
     case FMX_INFO_LAST_BULK_ENGINE:
-      rc = put_str(out, out_len, ep->last_engine[0] ? ep->last_engine : "none");
+      rc = info_put_str(out, out_len, ep->last_engine[0] ? ep->last_engine : "none");
       break;
     case FMX_INFO_ENDPOINT_ID:
-      rc = put(out, out_len, &ep->eid, sizeof ep->eid);
+      rc = info_put(out, out_len, &ep->eid, sizeof ep->eid);
       break;
     default:
       rc = FMX_BAD_INFO_KEY;

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "platform/sys.h"
 
-#include <stdlib.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>

@@ -108,10 +108,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     m->req = r;
   } else {
     m->unexp = proto_unexp_new(ep, p, ch, h, h->msg_len);
-    if (!m->unexp) { /* no memory: the connection is down */
-      drop(m);
-      return;
-    }
+    if (!m->unexp) return; /* no memory: the connection is down, and its slots cleared */
   }
   take(m, 0, payload, h->len);
 }

@@ -64,6 +64,10 @@ void medium_reset(struct partner *p);
 /* rndv.c */
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags);
+/* The matched receive r cannot take the rendezvous sreq from p: it
+ * completes with code, and an error FIN tells the sender. */
+void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t sreq,
+                      fmx_return_t code);
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 /* Bounded work on every transfer in progress. */

@@ -92,11 +92,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
       proto_fill_status(r, p, h->match, h->msg_len);
       struct proto_seg *segs = h->len ? sys_alloc(h->len) : NULL;
       if (h->len && !segs) { /* this message fails, on both sides */
-        r->partner = p;
-        struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .match = FMX_NO_SYSTEM_RESOURCES,
-                                .sreq = h->sreq};
-        proto_send_ctl_of(ep, r, &fin);
-        req_complete(ep, r, FMX_NO_SYSTEM_RESOURCES);
+        rndv_recv_refuse(ep, r, p, h->sreq, FMX_NO_SYSTEM_RESOURCES);
         return;
       }
       if (h->len) memcpy(segs, payload, h->len);

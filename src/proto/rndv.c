@@ -40,6 +40,14 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
   req_complete(ep, r, code);
 }
 
+void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t sreq,
+                      fmx_return_t code) {
+  r->partner = p;
+  r->sreq = sreq;
+  r->done = 0;
+  recv_finish(ep, r, code);
+}
+
 /* Every segment lies inside the mapped region m. */
 static int covers(const struct region_map *m, const struct proto_seg *segs, uint32_t nseg) {
   for (uint32_t i = 0; i < nseg; i++)
