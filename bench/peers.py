@@ -12,6 +12,10 @@ import subprocess
 import time
 
 KERNELS = ("pingpong", "bw", "alltoall")
+# msgrate (a window of small messages, messages per second) runs only where
+# a message layer's own small-message path differs: fmx as shipped and each
+# MPI's default shared memory (IMB: Uniband).
+MSGRATE = ("msgrate",)
 
 
 class RunError(Exception):
@@ -114,6 +118,8 @@ class Fmx(Config):
         self.engine = engine
         self.name = "fmx" if engine is None else "fmx-" + engine
         self.label = "fmx (auto)" if engine is None else "fmx --engine %s" % engine
+        if engine is None and type(self) is Fmx:
+            self.kernels = KERNELS + MSGRATE
 
     def prepare(self):
         if not os.access(os.path.join(self.ctx["build"], "fmx_perf"), os.X_OK):
@@ -234,10 +240,11 @@ class OpenMPI(Config):
     mca = []          # extra mpirun arguments
     env = {}
 
-    def __init__(self, ctx, name, label, args, note="", perf_args=()):
+    def __init__(self, ctx, name, label, args, note="", perf_args=(), kernels=KERNELS):
         super().__init__(ctx)
         self.name, self.label, self.mca, self.note = name, label, list(args), note
         self.perf_args = list(perf_args)
+        self.kernels = kernels
 
     def prepare(self):
         if not shutil.which("mpirun.openmpi") or not shutil.which("mpicc.openmpi"):
@@ -305,9 +312,10 @@ class FmxFi(OpenMPIOfi):
 
 
 class Mpich(Config):
-    def __init__(self, ctx, name, label, genv, note=""):
+    def __init__(self, ctx, name, label, genv, note="", kernels=KERNELS):
         super().__init__(ctx)
         self.name, self.label, self.genv, self.note = name, label, genv, note
+        self.kernels = kernels
 
     def prepare(self):
         if not shutil.which("mpiexec.mpich") or not shutil.which("mpicc.mpich"):
@@ -467,8 +475,8 @@ def impi_missing(venv):
 class ImpiImb(Config):
     name = "impi-imb"
     label = "Intel MPI, IMB-MPI1"
-    kernels = ("pingpong", "alltoall")
-    note = "Intel MPI's own shared memory; IMB-MPI1 PingPong and Alltoall"
+    kernels = ("pingpong", "alltoall", "msgrate")
+    note = "Intel MPI's own shared memory; IMB-MPI1 PingPong, Alltoall and Uniband (window 64)"
 
     def prepare(self):
         why = impi_missing(self.ctx["impi"])
@@ -497,7 +505,7 @@ class ImpiImb(Config):
         lens = os.path.join(self.ctx["work"], "imb-msglen")
         with open(lens, "w") as f:
             f.write("".join("%d\n" % s for s in sizes))
-        bench = {"pingpong": "PingPong", "alltoall": "Alltoall"}[kernel]
+        bench = {"pingpong": "PingPong", "alltoall": "Alltoall", "msgrate": "Uniband"}[kernel]
         top = max(1, (max(sizes) - 1).bit_length())    # -msglog's top lifts IMB's 4 MiB cap
         argv = [os.path.join(venv, "bin", "mpiexec"), "-n", "2",
                 "-genv", "I_MPI_PIN_PROCESSOR_LIST", ",".join(map(str, self.ctx["cores"][:2])),
@@ -526,6 +534,11 @@ class ImpiImb(Config):
                              "latency_us": lat, "min_us": nums[2], "max_us": nums[3],
                              "avg_us": nums[4],
                              "bandwidth_MBps": s / lat if lat > 0 else 0.0})
+            elif kernel == "msgrate" and len(nums) == 4 and nums[3] > 0:
+                lat = 1e6 / nums[3]  # Msg/sec
+                recs.append({"kernel": kernel, "np": 2, "size": s, "iters": int(nums[1]),
+                             "latency_us": lat, "msgrate": nums[3],
+                             "bandwidth_MBps": s / lat})
         for r in recs:
             r.update({"engine": "mpi", "library": self.ctx.get("impi_version", "Intel MPI")})
         if {r["size"] for r in recs} != set(sizes):
@@ -538,6 +551,7 @@ class ImpiPerf(Config):
     name = "impi"
     label = "Intel MPI (fmx_perf_mpi)"
     note = "Intel MPI's own shared memory, the fmx_perf kernels"
+    kernels = KERNELS + MSGRATE
 
     def prepare(self):
         venv = self.ctx["impi"]
@@ -562,6 +576,7 @@ class ImpiPerf(Config):
 
 
 class ImpiPerfMem(ImpiPerf):
+    kernels = KERNELS
     name = "impi-mem"
     label = "Intel MPI (fmx_perf_mpi, MPI_Alloc_mem buffers)"
     note = "Intel MPI's own shared memory, the fmx_perf kernels, buffers from MPI_Alloc_mem (--mem mpi)"
@@ -618,7 +633,7 @@ def configurations(ctx):
                "--mca", "pml_ucx_devices", "any"]
     cfgs += [
         OpenMPI(ctx, "ompi-vader", "Open MPI vader (CMA single copy)", [],
-                "default shared memory BTL"),
+                "default shared memory BTL", kernels=KERNELS + MSGRATE),
         OpenMPI(ctx, "ompi-vader-mem", "Open MPI vader (CMA), MPI_Alloc_mem buffers", [],
                 "default shared memory BTL, fmx_perf_mpi --mem mpi", ["--mem", "mpi"]),
         OpenMPI(ctx, "ompi-vader-2copy", "Open MPI vader two-copy",
@@ -634,7 +649,7 @@ def configurations(ctx):
     cfgs += [
         Mpich(ctx, "mpich", "MPICH (%s, intra-node CH4 shm)" % dev, {},
               "Debian's MPICH is built --with-device=%s; within a node CH4 uses its own "
-              "POSIX shared memory module, not the netmod" % dev),
+              "POSIX shared memory module, not the netmod" % dev, kernels=KERNELS + MSGRATE),
         Mpich(ctx, "mpich-ucx", "MPICH over UCX (MPIR_CVAR_NOLOCAL=1)",
               {"MPIR_CVAR_NOLOCAL": "1"},
               "MPIR_CVAR_NOLOCAL=1 sends intra-node traffic through the %s netmod" % dev),

@@ -33,7 +33,7 @@ def fmt_num(v):
 
 
 def aggregate(data):
-    """stats[config][kernel][size] = {lat, bw: (median, min, max), n, busy, engines}"""
+    """stats[config][kernel][size] = {lat, bw, rate: (median, min, max), n, busy, engines}"""
     stats = {}
     for run in data["runs"]:
         if not run.get("final") or run.get("error"):
@@ -41,8 +41,9 @@ def aggregate(data):
         for r in run["records"]:
             k = r.get("kernel", run["kernel"])
             st = stats.setdefault(run["config"], {}).setdefault(k, {}).setdefault(
-                r["size"], {"lat": [], "bw": [], "busy": False, "engines": set()})
+                r["size"], {"lat": [], "bw": [], "rate": [], "busy": False, "engines": set()})
             st["lat"].append(r["latency_us"])
+            st["rate"].append(1 / r["latency_us"] if r["latency_us"] else 0.0)  # 10^6 msg/s
             st["bw"].append(r.get("bandwidth_MBps") or (r["size"] / r["latency_us"]
                                                          if r["latency_us"] else 0.0))
             st["busy"] |= bool(run.get("busy"))
@@ -52,7 +53,7 @@ def aggregate(data):
         for ks in cfg.values():
             for st in ks.values():
                 st["n"] = len(st["lat"])
-                for m in ("lat", "bw"):
+                for m in ("lat", "bw", "rate"):
                     v = st[m]
                     st[m] = (statistics.median(v), min(v), max(v))
     return stats
@@ -219,6 +220,9 @@ def render(data, stats, figs, fig_note, rel):
     out.append(table(data, stats, "pingpong", "lat", lat_sizes, "Ping-pong latency (µs, half round trip)", True))
     out.append(table(data, stats, "pingpong", "bw", bw_sizes, "Ping-pong bandwidth (MB/s)", False))
     out.append(table(data, stats, "bw", "bw", sz["bw"], "Streaming bandwidth (MB/s, window of messages)", False))
+    if "msgrate" in sz:
+        out.append(table(data, stats, "msgrate", "rate", sz["msgrate"],
+                         "Message rate (10^6 messages/s, one pair, window of 64)", False))
     out.append(table(data, stats, "alltoall", "lat", sz["alltoall"],
                      "Alltoall, 2 ranks (µs per exchange, max over ranks; size = bytes to each peer)", True))
     for title, path in figs:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""fmx_perf's kernels (pingpong, bw, alltoall, overlap) over fmx, and the same
+"""fmx_perf's kernels (pingpong, bw, msgrate, alltoall, overlap) over fmx, and the same
 kernels over a real MPI (fmx_perf_mpi under mpirun): every byte verified,
 same JSON either way. Behaviour only: no timing is asserted."""
 import json
@@ -33,6 +33,18 @@ def test_bw_window_verify():
     assert [r["size"] for r in rows] == [0, 1024, 65536, 3 << 20]
     assert all(r["kernel"] == "bw" and r["np"] == 2 and r["library"].startswith("fmx") for r in rows)
     assert rows[-1]["engine"] in ("cma", "ring", "coop", "vmsplice")  # auto: FMX_ADAPT tries them all
+
+
+def test_msgrate_window_verify():
+    """msgrate is bw counted in messages: window 64 unless given, a rate per
+    size, every message checked."""
+    rows = rows_of(perf("msgrate", "--sizes", "0,8,1K", "--iters", "640", "--verify"))
+    assert [r["size"] for r in rows] == [0, 8, 1024]
+    for r in rows:
+        assert r["kernel"] == "msgrate" and r["iters"] == 640 and r["engine"] == "eager"
+        assert r["msgrate"] == pytest.approx(1e6 / r["latency_us"], rel=0.01)
+    p = run([os.path.join(BUILD, "fmx_perf"), "msgrate", "--sizes", "8", "--iters", "64"])
+    assert p.returncode == 0 and "window 64" in p.stdout and "rate(msg/s)" in p.stdout, p.stdout
 
 
 @pytest.mark.parametrize("np_", [2, 3, 5])
@@ -101,6 +113,7 @@ def test_table_output_and_progress_line():
 
 @pytest.mark.parametrize("args", [
     ["alltoall", "--np", "1"],
+    ["msgrate", "--np", "3"],
     ["pingpong", "--np", "3"],
     ["alltoall", "--np", "9999"],
     ["bw", "--window", "0"],
@@ -169,7 +182,7 @@ def test_mpi_same_kernels_same_json():
 
 
 @mpi
-@pytest.mark.parametrize("kernel,np_", [("bw", 2), ("alltoall", 3), ("overlap", 2)])
+@pytest.mark.parametrize("kernel,np_", [("bw", 2), ("msgrate", 2), ("alltoall", 3), ("overlap", 2)])
 def test_mpi_kernels_verify(kernel, np_):
     extra = ["--verify"] if kernel != "overlap" else []
     rows = rows_of(mpirun(np_, kernel, "--sizes", "0,4K,2M", "--iters", "8", *extra))

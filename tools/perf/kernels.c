@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kernels.c - the benchmark kernels over struct perf_comm: pingpong, bw,
- * alltoall and overlap, the configuration rank 0 hands out, and the output.
+ * kernels.c - the benchmark kernels over struct perf_comm: pingpong, bw
+ * (and msgrate, the same stream counted in messages), alltoall and overlap, the configuration rank 0 hands out, and the output.
  * The same code runs over fmx (fmx_perf) and over any MPI (fmx_perf_mpi), so
  * their numbers differ only by the message layer.
  */
@@ -16,9 +16,15 @@
 
 #define PERF_MAGIC 0x66706367u
 
-static const char *const kernel_names[] = {[PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw",
-                                           [PERF_ALLTOALL] = "alltoall",
-                                           [PERF_OVERLAP] = "overlap"};
+static const char *const kernel_names[] = {
+    [PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw", [PERF_ALLTOALL] = "alltoall",
+    [PERF_OVERLAP] = "overlap", [PERF_MSGRATE] = "msgrate", [PERF_COPYLIMIT] = "copylimit",
+    [PERF_CACHEPOLLUTION] = "cachepollution"};
+
+const char *perf_kernel_name(enum perf_kernel k)
+{
+  return k >= PERF_PINGPONG && k <= PERF_CACHEPOLLUTION ? kernel_names[k] : "?";
+}
 
 /* What rank 0 prints for one size. */
 struct perf_result {
@@ -423,7 +429,8 @@ static void build_config(struct perf_config *cfg, int np)
   cfg->magic = PERF_MAGIC;
   cfg->kernel = (uint32_t)perf_opt.kernel;
   cfg->nsizes = perf_opt.nsizes;
-  cfg->window = perf_opt.kernel == PERF_BW ? perf_opt.window : 1;
+  bool stream = perf_opt.kernel == PERF_BW || perf_opt.kernel == PERF_MSGRATE;
+  cfg->window = stream ? perf_opt.window : 1;
   cfg->verify = perf_opt.verify;
   cfg->np = (uint32_t)np;
   for (uint32_t k = 0; k < perf_opt.nsizes; k++) {
@@ -435,8 +442,11 @@ static void build_config(struct perf_config *cfg, int np)
       it = it / (uint64_t)(np - 1) < 10 ? 10 : it / (uint64_t)(np - 1);
     if (!perf_opt.iters && cfg->kernel == PERF_OVERLAP)
       it = it / 4 < 10 ? 10 : it / 4;
+    /* a message rate needs many messages: small ones take ~50 ns each */
+    if (!perf_opt.iters && cfg->kernel == PERF_MSGRATE)
+      it *= 20;
     uint64_t warm = it / 10 < 2 ? 2 : it / 10 > 100 ? 100 : it / 10;
-    if (cfg->kernel == PERF_BW) { /* whole windows */
+    if (stream) { /* whole windows */
       it = (it + cfg->window - 1) / cfg->window * cfg->window;
       warm = (warm + cfg->window - 1) / cfg->window * cfg->window;
     }
@@ -457,7 +467,7 @@ static void share_config(struct perf_comm *c, struct perf_config *cfg)
   recv_wait(c, cfg, sizeof *cfg, 0, PERF_TAG_CONFIG, "receive (configuration)");
   if (cfg->magic != PERF_MAGIC || cfg->nsizes > PERF_MAX_SIZES || !cfg->window ||
       cfg->window > PERF_MAX_WINDOW || cfg->np != (uint32_t)c->size || !cfg->kernel ||
-      cfg->kernel > PERF_OVERLAP)
+      cfg->kernel > PERF_MSGRATE)
     perf_die("bad configuration from rank 0 (another %s version?)", perf_opt.prog);
 }
 
@@ -530,7 +540,7 @@ static void print_header(struct perf_comm *c, const struct perf_config *cfg)
     return;
   printf("# %s %s: %d ranks; %s%s\n", perf_opt.prog, kernel_names[cfg->kernel], c->size,
          c->desc, cfg->verify ? "; verifying (timings include checks)" : "");
-  if (cfg->kernel == PERF_BW)
+  if (cfg->kernel == PERF_BW || cfg->kernel == PERF_MSGRATE)
     printf("# window %u; latency = time per message\n", cfg->window);
   if (cfg->kernel == PERF_ALLTOALL)
     printf("# latency = one exchange (slowest rank's mean); bandwidth = bytes sent per rank\n");
@@ -542,6 +552,8 @@ static void print_header(struct perf_comm *c, const struct perf_config *cfg)
     printf(" %12s %12s", "min(us)", "max(us)");
   if (cfg->kernel == PERF_OVERLAP)
     printf(" %12s %12s %8s %8s", "Tcompute(us)", "Ttotal(us)", "overlap", "send-side");
+  if (cfg->kernel == PERF_MSGRATE)
+    printf(" %14s", "rate(msg/s)");
   printf("\n");
   fflush(stdout);
 }
@@ -552,6 +564,7 @@ static void print_row(struct perf_comm *c, const struct perf_config *cfg, uint32
   uint64_t size = cfg->sizes[k], iters = cfg->iters[k];
   double moved = cfg->kernel == PERF_ALLTOALL ? (double)size * (c->size - 1) : (double)size;
   double bw = r->lat_us > 0 ? moved / r->lat_us : 0;
+  double rate = r->lat_us > 0 ? 1e6 / r->lat_us : 0; /* msgrate: messages per second */
   char hs[32];
   if (perf_opt.json) {
     printf("{\"kernel\":\"%s\",\"np\":%d,\"size\":%" PRIu64 ",\"iters\":%" PRIu64
@@ -561,6 +574,8 @@ static void print_row(struct perf_comm *c, const struct perf_config *cfg, uint32
     json_str("library", c->library);
     if (cfg->kernel == PERF_ALLTOALL)
       printf(",\"min_us\":%.3f,\"max_us\":%.3f", r->min_us, r->max_us);
+    if (cfg->kernel == PERF_MSGRATE)
+      printf(",\"msgrate\":%.0f", rate);
     if (cfg->kernel == PERF_OVERLAP)
       printf(",\"t_compute_us\":%.3f,\"t_total_us\":%.3f,\"overlap\":%.4f,"
              "\"t_copy_send_us\":%.3f,\"t_total_send_us\":%.3f,\"overlap_send\":%.4f",
@@ -573,6 +588,8 @@ static void print_row(struct perf_comm *c, const struct perf_config *cfg, uint32
       printf(" %12.2f %12.2f", r->min_us, r->max_us);
     if (cfg->kernel == PERF_OVERLAP)
       printf(" %12.2f %12.2f %8.3f %8.3f", r->tc_us, r->tt_us, r->overlap, r->overlap_s);
+    if (cfg->kernel == PERF_MSGRATE)
+      printf(" %14.0f", rate);
     printf("\n");
   }
   fflush(stdout);
@@ -586,7 +603,7 @@ int perf_run(struct perf_comm *c)
   static void (*const kernels[])(struct perf_comm *, const struct perf_config *, uint32_t,
                                  struct bufs *, struct perf_result *) = {
       [PERF_PINGPONG] = pingpong_size, [PERF_BW] = bw_size, [PERF_ALLTOALL] = alltoall_size,
-      [PERF_OVERLAP] = overlap_size};
+      [PERF_OVERLAP] = overlap_size, [PERF_MSGRATE] = bw_size};
 
   g_tty = isatty(STDERR_FILENO);
   perf_watchdog();

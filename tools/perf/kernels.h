@@ -20,7 +20,7 @@
 
 /* PERF_COPYLIMIT and PERF_CACHEPOLLUTION are fmx_perf's single-process
  * modes (tools/perf/copymodes.h): perf_run never sees them. */
-enum perf_kernel { PERF_PINGPONG = 1, PERF_BW, PERF_ALLTOALL, PERF_OVERLAP, PERF_COPYLIMIT,
+enum perf_kernel { PERF_PINGPONG = 1, PERF_BW, PERF_ALLTOALL, PERF_OVERLAP, PERF_MSGRATE, PERF_COPYLIMIT,
                    PERF_CACHEPOLLUTION };
 
 /* Command line of both drivers. The fields after `native` exist only in
@@ -55,6 +55,8 @@ struct perf_config {
 };
 
 extern struct perf_opts perf_opt;
+/* "pingpong", "bw", ... as on the command line. */
+const char *perf_kernel_name(enum perf_kernel k);
 extern int perf_rank; /* -1: a supervising parent; for messages */
 
 void perf_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

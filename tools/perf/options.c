@@ -42,10 +42,12 @@ void perf_msg(const char *fmt, ...)
 static void usage(FILE *f, bool native)
 {
   fprintf(f,
-          "Usage: %s [pingpong|bw|alltoall|overlap%s] [options]\n"
+          "Usage: %s [pingpong|bw|msgrate|alltoall|overlap%s] [options]\n"
           "%s (default kernel: pingpong).\n\n"
           "  pingpong         rank 0 sends, rank 1 answers; latency = round trip / 2\n"
           "  bw               rank 0 streams windows of messages, rank 1 acks each window\n"
+          "  msgrate          bw counted in messages per second (osu_mbw_mr's kind, one\n"
+          "                   pair): window 64, default sizes 0 to 64K\n"
           "  alltoall         every rank sends SIZE bytes to every other rank and receives\n"
           "                   as much; time of one exchange (mean per rank, max over ranks)\n"
           "  overlap          Tcopy: a transfer alone; then the same transfer with Tcompute\n"
@@ -57,7 +59,7 @@ static void usage(FILE *f, bool native)
           "                   e.g. 0,8,4K,1M (default 0,1,2,4,...,64M; alltoall to 1M)\n"
           "  --iters N        measured iterations per size (default: scaled to the size,\n"
           "                   10000 for small messages down to 20 at 64M)\n"
-          "  --window W       bw: messages in flight (default 16)\n"
+          "  --window W       bw, msgrate: messages in flight (default 16; msgrate 64)\n"
           "  --verify         check every received byte (timings then include the checks)\n"
           "  --json           one JSON object per size per line\n"
           "  --timeout SEC    give up when a peer is silent this long (default 30)\n"
@@ -184,9 +186,7 @@ static void check_native(void)
   if (perf_opt.np == 0)
     perf_opt.np = perf_opt.kernel == PERF_ALLTOALL && nallowed > 2 ? nallowed : 2;
   if (perf_opt.kernel != PERF_ALLTOALL && perf_opt.np != 2)
-    usage_error("--np: %s runs on 2 ranks (only alltoall takes more)",
-                perf_opt.kernel == PERF_BW ? "bw" : perf_opt.kernel == PERF_OVERLAP
-                                                         ? "overlap" : "pingpong");
+    usage_error("--np: %s runs on 2 ranks (only alltoall takes more)", perf_kernel_name(perf_opt.kernel));
   if (perf_opt.rank >= perf_opt.np)
     usage_error("--rank %d: want 0..%d (--np %d)", perf_opt.rank, perf_opt.np - 1,
                 perf_opt.np);
@@ -249,11 +249,6 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {"np", required_argument, 0, O_NP},         {"mem", required_argument, 0, O_MEM},
       {"help", no_argument, 0, O_HELP},
       {0, 0, 0, 0}};
-  static const char *const kernels[] = {[PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw",
-                                        [PERF_ALLTOALL] = "alltoall",
-                                        [PERF_OVERLAP] = "overlap",
-                                        [PERF_COPYLIMIT] = "copylimit",
-                                        [PERF_CACHEPOLLUTION] = "cachepollution"};
   uint32_t given = 0; /* bit (option - O_SIZES) per option seen */
   perf_opt.prog = prog;
   perf_opt.native = native;
@@ -261,10 +256,10 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   if (argc > 1 && argv[1][0] != '-') {
     perf_opt.kernel = 0;
     for (int k = PERF_PINGPONG; k <= PERF_CACHEPOLLUTION; k++)
-      if (!strcmp(argv[1], kernels[k]))
+      if (!strcmp(argv[1], perf_kernel_name((enum perf_kernel)k)))
         perf_opt.kernel = (enum perf_kernel)k;
     if (!perf_opt.kernel)
-      usage_error("unknown kernel '%s' (want pingpong, bw, alltoall, overlap%s)", argv[1],
+      usage_error("unknown kernel '%s' (want pingpong, bw, msgrate, alltoall, overlap%s)", argv[1],
                   native ? ", copylimit or cachepollution" : "");
     if (!native && perf_opt.kernel >= PERF_COPYLIMIT)
       usage_error("'%s' is fmx_perf's: it measures this machine's copy routines in one "
@@ -320,8 +315,11 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     check_copy(given);
     return;
   }
+  if (perf_opt.kernel == PERF_MSGRATE && !(given & 1u << (O_WINDOW - O_SIZES)))
+    perf_opt.window = 64;
   if (perf_opt.nsizes == 0) {
-    uint64_t max = perf_opt.kernel == PERF_ALLTOALL ? 1u << 20 : 64u << 20;
+    uint64_t max = perf_opt.kernel == PERF_ALLTOALL ? 1u << 20
+                   : perf_opt.kernel == PERF_MSGRATE ? 64u << 10 : 64u << 20;
     perf_opt.sizes[perf_opt.nsizes++] = 0;
     for (uint64_t s = 1; s <= max; s <<= 1)
       perf_opt.sizes[perf_opt.nsizes++] = s;
