@@ -394,6 +394,7 @@ void offload_kick(void) {
 
 /* Whether a posted receive of len bytes may end up offloaded. */
 static int may_offload(uint64_t len) {
+  if (len < fmx_cfg.rndv_threshold) return 0; /* eager: nothing to offload (every post asks) */
   if (fmx_cfg.offload_channels == 0 || strcmp(fmx_cfg.offload, "off") == 0) return 0;
   if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0) return len >= fmx_cfg.rndv_threshold;
   if (strcmp(fmx_cfg.bulk, "auto") != 0) return 0;

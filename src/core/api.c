@@ -236,8 +236,6 @@ static void reap(struct fmx_endpoint *ep, struct fmx_request *r, fmx_status_t *s
   req_free(ep, r);
 }
 
-static int is_done(struct fmx_endpoint *ep, void *arg) { return ((struct fmx_request *)arg)->state == REQ_DONE; }
-
 static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_t *status, uint32_t *result,
                                 int progress) {
   if (!ep) return FMX_BAD_ENDPOINT;
@@ -262,24 +260,32 @@ API fmx_return_t fmx_test(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_
   return test_common(ep, request, status, result, 1);
 }
 
+/* fmx_wait's check: the request is done (reaped here, under the lock that
+ * found it done) or not valid (any longer). */
+struct wait_one {
+  struct fmx_request *r;
+  fmx_status_t *status;
+  int outcome; /* 0 pending, 1 done and reaped, -1 not a valid request */
+};
+
+static int wait_one_check(struct fmx_endpoint *ep, void *arg) {
+  struct wait_one *w = arg;
+  if (!req_valid(ep, w->r) || (w->r->flags & REQ_F_FORGOTTEN)) return (w->outcome = -1) != 0;
+  if (w->r->state != REQ_DONE) return 0;
+  reap(ep, w->r, w->status);
+  return (w->outcome = 1) != 0;
+}
+
 API fmx_return_t fmx_wait(fmx_endpoint_t ep, fmx_request_t *request, uint32_t timeout_ms, fmx_status_t *status,
                           uint32_t *result) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
-  pthread_mutex_lock(&ep->lock);
-  struct fmx_request *r = *request;
-  int ok = req_valid(ep, r) && !(r->flags & REQ_F_FORGOTTEN);
-  if (ok && r->state == REQ_DONE) { /* fast path: an eager send, say */
-    reap(ep, r, status);
-    *request = NULL;
-    *result = 1;
-    pthread_mutex_unlock(&ep->lock);
-    return FMX_SUCCESS;
-  }
-  pthread_mutex_unlock(&ep->lock);
-  if (!ok) return FMX_BAD_REQUEST;
-  ep_wait(ep, timeout_ms, is_done, r);
-  return test_common(ep, request, status, result, 0);
+  struct wait_one w = {*request, status, 0};
+  ep_wait(ep, timeout_ms, wait_one_check, &w);
+  if (w.outcome < 0) return FMX_BAD_REQUEST;
+  if (w.outcome) *request = NULL;
+  *result = w.outcome == 1;
+  return FMX_SUCCESS;
 }
 
 struct any_arg {

@@ -63,6 +63,23 @@ static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *
   return r;
 }
 
+/* The first look of a wait: what is already done (an eager send, a message
+ * taken meanwhile) needs no progress pass. */
+static int poll_first(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+  pthread_mutex_lock(&ep->lock);
+  int r = check(ep, arg);
+  if (r) {
+    pthread_mutex_unlock(&ep->lock);
+    return r;
+  }
+  ep_progress_locked(ep);
+  r = check(ep, arg);
+  int work = ep->nsiblings ? has_local_work(ep) : 0;
+  pthread_mutex_unlock(&ep->lock);
+  if (!r && work == 3) ep_progress_siblings(ep);
+  return r;
+}
+
 /* waited: how long this wait took in all. A wait that slept but ended
  * within the longest spin would have been caught by spinning that long: spin
  * twice as long next time (a rendezvous ping-pong whose waits are a copy
@@ -82,21 +99,33 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
 }
 
 static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
-  uint64_t start = sys_now_ns();
-  if (offload_in_wait == 1) adapt_wait_ns = start; /* the outermost wait (ep_wait counted it) */
-  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
+  uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
+  /* A rendezvous in flight: adapt.c times it from the wait's start. Else
+   * the clock is first read at the 16th poll (a small message's wait ends
+   * sooner and never pays for it). */
+  uint64_t start = list_empty(&ep->bulk) ? 0 : sys_now_ns();
+  if (start && offload_in_wait == 1) adapt_wait_ns = start; /* the outermost wait (ep_wait counted it) */
   uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
   uint64_t spin = __atomic_load_n(&ep->spin_ns, __ATOMIC_RELAXED);
   if (spin == 0 || spin > max_spin) spin = max_spin;
+  int r = poll_first(ep, check, arg);
+  if (r) {
+    adapt_spin(ep, spin, max_spin, 0, 0);
+    return r;
+  }
+  if (!start) {
+    start = sys_now_ns();
+    if (offload_in_wait == 1) adapt_wait_ns = start;
+  }
+  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
   uint64_t spin_end = start + spin;
   int slept = 0;
-  uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
   struct ep_desc *d = ep->desc;
   for (unsigned spins = 1;; spins++) {
     int busy = 0;
     /* `busy` (a clock read when a transfer is in flight) is only looked at
      * on the polls that read the clock below: every 16th. */
-    int r = poll_once(ep, check, arg, spins % 16 ? NULL : &busy);
+    r = poll_once(ep, check, arg, spins % 16 ? NULL : &busy);
     if (r) {
       adapt_spin(ep, spin, max_spin, slept, slept ? sys_now_ns() - start : 0);
       return r;

@@ -44,7 +44,17 @@ int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail) {
   r->cached = 0;
   r->local = 0;
   r->broken = 0;
+  r->next = stamp_at(r, 0);
+  r->next_stamp = stamp_of(r, 0);
   return 0;
+}
+
+/* Consumer: `cells` consumed, the tail published. */
+static void consumed(struct shm_ring *r, uint64_t cells) {
+  r->local += cells;
+  r->next = stamp_at(r, r->local);
+  r->next_stamp = stamp_of(r, r->local);
+  __atomic_store_n(&r->sh->tail, r->local, __ATOMIC_RELEASE);
 }
 
 size_t shm_ring_max_payload(const struct shm_ring *r) {
@@ -87,8 +97,7 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
 
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
   for (;;) {
-    if (r->broken) return NULL;
-    if (__atomic_load_n(stamp_at(r, r->local), __ATOMIC_ACQUIRE) != stamp_of(r, r->local)) return NULL;
+    if (__atomic_load_n(r->next, __ATOMIC_ACQUIRE) != r->next_stamp || r->broken) return NULL;
     uint64_t pos = r->local % r->ncells;
     const struct proto_hdr *h = hdr_at(r, r->local);
     uint64_t need = REC_CELLS(h->len);
@@ -98,8 +107,7 @@ const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
       return NULL;
     }
     if (h->type != PROTO_PAD) return h;
-    r->local += need;
-    __atomic_store_n(&r->sh->tail, r->local, __ATOMIC_RELEASE);
+    consumed(r, need);
   }
 }
 
@@ -108,6 +116,5 @@ void shm_ring_pop(struct shm_ring *r) {
   uint64_t need = REC_CELLS(hdr_at(r, r->local)->len);
   /* peek checked it, but the peer may have rewritten it since: clamp */
   if (need > r->ncells - pos) need = r->ncells - pos;
-  r->local += need;
-  __atomic_store_n(&r->sh->tail, r->local, __ATOMIC_RELEASE);
+  consumed(r, need);
 }
