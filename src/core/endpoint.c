@@ -129,12 +129,19 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
   }
 }
 
+/* The transport's private state of a new partner, zeroed. */
+static void *new_state(const struct fmx_transport_ops *tp) { return calloc(1, tp->partner_size ? tp->partner_size : 1); }
+
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (!p->reaped) continue;
+    void *tpd = new_state(tp);
+    if (!tpd) return NULL;
+    free(p->tpd);
     uint32_t gen = p->gen;
     memset(p, 0, sizeof *p);
+    p->tpd = tpd;
     p->index = i;
     p->gen = (gen + 2) | 1; /* addresses of the previous partner go stale */
     p->pidfd = -1;
@@ -152,6 +159,10 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     ep->partners_cap = cap;
   }
   struct partner *p = calloc(1, sizeof *p);
+  if (p && !(p->tpd = new_state(tp))) {
+    free(p);
+    p = NULL;
+  }
   if (!p) return NULL;
   p->index = ep->npartners;
   p->gen = (uint32_t)sys_random64() | 1;
@@ -180,10 +191,19 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
  * rendezvous messages from it stay queued: a receive that takes one later
  * completes with REMOTE_ENDPOINT_UNREACHABLE. Channels stay mapped until the
  * endpoint closes so no stale pointer can fault. */
+/* What a transport calls for each record it takes from p. */
+static int deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *lane, const struct proto_hdr *h,
+                   const void *payload) {
+  proto_deliver(ep, p, lane, h, payload);
+  return p->state != PARTNER_ALIVE;
+}
+
+void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) { p->tp->poll(ep, p, deliver); }
+
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->state != PARTNER_ALIVE || p->failing) return;
   p->failing = 1;
-  p->tp->poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
+  ep_partner_poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
   p->failing = 0;
   ep_partner_down(ep, p, state, code);
 }
@@ -229,7 +249,7 @@ void ep_progress_locked(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (p->state != PARTNER_ALIVE) continue;
-    p->tp->poll(ep, p);
+    ep_partner_poll(ep, p);
     if (!list_empty(&p->outq)) proto_flush(ep, p);
   }
   if (!list_empty(&ep->bulk)) rndv_progress(ep);
@@ -271,6 +291,25 @@ static int open_desc(struct fmx_endpoint *ep) {
   return 0;
 }
 
+/* The endpoint's partner to itself (ep->self), served by the self
+ * transport: one address space, nothing shared. */
+static int open_self(struct fmx_endpoint *ep) {
+  struct partner *p = ep_partner_new(ep, transport_self());
+  if (!p) return -ENOMEM;
+  p->is_self = 1;
+  p->same_process = 1;
+  p->cpu = ep->cpu;
+  p->nic = ep->nic;
+  p->eid = ep->eid;
+  p->session = ep->session;
+  p->pid = getpid();
+  p->desc = ep->desc;
+  p->cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
+  snprintf(p->cma_reason, sizeof p->cma_reason, "one address space: plain copies");
+  ep->self = p;
+  return 0;
+}
+
 static void ep_free(struct fmx_endpoint *ep) {
   if (ep->listen_fd >= 0) close(ep->listen_fd);
   /* Channels moving a transfer let go before its shared memory goes. */
@@ -280,6 +319,7 @@ static void ep_free(struct fmx_endpoint *ep) {
     ep->partners[i]->tp->release(ep, ep->partners[i]);
     medium_reset(ep->partners[i]);
     region_cache_release(&ep->partners[i]->xmem);
+    free(ep->partners[i]->tpd);
     free(ep->partners[i]);
   }
   free(ep->partners);
@@ -373,7 +413,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     /* Squatted (-EACCES): another user holds the name (logged). */
     return r == -EADDRINUSE ? FMX_BUSY : r == -EACCES ? FMX_ACCESS_DENIED : FMX_NO_SYSTEM_RESOURCES;
   }
-  if ((r = tp->open(ep)) < 0) {
+  if ((r = open_self(ep)) < 0 || (r = tp->open(ep)) < 0) {
     log_warn("FMX-EP-OPEN", "endpoint %u: cannot start: %s (RLIMIT_NOFILE %llu)", ep->eid,
              strerror(r < 0 ? -r : ENOMEM), sys_nofile_limit());
     ep_free(ep);

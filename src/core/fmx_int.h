@@ -72,7 +72,8 @@ struct adapt_class {
  * into a matched receive, or into a buffer until it is whole (neither:
  * out of memory, its fragments are swallowed). */
 struct medium_rx {
-  struct channel *chan; /* NULL: none in flight */
+  int busy;             /* a message in flight */
+  struct channel *chan; /* the lane it comes on (NULL for a transport with one) */
   uint64_t sreq, total, got;
   struct fmx_request *req;
   struct unexp_msg *unexp;
@@ -94,6 +95,7 @@ struct partner {
   int nchan;
   struct ep_desc *desc;    /* the peer's descriptor, to wake it */
   const struct fmx_transport_ops *tp; /* the transport serving it */
+  void *tpd;                          /* its private state (tp->partner_size bytes) */
   int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
   int cost_ready;                          /* cost[] and level filled (first rendezvous) */
   int level;                               /* topology level shared with us (enum topo_level) */
@@ -253,6 +255,8 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* The same without taking what the partner's rings still hold first. */
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+/* Poll p's transport, its records to the protocol. */
+void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_wake(struct ep_desc *d);
 extern int ep_asym_fence;
 void ep_progress_locked(struct fmx_endpoint *ep);

@@ -4,6 +4,8 @@
  * transports_init. */
 #include "core/transport.h"
 
+#include "core/fmx_int.h"
+#include "self/self.h"
 #include "shm/shm.h"
 
 #define MAX_TRANSPORTS 4
@@ -17,9 +19,18 @@ void transport_register(const struct fmx_transport_ops *t) {
   if (nregistered < MAX_TRANSPORTS) registered[nregistered++] = t;
 }
 
-void transports_init(void) { transport_register(&shm_transport); }
+void transports_init(void) {
+  transport_register(&self_transport);
+  transport_register(&shm_transport);
+}
 
 const struct fmx_transport_ops *transport_local(void) { return &shm_transport; }
+
+const struct fmx_transport_ops *transport_self(void) { return &self_transport; }
+
+void *transport_state(struct partner *p) { return p->tpd; }
+
+void transport_wake_own(struct fmx_endpoint *ep) { ep_wake(ep->desc); }
 
 void transports_fini(void) {
   for (int i = 0; i < nregistered; i++)

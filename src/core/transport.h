@@ -11,6 +11,8 @@ void transport_register(const struct fmx_transport_ops *t);
 void transports_init(void);
 /* The transport that reaches endpoints of this host. */
 const struct fmx_transport_ops *transport_local(void);
+/* The one that serves an endpoint's partner to itself (ep->self). */
+const struct fmx_transport_ops *transport_self(void);
 /* fini of every registered transport. */
 void transports_fini(void);
 

@@ -64,13 +64,21 @@ static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *
 }
 
 /* The first look of a wait: what is already done (an eager send, a message
- * taken meanwhile) needs no progress pass. */
-static int poll_first(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+ * taken meanwhile) needs no progress pass. With a rendezvous in flight the
+ * wait's start is stamped before the pass (*start; adapt.c times the
+ * transfer from it); else it stays 0: a small message's wait ends sooner
+ * than the 16th poll, which reads the clock, and never pays for it. */
+static int poll_first(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg,
+                      uint64_t *start) {
   pthread_mutex_lock(&ep->lock);
   int r = check(ep, arg);
   if (r) {
     pthread_mutex_unlock(&ep->lock);
     return r;
+  }
+  if (!list_empty(&ep->bulk)) {
+    *start = sys_now_ns();
+    if (offload_in_wait == 1) adapt_wait_ns = *start; /* the outermost wait (ep_wait counted it) */
   }
   ep_progress_locked(ep);
   r = check(ep, arg);
@@ -100,15 +108,11 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
 
 static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
-  /* A rendezvous in flight: adapt.c times it from the wait's start. Else
-   * the clock is first read at the 16th poll (a small message's wait ends
-   * sooner and never pays for it). */
-  uint64_t start = list_empty(&ep->bulk) ? 0 : sys_now_ns();
-  if (start && offload_in_wait == 1) adapt_wait_ns = start; /* the outermost wait (ep_wait counted it) */
+  uint64_t start = 0;
   uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
   uint64_t spin = __atomic_load_n(&ep->spin_ns, __ATOMIC_RELAXED);
   if (spin == 0 || spin > max_spin) spin = max_spin;
-  int r = poll_first(ep, check, arg);
+  int r = poll_first(ep, check, arg, &start);
   if (r) {
     adapt_spin(ep, spin, max_spin, 0, 0);
     return r;

@@ -16,9 +16,10 @@
 #include "base/log.h"
 #include "proto/proto_int.h"
 
-static struct medium_rx *slot_of(struct partner *p, struct channel *ch) {
+/* The message in flight on lane ch; with ch_free, a free slot. */
+static struct medium_rx *slot_of(struct partner *p, struct channel *ch, int ch_free) {
   for (int i = 0; i < 2; i++)
-    if (p->medium[i].chan == ch) return &p->medium[i];
+    if (ch_free ? !p->medium[i].busy : p->medium[i].busy && p->medium[i].chan == ch) return &p->medium[i];
   return NULL;
 }
 
@@ -39,7 +40,7 @@ static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
 }
 
 void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch) {
-  struct medium_rx *m = slot_of(p, ch);
+  struct medium_rx *m = slot_of(p, ch, 0);
   if (!m) return;
   bad(ep, p, "medium message cut short by another record");
   abort_one(ep, m);
@@ -91,11 +92,12 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     bad(ep, p, "malformed medium message");
     return;
   }
-  struct medium_rx *m = slot_of(p, NULL);
-  if (!m) { /* both slots busy: cannot be (one per channel) */
+  struct medium_rx *m = slot_of(p, NULL, 1);
+  if (!m) { /* both slots busy: cannot be (one per lane) */
     bad(ep, p, "medium message on an unknown channel");
     return;
   }
+  m->busy = 1;
   m->chan = ch;
   m->sreq = h->sreq;
   m->total = h->msg_len;
@@ -115,7 +117,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
 
 void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                  const void *payload) {
-  struct medium_rx *m = slot_of(p, ch);
+  struct medium_rx *m = slot_of(p, ch, 0);
   if (!m || h->sreq != m->sreq || h->msg_len != m->got || h->len == 0 || h->len > m->total - m->got) {
     bad(ep, p, "fragment out of place");
     if (m) abort_one(ep, m);

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
+#include "transport/transport.h"
 
 static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
   struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->sreq, .msg_len = r->done};
@@ -30,7 +31,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
     snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->engine->name,
              r->flags & REQ_F_OFFLOADED ? "+offload" : "");
     ep->counters[r->engine->cnt_msgs]++;
-    if (r->xsrc) CNT(ep, XMEM_RECV);
+    if (r->xsrc && r->xsrc != &region_identity) CNT(ep, XMEM_RECV);
     adapt_record(ep, r);
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
@@ -85,7 +86,12 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   int offload = 0, adapt = 0;
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
   int alone = list_empty(&ep->bulk);
-  r->engine = bulk_select(ep, p, r->want, r->xsrc != NULL, &offload, &adapt);
+  if (p->tp->same_space) { /* ourselves: the sender's addresses are ours, one plain copy */
+    r->xsrc = &region_identity;
+    r->engine = &bulk_cma;
+  } else {
+    r->engine = bulk_select(ep, p, r->want, r->xsrc != NULL, &offload, &adapt);
+  }
   if (!r->engine->maps_peer) r->xsrc = NULL; /* it never reads through the mapping */
   r->adapt_seq = ++ep->rndv_starts;
   if (adapt && alone && !offload) { /* its flags start clear (req_alloc) */

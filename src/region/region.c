@@ -130,6 +130,8 @@ static int take_fd(int pidfd, const struct region_ref *ref) {
   return (int)fd;
 }
 
+const struct region_map region_identity = {.ino = 0, .base = 0, .len = UINT64_MAX, .addr = NULL};
+
 const struct region_map *region_map_peer(struct region_cache **cache, int pidfd, uint32_t peer_eid,
                                          const struct region_ref *ref) {
   if (!fmx_cfg.xmem || pidfd < 0) return NULL;

@@ -56,8 +56,11 @@ const struct region_map *region_map_peer(struct region_cache **cache, int pidfd,
  * is not wholly inside the mapped region. */
 static inline uint8_t *region_at(const struct region_map *m, uint64_t addr, uint64_t len) {
   if (addr < m->base || len > m->len || addr - m->base > m->len - len) return NULL;
-  return m->addr + (addr - m->base);
+  return m->addr ? m->addr + (addr - m->base) : (uint8_t *)(uintptr_t)addr;
 }
+
+/* A peer in our own address space (self): its whole memory, as is. */
+extern const struct region_map region_identity;
 
 /* Unmap a peer's mappings and free the cache (its partner is released). */
 void region_cache_release(struct region_cache **cache);

@@ -8,7 +8,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "shm/shm.h"
-#include "proto/proto_int.h"
+#include "core/fmx_int.h"
 #include "shm/channel.h"
 #include "shm/connect.h"
 
@@ -22,7 +22,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
 
 static size_t shm_max_payload(struct partner *p) { return shm_ring_max_payload(&p->chan[0]->tx); }
 
-static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
+static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
   for (int c = 0; c < p->nchan && p->state == PARTNER_ALIVE; c++) {
     struct channel *ch = p->chan[c];
     uint64_t before = ch->rx.local;
@@ -31,12 +31,13 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
       /* Copy the header out of shared memory: the peer may rewrite it. */
       struct proto_hdr hdr = *h;
       if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
-      proto_deliver(ep, p, ch, &hdr, (const uint8_t *)h + RING_DATA_OFF(hdr.len));
+      int gone = deliver(ep, p, ch, &hdr, (const uint8_t *)h + RING_DATA_OFF(hdr.len));
       shm_ring_pop(&ch->rx);
+      if (gone) break;
     }
     /* Nothing came: has the peer given up on us? Checked only when idle,
      * so everything it pushed before is delivered first. */
-    if (ch->rx.local == before && p->state == PARTNER_ALIVE && !p->is_self &&
+    if (ch->rx.local == before && p->state == PARTNER_ALIVE &&
         __atomic_load_n(ch->rx_abort, __ATOMIC_ACQUIRE) && !shm_ring_peek(&ch->rx)) {
       uint32_t why = *ch->rx_abort;
       fmx_return_t code = why == FMX_NO_RESOURCES || why == FMX_NO_SYSTEM_RESOURCES ? (fmx_return_t)why
@@ -58,7 +59,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
      * record (at most half the ring) sees more than half the ring in use, so
      * draining it always crosses a quarter. */
     ch->rx_freed += ch->rx.local - before;
-    if (ch->rx_freed >= ch->rx.ncells / 4 && !p->is_self) {
+    if (ch->rx_freed >= ch->rx.ncells / 4) {
       ch->rx_freed = 0;
       ep_wake(p->desc);
     }
@@ -69,7 +70,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p) {
  * pushed. No record, so it needs neither ring room nor memory. */
 static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   (void)ep;
-  if (p->is_self || !p->nchan) return;
+  if (!p->nchan) return;
   __atomic_store_n(p->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
   ep_wake(p->desc);
 }
@@ -77,38 +78,14 @@ static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t c
 static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   for (int c = 0; c < p->nchan; c++) chan_destroy(p->chan[c]);
   p->nchan = 0;
-  if (p->desc && !p->is_self) munmap(p->desc, EP_DESC_SIZE);
+  if (p->desc) munmap(p->desc, EP_DESC_SIZE);
   p->desc = NULL;
   if (p->pidfd >= 0) close(p->pidfd);
   p->pidfd = -1;
 }
 
-static int open_self(struct fmx_endpoint *ep) {
-  struct partner *p = ep_partner_new(ep, &shm_transport);
-  if (!p) return -1;
-  p->chan[0] = chan_create_self();
-  if (!p->chan[0]) return -1;
-  p->nchan = 1;
-  p->is_self = 1;
-  p->same_process = 1;
-  p->cpu = ep->cpu;
-  p->nic = ep->nic;
-  p->eid = ep->eid;
-  p->session = ep->session;
-  p->pid = getpid();
-  p->desc = ep->desc;
-  p->cma_ok = fmx_cfg.cma;
-  snprintf(p->cma_reason, sizeof p->cma_reason, "%s", p->cma_ok ? "available" : "disabled by FMX_CMA=0");
-  ep->self = p;
-  return 0;
-}
-
-/* Serve ep: its partner to itself (an anonymous channel, the same ring
- * both ways), then the watcher thread (connects, peers' deaths). */
-static int shm_ep_open(struct fmx_endpoint *ep) {
-  if (open_self(ep) < 0) return -ENOMEM;
-  return shm_watcher_start(ep);
-}
+/* Serve ep: the watcher thread (connects, peers' deaths). */
+static int shm_ep_open(struct fmx_endpoint *ep) { return shm_watcher_start(ep); }
 
 const struct fmx_transport_ops shm_transport = {
     .name = "shm",

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "fmx.h"
@@ -226,6 +227,73 @@ static void test_wakeup_and_bad_args(void) {
   CHECK_EQ(nic, host);
 }
 
+/* The self transport's queue holds FMX_RING_SIZE bytes (256K): 200
+ * unexpected sends of 4K to ourselves fill it; the rest wait in order and
+ * arrive as receives drain it. */
+static void test_self_queue_full(void) {
+  enum { N = 200, L = 4096 };
+  static uint8_t src[N][L], dst[N][L];
+  fmx_request_t sr[N], rr;
+  fmx_status_t st;
+  uint32_t res;
+  for (int i = 0; i < N; i++) {
+    fill(src[i], L, (unsigned)i);
+    fmx_seg_t s = {src[i], L};
+    CHECK_EQ(fmx_isend(ep, &s, 1, me, 0x5e1f, NULL, &sr[i]), FMX_SUCCESS);
+  }
+  for (int i = 0; i < N; i++) {
+    fmx_seg_t d = {dst[i], L};
+    CHECK_EQ(fmx_irecv(ep, &d, 1, 0x5e1f, ~0ull, NULL, &rr), FMX_SUCCESS);
+    CHECK_EQ(fmx_wait(ep, &rr, 10000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(res, 1);
+    CHECK_EQ(st.code, FMX_SUCCESS);
+    CHECK(memcmp(src[i], dst[i], L) == 0); /* in send order */
+  }
+  for (int i = 0; i < N; i++) {
+    CHECK_EQ(fmx_wait(ep, &sr[i], 10000, &st, &res), FMX_SUCCESS);
+    CHECK_EQ(res, 1);
+  }
+}
+
+/* A thread asleep in fmx_wait on a rendezvous to ourselves that another
+ * thread sends: it completes (the copy is one plain copy by whoever
+ * progresses, the sleeper is woken). */
+static uint8_t *big_dst;
+static void *self_big_receiver(void *arg) {
+  (void)arg;
+  fmx_seg_t d = {big_dst, 6u << 20};
+  fmx_request_t rr;
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_irecv(ep, &d, 1, 0xb16, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(ep, &rr, 20000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  CHECK_EQ(st.xfer_length, 6u << 20);
+  return NULL;
+}
+
+static void test_self_rendezvous_between_threads(void) {
+  uint8_t *src = malloc(6u << 20);
+  big_dst = calloc(1, 6u << 20);
+  fill(src, 6u << 20, 3);
+  pthread_t t;
+  pthread_create(&t, NULL, self_big_receiver, NULL);
+  struct timespec nap = {0, 50 * 1000 * 1000}; /* the receiver goes to sleep */
+  nanosleep(&nap, NULL);
+  fmx_seg_t s = {src, 6u << 20};
+  fmx_request_t sr;
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_isend(ep, &s, 1, me, 0xb16, NULL, &sr), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(ep, &sr, 20000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  pthread_join(t, NULL);
+  CHECK(memcmp(src, big_dst, 6u << 20) == 0);
+  free(src);
+  free(big_dst);
+}
+
 static void test_context_ids(void) {
   fmx_endpoint_t e2;
   fmx_endpoint_param_t p = {.key = FMX_PARAM_CONTEXT_ID, .val.context_id = {4, 60}};
@@ -300,6 +368,8 @@ int main(void) {
   test_unexpected_probe_order();
   test_cancel_forget_any_peek();
   test_wakeup_and_bad_args();
+  test_self_queue_full();
+  test_self_rendezvous_between_threads();
   test_context_ids();
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_EQ(fmx_finalize(), FMX_NOT_INITIALIZED);
