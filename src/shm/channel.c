@@ -126,32 +126,6 @@ fail:
   return NULL;
 }
 
-struct channel *chan_create_self(void) {
-  struct chan_hdr h;
-  size_t size = layout(&h);
-  struct channel *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
-  c->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (c->base == MAP_FAILED) {
-    free(c);
-    return NULL;
-  }
-  c->size = size;
-  c->anon = 1;
-  memcpy(c->base, &h, sizeof h);
-  format(c);
-  view(c, &h, 0, 0);
-  /* tx and rx views must share the consumer/producer cursors: one ring.
-   * Likewise one pipe (none if we are out of fds: vmsplice is unusable). */
-  int fds[2];
-  c->pipe_tx = c->pipe_rx = -1;
-  if (chan_pipes_wanted() && pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
-    c->pipe_rx = fds[0];
-    c->pipe_tx = fds[1];
-  }
-  return c;
-}
-
 struct channel *chan_attach(int fd, const char **why) {
   /* Sealed and sized before it is mapped: a peer that could truncate it
    * would make every later access of ours fault (SIGBUS). */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A channel: the shared memory between two endpoints (or an endpoint and
- * itself), one memfd created by the connecting side and passed over the
+ * A channel: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
  *   [chan_hdr][ring 0][ring 1][slots 0][slots 1][coop 0][coop 1]
@@ -90,7 +89,6 @@ struct bulk_slots {
 struct channel {
   void *base;
   size_t size;
-  int anon; /* self channel: anonymous memory */
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;
   struct coop_area *tx_coop, *rx_coop; /* sender side uses tx, receiver rx */
@@ -111,8 +109,6 @@ struct channel {
 /* Create a channel memfd with the current config; returns the channel and
  * stores the fd in *fd (to pass to the peer). NULL on failure. */
 struct channel *chan_create(int *fd);
-/* A channel to oneself (tx and rx are the same direction). */
-struct channel *chan_create_self(void);
 /* Map a channel received from a peer (we are the acceptor): the memfd must
  * be sealed against shrinking and growing; every offset is validated
  * against its size. NULL on a malformed channel, *why says what. */
