@@ -49,14 +49,7 @@ static int self_push(struct fmx_endpoint *ep, struct partner *p, const struct pr
   struct self_rec *rec = malloc(sizeof *rec + h->len);
   if (!rec) return -1;
   rec->hdr = *h;
-  uint8_t *dst = rec->data;
-  size_t left = h->len;
-  for (int i = 0; i < iovcnt && left; i++) {
-    size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
-    memcpy(dst, iov[i].iov_base, n);
-    dst += n;
-    left -= n;
-  }
+  record_gather(rec->data, iov, iovcnt, h->len);
   s->bytes += h->len;
   list_add_tail(&s->q, &rec->node);
   transport_wake_own(ep); /* another thread of ours may sleep waiting for it */

@@ -82,14 +82,7 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
   }
   uint8_t *dst = (uint8_t *)hdr_at(r, head);
   memcpy(dst, hdr, sizeof *hdr);
-  dst += RING_DATA_OFF(hdr->len);
-  size_t left = hdr->len;
-  for (int i = 0; i < iovcnt && left; i++) {
-    size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
-    memcpy(dst, iov[i].iov_base, n);
-    dst += n;
-    left -= n;
-  }
+  record_gather(dst + RING_DATA_OFF(hdr->len), iov, iovcnt, hdr->len);
   __atomic_store_n(stamp_at(r, head), stamp_of(r, head), __ATOMIC_RELEASE);
   r->local = head + need;
   return 0;

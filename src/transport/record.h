@@ -33,6 +33,8 @@
 #define FMX_TRANSPORT_RECORD_H
 
 #include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
 
 #include "region/region.h"
 
@@ -84,6 +86,18 @@ static inline void proto_region_to_wire(const struct region_ref *r, struct proto
 }
 static inline struct region_ref proto_region_from_wire(const struct proto_seg w[2]) {
   return (struct region_ref){w[0].addr, w[0].len, w[1].addr, w[1].len};
+}
+
+/* A record's payload, len bytes gathered from iov, copied to dst (what a
+ * transport's push does with it). */
+static inline void record_gather(void *dst, const struct iovec *iov, int iovcnt, size_t len) {
+  uint8_t *d = dst;
+  for (int i = 0; i < iovcnt && len; i++) {
+    size_t n = iov[i].iov_len < len ? iov[i].iov_len : len;
+    memcpy(d, iov[i].iov_base, n);
+    d += n;
+    len -= n;
+  }
 }
 
 #endif
