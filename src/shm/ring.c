@@ -16,12 +16,18 @@ static uint64_t stamp_of(const struct shm_ring *r, uint64_t pos) {
   return x ^ r->key;
 }
 
-static uint64_t *stamp_at(const struct shm_ring *r, uint64_t pos) {
-  return (uint64_t *)(r->cells + (pos % r->ncells) * RING_CELL);
+/* The stamp and the header of the cell at index i (0 <= i < ncells). */
+static uint64_t *stamp_at(const struct shm_ring *r, uint64_t i) { return (uint64_t *)(r->cells + i * RING_CELL); }
+
+static struct proto_hdr *hdr_at(const struct shm_ring *r, uint64_t i) {
+  return (struct proto_hdr *)(r->cells + i * RING_CELL + RING_STAMP);
 }
 
-static struct proto_hdr *hdr_at(const struct shm_ring *r, uint64_t pos) {
-  return (struct proto_hdr *)(r->cells + (pos % r->ncells) * RING_CELL + RING_STAMP);
+/* local and pos move on by `cells` (at most to the ring's end). */
+static void advance(struct shm_ring *r, uint64_t cells) {
+  r->local += cells;
+  r->pos += cells;
+  if (r->pos >= r->ncells) r->pos -= r->ncells;
 }
 
 size_t shm_ring_footprint(size_t bytes) { return sizeof(struct shm_ring_shared) + CELLS_FOR(bytes) * RING_CELL; }
@@ -43,6 +49,7 @@ int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail) {
   r->key = __atomic_load_n(&sh->key, __ATOMIC_ACQUIRE);
   r->cached = 0;
   r->local = 0;
+  r->pos = 0;
   r->broken = 0;
   r->next = stamp_at(r, 0);
   r->next_stamp = stamp_of(r, 0);
@@ -51,8 +58,8 @@ int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail) {
 
 /* Consumer: `cells` consumed, the tail published. */
 static void consumed(struct shm_ring *r, uint64_t cells) {
-  r->local += cells;
-  r->next = stamp_at(r, r->local);
+  advance(r, cells);
+  r->next = stamp_at(r, r->pos);
   r->next_stamp = stamp_of(r, r->local);
   __atomic_store_n(&r->sh->tail, r->local, __ATOMIC_RELEASE);
 }
@@ -65,7 +72,7 @@ size_t shm_ring_max_payload(const struct shm_ring *r) {
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
   uint64_t need = REC_CELLS(hdr->len);
   uint64_t head = r->local;
-  uint64_t pos = head % r->ncells;
+  uint64_t pos = r->pos;
   uint64_t pad = (pos + need > r->ncells) ? r->ncells - pos : 0;
   if (need > r->ncells / 2) return -1;
   if (head + pad + need - r->cached > r->ncells) {
@@ -73,26 +80,28 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
     if (head + pad + need - r->cached > r->ncells) return -1;
   }
   if (pad) {
-    struct proto_hdr *p = hdr_at(r, head);
+    struct proto_hdr *p = hdr_at(r, pos);
     memset(p, 0, sizeof *p);
     p->type = PROTO_PAD;
     p->len = (uint32_t)(pad == 1 ? RING_CELL_TINY : (pad - 1) * RING_CELL); /* REC_CELLS(len) == pad */
-    __atomic_store_n(stamp_at(r, head), stamp_of(r, head), __ATOMIC_RELEASE);
-    head += pad;
+    __atomic_store_n(stamp_at(r, pos), stamp_of(r, head), __ATOMIC_RELEASE);
+    advance(r, pad); /* to cell 0 */
+    head = r->local;
+    pos = 0;
   }
-  uint8_t *dst = (uint8_t *)hdr_at(r, head);
+  uint8_t *dst = (uint8_t *)hdr_at(r, pos);
   memcpy(dst, hdr, sizeof *hdr);
   record_gather(dst + RING_DATA_OFF(hdr->len), iov, iovcnt, hdr->len);
-  __atomic_store_n(stamp_at(r, head), stamp_of(r, head), __ATOMIC_RELEASE);
-  r->local = head + need;
+  __atomic_store_n(stamp_at(r, pos), stamp_of(r, head), __ATOMIC_RELEASE);
+  advance(r, need);
   return 0;
 }
 
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
   for (;;) {
     if (__atomic_load_n(r->next, __ATOMIC_ACQUIRE) != r->next_stamp || r->broken) return NULL;
-    uint64_t pos = r->local % r->ncells;
-    const struct proto_hdr *h = hdr_at(r, r->local);
+    uint64_t pos = r->pos;
+    const struct proto_hdr *h = hdr_at(r, pos);
     uint64_t need = REC_CELLS(h->len);
     /* Never trust the peer's header: a record must end before the ring does. */
     if (h->type >= PROTO_TYPE_MAX || need > r->ncells - pos || (h->type == PROTO_PAD && need != r->ncells - pos)) {
@@ -105,8 +114,8 @@ const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
 }
 
 void shm_ring_pop(struct shm_ring *r) {
-  uint64_t pos = r->local % r->ncells;
-  uint64_t need = REC_CELLS(hdr_at(r, r->local)->len);
+  uint64_t pos = r->pos;
+  uint64_t need = REC_CELLS(hdr_at(r, pos)->len);
   /* peek checked it, but the peer may have rewritten it since: clamp */
   if (need > r->ncells - pos) need = r->ncells - pos;
   consumed(r, need);

@@ -57,6 +57,7 @@ struct shm_ring {
   uint64_t key;
   uint64_t cached; /* producer: last seen tail */
   uint64_t local;  /* producer: next cell to write; consumer: next cell to read */
+  uint64_t pos;    /* local % ncells, kept as it advances (no division per record) */
   /* Consumer: the cell at `local` and the stamp it will bear, so that an
    * idle poll is one load and one compare (no division, no hash). */
   uint64_t *next;
