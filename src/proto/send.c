@@ -140,7 +140,7 @@ void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, 
   CNT(ep, NOMEM_ABORTS);
   log_warn("FMX-NOMEM-ABORT", "endpoint %u: no memory for %s from endpoint %u (pid %d): connection dropped, "
            "its requests fail on both sides", ep->eid, what, p->eid, (int)p->pid);
-  p->tp->abort(ep, p, code);
+  if (p->tp->abort) p->tp->abort(ep, p, code); /* self: no peer to tell */
   ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
 }
 
