@@ -129,15 +129,19 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
   }
 }
 
-/* The transport's private state of a new partner, zeroed. */
-static void *new_state(const struct fmx_transport_ops *tp) { return calloc(1, tp->partner_size ? tp->partner_size : 1); }
+/* The transport's private state of a new partner, zeroed, in *tpd (NULL
+ * when it keeps none): 0, or -1 out of memory. */
+static int new_state(const struct fmx_transport_ops *tp, void **tpd) {
+  *tpd = tp->partner_size ? calloc(1, tp->partner_size) : NULL;
+  return tp->partner_size && !*tpd ? -1 : 0;
+}
 
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
+  void *tpd;
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (!p->reaped) continue;
-    void *tpd = new_state(tp);
-    if (!tpd) return NULL;
+    if (new_state(tp, &tpd) < 0) return NULL;
     free(p->tpd);
     uint32_t gen = p->gen;
     memset(p, 0, sizeof *p);
@@ -158,12 +162,13 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     ep->partners = t;
     ep->partners_cap = cap;
   }
+  if (new_state(tp, &tpd) < 0) return NULL;
   struct partner *p = calloc(1, sizeof *p);
-  if (p && !(p->tpd = new_state(tp))) {
-    free(p);
-    p = NULL;
+  if (!p) {
+    free(tpd);
+    return NULL;
   }
-  if (!p) return NULL;
+  p->tpd = tpd;
   p->index = ep->npartners;
   p->gen = (uint32_t)sys_random64() | 1;
   p->pidfd = -1;
@@ -303,7 +308,6 @@ static int open_self(struct fmx_endpoint *ep) {
   p->eid = ep->eid;
   p->session = ep->session;
   p->pid = getpid();
-  p->desc = ep->desc;
   p->cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
   snprintf(p->cma_reason, sizeof p->cma_reason, "one address space: plain copies");
   ep->self = p;

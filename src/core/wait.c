@@ -49,40 +49,34 @@ static int has_local_work(struct fmx_endpoint *ep) {
   return work;
 }
 
-/* busy: 1 if we must not sleep (local work), 2 if only short sleeps (a
+/* One locked look: a progress pass, then check.
+ * busy: 1 if we must not sleep (local work), 2 if only short sleeps (a
  * request deadline may fall meanwhile), 3 (odd: no sleep either) if we must make
- * progress on the other endpoints of this process (ep_progress_siblings). */
-static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy) {
+ * progress on the other endpoints of this process (ep_progress_siblings).
+ * start (the wait's first look only): what is already done (an eager send,
+ * a message taken meanwhile) is checked before any progress pass; with a
+ * rendezvous in flight the wait's start is stamped there, under the lock
+ * (adapt.c times the transfer from it); else it stays 0, and a small
+ * message's wait, which ends before the 16th poll reads the clock, never
+ * pays for one. */
+static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy,
+                     uint64_t *start) {
   pthread_mutex_lock(&ep->lock);
-  ep_progress_locked(ep);
-  int r = check(ep, arg);
-  int work = busy || ep->nsiblings ? has_local_work(ep) : 0;
-  if (busy) *busy = work ? work : ep->ntimed ? 2 : 0;
-  pthread_mutex_unlock(&ep->lock);
-  if (!r && work == 3) ep_progress_siblings(ep);
-  return r;
-}
-
-/* The first look of a wait: what is already done (an eager send, a message
- * taken meanwhile) needs no progress pass. With a rendezvous in flight the
- * wait's start is stamped before the pass (*start; adapt.c times the
- * transfer from it); else it stays 0: a small message's wait ends sooner
- * than the 16th poll, which reads the clock, and never pays for it. */
-static int poll_first(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg,
-                      uint64_t *start) {
-  pthread_mutex_lock(&ep->lock);
-  int r = check(ep, arg);
-  if (r) {
-    pthread_mutex_unlock(&ep->lock);
-    return r;
-  }
-  if (!list_empty(&ep->bulk)) {
-    *start = sys_now_ns();
-    if (offload_in_wait == 1) adapt_wait_ns = *start; /* the outermost wait (ep_wait counted it) */
+  int r = 0;
+  if (start) {
+    if ((r = check(ep, arg)) != 0) {
+      pthread_mutex_unlock(&ep->lock);
+      return r;
+    }
+    if (!list_empty(&ep->bulk)) {
+      *start = sys_now_ns();
+      if (offload_in_wait == 1) adapt_wait_ns = *start; /* the outermost wait (ep_wait counted it) */
+    }
   }
   ep_progress_locked(ep);
   r = check(ep, arg);
-  int work = ep->nsiblings ? has_local_work(ep) : 0;
+  int work = busy || ep->nsiblings ? has_local_work(ep) : 0;
+  if (busy) *busy = work ? work : ep->ntimed ? 2 : 0;
   pthread_mutex_unlock(&ep->lock);
   if (!r && work == 3) ep_progress_siblings(ep);
   return r;
@@ -112,7 +106,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
   uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
   uint64_t spin = __atomic_load_n(&ep->spin_ns, __ATOMIC_RELAXED);
   if (spin == 0 || spin > max_spin) spin = max_spin;
-  int r = poll_first(ep, check, arg, &start);
+  int r = poll_once(ep, check, arg, NULL, &start);
   if (r) {
     adapt_spin(ep, spin, max_spin, 0, 0);
     return r;
@@ -129,7 +123,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
     int busy = 0;
     /* `busy` (a clock read when a transfer is in flight) is only looked at
      * on the polls that read the clock below: every 16th. */
-    r = poll_once(ep, check, arg, spins % 16 ? NULL : &busy);
+    r = poll_once(ep, check, arg, spins % 16 ? NULL : &busy, NULL);
     if (r) {
       adapt_spin(ep, spin, max_spin, slept, slept ? sys_now_ns() - start : 0);
       return r;
@@ -153,7 +147,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
      * record published before they read `sleepers` is visible to the poll
      * below, or they read our increment. */
     if (ep_asym_fence) sys_membarrier_global();
-    r = poll_once(ep, check, arg, &busy);
+    r = poll_once(ep, check, arg, &busy, NULL);
     if (!r && !(busy & 1) && __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) == wgen) {
       /* Cap the sleep: a safety net, never the mechanism (peers wake us). */
       uint64_t left = deadline - now;

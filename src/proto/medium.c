@@ -16,10 +16,16 @@
 #include "base/log.h"
 #include "proto/proto_int.h"
 
-/* The message in flight on lane ch; with ch_free, a free slot. */
-static struct medium_rx *slot_of(struct partner *p, struct channel *ch, int ch_free) {
+/* The message in flight on lane ch, or NULL. */
+static struct medium_rx *slot_of(struct partner *p, struct channel *ch) {
   for (int i = 0; i < 2; i++)
-    if (ch_free ? !p->medium[i].busy : p->medium[i].busy && p->medium[i].chan == ch) return &p->medium[i];
+    if (p->medium[i].busy && p->medium[i].chan == ch) return &p->medium[i];
+  return NULL;
+}
+
+static struct medium_rx *free_slot(struct partner *p) {
+  for (int i = 0; i < 2; i++)
+    if (!p->medium[i].busy) return &p->medium[i];
   return NULL;
 }
 
@@ -40,7 +46,7 @@ static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
 }
 
 void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch) {
-  struct medium_rx *m = slot_of(p, ch, 0);
+  struct medium_rx *m = slot_of(p, ch);
   if (!m) return;
   bad(ep, p, "medium message cut short by another record");
   abort_one(ep, m);
@@ -92,7 +98,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     bad(ep, p, "malformed medium message");
     return;
   }
-  struct medium_rx *m = slot_of(p, NULL, 1);
+  struct medium_rx *m = free_slot(p);
   if (!m) { /* both slots busy: cannot be (one per lane) */
     bad(ep, p, "medium message on an unknown channel");
     return;
@@ -117,7 +123,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
 
 void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                  const void *payload) {
-  struct medium_rx *m = slot_of(p, ch, 0);
+  struct medium_rx *m = slot_of(p, ch);
   if (!m || h->sreq != m->sreq || h->msg_len != m->got || h->len == 0 || h->len > m->total - m->got) {
     bad(ep, p, "fragment out of place");
     if (m) abort_one(ep, m);

@@ -17,25 +17,18 @@
 #include <string.h>
 
 #include "base/config.h"
-#include "base/list.h"
 
 struct self_rec {
-  struct list_node node;
+  struct self_rec *next;
   struct proto_hdr hdr;
   uint8_t data[];
 };
 
-/* The partner's private state (ops.partner_size, zeroed). */
+/* The partner's private state (ops.partner_size; zeroed: an empty queue). */
 struct self_peer {
-  struct list_node q; /* struct self_rec, in push order */
-  uint64_t bytes;     /* payload queued */
+  struct self_rec *head, *tail; /* in push order */
+  uint64_t bytes;               /* payload queued */
 };
-
-static struct self_peer *peer_of(struct partner *p) {
-  struct self_peer *s = transport_state(p);
-  if (!s->q.next) list_init(&s->q); /* first use */
-  return s;
-}
 
 static size_t self_max_payload(struct partner *p) {
   (void)p;
@@ -44,29 +37,39 @@ static size_t self_max_payload(struct partner *p) {
 
 static int self_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                      int iovcnt) {
-  struct self_peer *s = peer_of(p);
+  struct self_peer *s = transport_state(p);
   if (h->len > self_max_payload(p) || (s->bytes && s->bytes + h->len > fmx_cfg.ring_size)) return -1;
   struct self_rec *rec = malloc(sizeof *rec + h->len);
   if (!rec) return -1;
+  rec->next = NULL;
   rec->hdr = *h;
   record_gather(rec->data, iov, iovcnt, h->len);
   s->bytes += h->len;
-  list_add_tail(&s->q, &rec->node);
+  if (s->tail)
+    s->tail->next = rec;
+  else
+    s->head = rec;
+  s->tail = rec;
   transport_wake_own(ep); /* another thread of ours may sleep waiting for it */
   return 0;
+}
+
+/* Take the first record off the queue. */
+static struct self_rec *take(struct self_peer *s) {
+  struct self_rec *rec = s->head;
+  if ((s->head = rec->next) == NULL) s->tail = NULL;
+  s->bytes -= rec->hdr.len;
+  return rec;
 }
 
 /* What was queued when the poll began: a record a delivery pushes to
  * ourselves (a CTS, a FIN) waits for the next poll, as in a ring. */
 static void self_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
-  struct self_peer *s = peer_of(p);
-  if (list_empty(&s->q)) return;
-  struct list_node *last = s->q.prev;
-  for (int more = 1; more && !list_empty(&s->q);) {
-    struct self_rec *rec = list_entry(s->q.next, struct self_rec, node);
-    more = &rec->node != last;
-    list_del(&rec->node);
-    s->bytes -= rec->hdr.len;
+  struct self_peer *s = transport_state(p);
+  struct self_rec *last = s->tail;
+  for (int more = last != NULL; more;) {
+    struct self_rec *rec = take(s);
+    more = rec != last;
     int gone = deliver(ep, p, NULL, &rec->hdr, rec->data);
     free(rec);
     if (gone) break;
@@ -75,13 +78,8 @@ static void self_poll(struct fmx_endpoint *ep, struct partner *p, transport_deli
 
 static void self_release(struct fmx_endpoint *ep, struct partner *p) {
   (void)ep;
-  struct self_peer *s = peer_of(p);
-  while (!list_empty(&s->q)) {
-    struct self_rec *rec = list_entry(s->q.next, struct self_rec, node);
-    list_del(&rec->node);
-    free(rec);
-  }
-  s->bytes = 0;
+  struct self_peer *s = transport_state(p);
+  while (s->head) free(take(s));
 }
 
 const struct fmx_transport_ops self_transport = {
