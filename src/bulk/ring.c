@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* ring: pipelined two-copy through the channel's bulk slots. The sender
- * copies chunks into free slots while the receiver copies full slots out;
- * slots are sized from the L2 so both copies stay in cache (MPICH Nemesis
+ * copies chunks into buffers of its pool and names them in free slots
+ * while the receiver copies full slots out and gives their buffers back;
+ * chunks are sized from the L2 so both copies stay in cache (MPICH Nemesis
  * double buffering). Needs no rights over the peer: the fallback when CMA is
  * refused. */
 #include <string.h>
@@ -28,6 +29,7 @@ static void wake_peer(struct partner *p) {
 static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
                         uint64_t *done, uint64_t *moved) {
   struct bulk_slots *s = &r->chan->rx_slots;
+  const struct shm_pool_view *pool = r->chan->peer_pool;
   uint64_t me = req_id(r);
   int any = 0;
   /* Out of the slot into the user's buffer: non-temporal above the
@@ -36,16 +38,19 @@ static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*dr
   for (uint64_t k = 0; k < s->n && *done < r->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (!__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
-    uint64_t rreq = h->rreq, off = h->off, len = h->len;
+    uint64_t rreq = h->rreq, off = h->off, len = h->len, buf = h->buf;
+    /* A peer may write anything in shared memory: check before copying. */
+    const uint8_t *data = pool_view_buf(pool, buf, len);
+    if (!data) return -FMX_MESSAGE_ABORTED;
     if (rreq != me) {
       if (!drop || !drop(ep, rreq)) break;
     } else {
-      /* A peer may write anything in shared memory: check before copying. */
-      if (len > s->size || off != *done || len > r->want - *done) return -FMX_MESSAGE_ABORTED;
-      req_copy(r, off, chan_slot_data(s, s->next % s->n), len, 1, out);
+      if (off != *done || len > r->want - *done) return -FMX_MESSAGE_ABORTED;
+      req_copy(r, off, (void *)data, len, 1, out);
       *done += len;
       *moved += len;
     }
+    pool_view_release(pool, buf);
     __atomic_store_n(&h->full, 0, __ATOMIC_RELEASE);
     s->next++;
     any = 1;
@@ -91,20 +96,24 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
   c->tx_owner = me;
   struct bulk_slots *s = &c->tx_slots;
+  uint64_t chunk = fmx_cfg.bulk_slot_size < c->pool->buf_size ? fmx_cfg.bulk_slot_size : c->pool->buf_size;
   for (uint64_t k = 0; k < s->n && *done < sr->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
+    int64_t b = pool_take(c->pool, c->pool_held);
+    if (b < 0) break; /* the pool is lent out: on a later pass */
     /* Progressive: the first slot carries one page and each next one twice
-     * as much, up to the slot size, so the receiver starts copying out at
-     * once instead of after a whole slot (DESIGN.md section 6). */
+     * as much, up to the chunk size, so the receiver starts copying out at
+     * once instead of after a whole chunk (DESIGN.md section 6). */
     uint64_t len = *done < 4096 ? 4096 : *done;
-    if (len > s->size) len = s->size;
+    if (len > chunk) len = chunk;
     if (len > sr->want - *done) len = sr->want - *done;
-    /* Regular stores: the slot must stay in cache for the receiver. */
-    req_copy(sr, *done, chan_slot_data(s, s->next % s->n), len, 0, NULL);
+    /* Regular stores: the chunk must stay in cache for the receiver. */
+    req_copy(sr, *done, pool_buf(c->pool, (uint64_t)b), len, 0, NULL);
     h->rreq = sr->rreq;
     h->off = *done;
     h->len = len;
+    h->buf = (uint64_t)b;
     __atomic_store_n(&h->full, 1, __ATOMIC_RELEASE);
     s->next++;
     *done += len;

@@ -31,6 +31,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_init(void) {
     return FMX_ALREADY_INITIALIZED;
   }
   tunables_load();
+  transports_init();
   ep_asym_fence = sys_membarrier_register() == 0;
   __atomic_store_n(&lib_initialized, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lib_lock);
@@ -333,6 +334,7 @@ static void ep_free(struct fmx_endpoint *ep) {
     proto_unexp_free(u);
   }
   req_pool_fini(ep);
+  transports_ep_fini(ep);
   if (ep->desc) munmap(ep->desc, EP_DESC_SIZE);
   if (ep->desc_fd >= 0) close(ep->desc_fd);
   pthread_mutex_destroy(&ep->lock);
@@ -368,8 +370,8 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   if (!endpoint) return FMX_BAD_ENDPOINT;
   if (board != 0 && board != FMX_ANY_BOARD) return FMX_BOARD_NOT_FOUND;
   if (endpoint_id != FMX_ANY_ENDPOINT && endpoint_id >= fmx_cfg.endpoint_max) return FMX_BAD_ENDPOINT;
-  if (fmx_cfg.ring_size < 64 * 1024 || fmx_cfg.ring_size > (1ull << 30)) {
-    log_warn_once("FMX-CFG-RING", "FMX_RING_SIZE=%llu out of [64K, 1G]", (unsigned long long)fmx_cfg.ring_size);
+  if (fmx_cfg.ring_size < 4 * 1024 || fmx_cfg.ring_size > (1ull << 30)) {
+    log_warn_once("FMX-CFG-RING", "FMX_RING_SIZE=%llu out of [4K, 1G]", (unsigned long long)fmx_cfg.ring_size);
     return FMX_ENDPOINT_PARAM_BAD_VALUE;
   }
   struct fmx_endpoint *ep = calloc(1, sizeof *ep);
@@ -400,6 +402,10 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     log_warn("FMX-FDS", "endpoint: no descriptor memfd: %s (RLIMIT_NOFILE %llu)", strerror(-r), sys_nofile_limit());
     ep_free(ep);
     return FMX_NO_SYSTEM_RESOURCES;
+  }
+  if (transports_ep_init(ep) < 0) {
+    ep_free(ep);
+    return FMX_NO_RESOURCES;
   }
   const struct fmx_transport_ops *tp = transport_local();
   r = -EADDRINUSE;

@@ -193,6 +193,7 @@ struct fmx_endpoint {
   int watcher_running;
   int desc_fd;
   struct ep_desc *desc;
+  void *tpe[4]; /* each registered transport's state of this endpoint (core/transport.c) */
   uint64_t probe_word; /* peers read it to prove CMA works */
   int cpu;             /* our CPU at open (pinned: exact; else a hint), -1 unknown */
 

@@ -5,6 +5,8 @@
 
 #include "transport/transport.h"
 
+#define TRANSPORT_MAX 4
+
 /* The registry (core/transport.c). */
 void transport_register(const struct fmx_transport_ops *t);
 /* Register the transports fmx has (fmx_init). */
@@ -13,6 +15,12 @@ void transports_init(void);
 const struct fmx_transport_ops *transport_local(void);
 /* The one that serves an endpoint's partner to itself (ep->self). */
 const struct fmx_transport_ops *transport_self(void);
+/* Each transport's per-endpoint state (ops.ep_size bytes, zeroed), made
+ * before it listens: 0, or -1 out of memory. */
+int transports_ep_init(struct fmx_endpoint *ep);
+/* ops.ep_fini of each, then the states freed (the endpoint's partners are
+ * released by then). */
+void transports_ep_fini(struct fmx_endpoint *ep);
 /* fini of every registered transport. */
 void transports_fini(void);
 

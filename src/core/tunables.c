@@ -13,8 +13,13 @@
  *  - rendezvous threshold = one L2: below it the eager class, in fragments
  *    (FMX_EAGER_FRAG) from one page up, beat every bulk engine 1.1-1.7x here
  *    (no round trip, both copies overlap), at one L2 they are even;
- *  - eager ring = one L2 per direction: 512K moved medium messages 1.2-2x
- *    faster than 128K, 256K, 2M or 8M in ping-pong;
+ *  - a connection's ring = a quarter of the L1 data cache: it carries small
+ *    records only (longer payloads go in the endpoint's pool), a window of
+ *    128 tiny messages, and the rings of a rank's many peers stay small
+ *    (docs/protocol.md, "Memory");
+ *  - the pool holds one L2 of medium fragments, what the eager ring held
+ *    when it was one L2 per connection (512K moved medium messages 1.2-2x
+ *    faster than 128K, 256K, 2M or 8M in ping-pong);
  *  - a fragment of a medium message is half the L1 data cache, so the one
  *    being copied out stays in L1 while the next one comes in (8K, 16K and
  *    32K measured even here);
@@ -26,13 +31,17 @@ static void derive_from_topology(void) {
     uint64_t frag = t->l1.size / 2;
     if (frag < 4096) frag = 4096;
     config_set_derived("FMX_EAGER_FRAG", frag, "topology");
+    uint64_t ring = t->l1.size / 4;
+    if (ring < 4096) ring = 4096;
+    config_set_derived("FMX_RING_SIZE", ring, "topology");
   }
   if (t->l2.size) {
     uint64_t thr = t->l2.size;
     if (thr < 64 * 1024) thr = 64 * 1024;
     if (thr > 1024 * 1024) thr = 1024 * 1024;
     config_set_derived("FMX_RNDV_THRESHOLD", thr, "topology");
-    config_set_derived("FMX_RING_SIZE", thr, "topology");
+    uint64_t bufs = t->l2.size / (fmx_cfg.eager_frag ? fmx_cfg.eager_frag : 4096);
+    config_set_derived("FMX_POOL_BUFFERS", bufs < 4 ? 4 : bufs > 65536 ? 65536 : bufs, "topology");
     uint64_t slot = t->l2.size / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 8);
     if (slot < 64 * 1024) slot = 64 * 1024;
     slot &= ~(uint64_t)4095;

@@ -35,6 +35,13 @@ static int has_local_work(struct fmx_endpoint *ep) {
   struct list_node *pos;
   uint64_t now = 0;
   int work = 0;
+  /* A medium message from another endpoint of this process, cut short:
+   * its sender's queue holds the rest (no room in the ring or the pool
+   * then), and nobody may be in fmx on that endpoint but us. */
+  for (uint32_t i = 0; ep->nsiblings && i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    if (p->same_process && !p->is_self && (p->medium[0].busy || p->medium[1].busy)) return 3;
+  }
   list_for_each(pos, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
     /* Its other end is an endpoint of this process: we progress it. */

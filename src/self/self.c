@@ -6,9 +6,10 @@
  * system call. Both ends share one address space, so a rendezvous to
  * oneself is one plain copy from the sender's buffer (ops.same_space).
  *
- * The queue holds at most FMX_RING_SIZE bytes of payload, as an shm ring
- * would: a sender that outruns its own receives finds it full and its
- * records wait in the partner's queue (proto); nothing is lost. Out of
+ * The queue holds at most what an endpoint's shm pool lends (FMX_POOL_BUFFERS
+ * fragments of FMX_EAGER_FRAG): a sender that outruns its own receives
+ * finds it full and its records wait in the partner's queue (proto);
+ * nothing is lost. Out of
  * memory reads the same: the record waits and is pushed on a later pass.
  */
 #include "self/self.h"
@@ -32,13 +33,14 @@ struct self_peer {
 
 static size_t self_max_payload(struct partner *p) {
   (void)p;
-  return fmx_cfg.ring_size / 2; /* what an shm ring takes in one record */
+  return fmx_cfg.eager_frag; /* a medium message's fragment */
 }
 
 static int self_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                      int iovcnt) {
   struct self_peer *s = transport_state(p);
-  if (h->len > self_max_payload(p) || (s->bytes && s->bytes + h->len > fmx_cfg.ring_size)) return -1;
+  uint64_t cap = fmx_cfg.pool_buffers * fmx_cfg.eager_frag;
+  if (h->len > self_max_payload(p) || (s->bytes && s->bytes + h->len > cap)) return -1;
   struct self_rec *rec = malloc(sizeof *rec + h->len);
   if (!rec) return -1;
   rec->next = NULL;

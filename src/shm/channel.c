@@ -14,30 +14,27 @@
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
 
 static size_t layout(struct chan_hdr *h) {
-  uint64_t ring = ALIGN_UP(shm_ring_footprint(fmx_cfg.ring_size), 4096);
-  uint64_t slots = ALIGN_UP(fmx_cfg.bulk_slots * (sizeof(struct bulk_slot) + fmx_cfg.bulk_slot_size), 4096);
+  uint64_t ring = ALIGN_UP(shm_ring_footprint(fmx_cfg.ring_size), 64);
+  uint64_t slots = fmx_cfg.bulk_slots * sizeof(struct bulk_slot);
+  uint64_t coop = ALIGN_UP(sizeof(struct coop_area), 64);
   memset(h, 0, sizeof *h);
   h->magic = CHAN_MAGIC;
   h->version = CHAN_VERSION;
   h->ring_bytes = fmx_cfg.ring_size;
-  h->ring_off[0] = 4096;
-  h->ring_off[1] = h->ring_off[0] + ring;
-  h->slots_off[0] = h->ring_off[1] + ring;
-  h->slots_off[1] = h->slots_off[0] + slots;
   h->nslots = fmx_cfg.bulk_slots;
-  h->slot_size = fmx_cfg.bulk_slot_size;
-  uint64_t coop = ALIGN_UP(sizeof(struct coop_area), 4096);
-  h->coop_off[0] = h->slots_off[1] + slots;
+  h->slots_off[0] = ALIGN_UP(sizeof *h, 64);
+  h->slots_off[1] = h->slots_off[0] + slots;
+  h->ring_off[0] = h->slots_off[1] + slots;
+  h->ring_off[1] = h->ring_off[0] + ring;
+  h->coop_off[0] = h->ring_off[1] + ring;
   h->coop_off[1] = h->coop_off[0] + coop;
-  h->size = h->coop_off[1] + coop;
+  h->size = ALIGN_UP(h->coop_off[1] + coop, 4096);
   return h->size;
 }
 
 static void slots_view(struct bulk_slots *s, uint8_t *base, const struct chan_hdr *h, int dir) {
   s->hdr = (struct bulk_slot *)(base + h->slots_off[dir]);
-  s->data = base + h->slots_off[dir] + h->nslots * sizeof(struct bulk_slot);
   s->n = h->nslots;
-  s->size = h->slot_size;
   s->next = 0;
 }
 
@@ -78,8 +75,6 @@ int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd) {
   c->pipe_tx = tx_fd;
   return 0;
 }
-
-uint8_t *chan_slot_data(struct bulk_slots *s, uint64_t i) { return s->data + i * s->size; }
 
 /* Build the local view; `tx_dir` is the direction we send on. */
 static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_dir) {
@@ -149,14 +144,13 @@ struct channel *chan_attach(int fd, const char **why) {
   struct chan_hdr h;
   memcpy(&h, c->base, sizeof h); /* one snapshot: the peer may keep writing */
   uint64_t ring_fp = shm_ring_footprint(h.ring_bytes);
-  uint64_t slots = h.nslots * (sizeof(struct bulk_slot) + h.slot_size);
+  uint64_t slots = h.nslots * sizeof(struct bulk_slot);
   int ok = h.magic == CHAN_MAGIC && h.version == CHAN_VERSION && h.size == size && h.ring_bytes >= 4096 &&
-           h.ring_bytes < size && h.nslots >= 1 && h.nslots <= 1024 && h.slot_size >= 4096 &&
-           h.slot_size <= (1ull << 30);
+           h.ring_bytes < size && h.nslots >= 1 && h.nslots <= 1024;
   for (int d = 0; ok && d < 2; d++)
-    ok = h.ring_off[d] >= sizeof h && h.ring_off[d] + ring_fp <= size && h.slots_off[d] >= sizeof h &&
-         h.slots_off[d] + slots <= size && h.coop_off[d] >= sizeof h && h.coop_off[d] % 64 == 0 &&
-         h.coop_off[d] + sizeof(struct coop_area) <= size;
+    ok = h.ring_off[d] >= sizeof h && h.ring_off[d] % 64 == 0 && h.ring_off[d] + ring_fp <= size &&
+         h.slots_off[d] >= sizeof h && h.slots_off[d] % 64 == 0 && h.slots_off[d] + slots <= size &&
+         h.coop_off[d] >= sizeof h && h.coop_off[d] % 64 == 0 && h.coop_off[d] + sizeof(struct coop_area) <= size;
   if (!ok || view(c, &h, 1, 0)) {
     munmap(c->base, size);
     free(c);

@@ -3,11 +3,13 @@
  * A channel: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
- *   [chan_hdr][ring 0][ring 1][slots 0][slots 1][coop 0][coop 1]
+ *   [chan_hdr][slots 0][slots 1] [ring 0][ring 1] [coop 0][coop 1]
  *
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
- * direction has an eager ring, the ring engine's bulk slots and the coop
- * engine's transfer descriptor (bulk/coop.c).
+ * direction has a ring, the ring engine's slot headers (their data lies in
+ * the sender's pool, shm/pool.h) and the coop engine's transfer descriptor
+ * (bulk/coop.c). Nothing is page-aligned but the start: a channel costs
+ * the pages its rings touch, and the coop pages only once used.
  */
 #ifndef FMX_SHM_CHANNEL_H
 #define FMX_SHM_CHANNEL_H
@@ -16,10 +18,11 @@
 #include <stdint.h>
 
 #include "transport/record.h"
+#include "shm/pool.h"
 #include "shm/ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 4 /* 2: coop areas, 3: their xmem region, 4: abort words */
+#define CHAN_VERSION 5 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool */
 
 struct chan_hdr {
   uint32_t magic;
@@ -29,7 +32,6 @@ struct chan_hdr {
   uint64_t ring_bytes;
   uint64_t slots_off[2];
   uint64_t nslots;
-  uint64_t slot_size;
   uint64_t coop_off[2];
   /* Per direction, written once by its sender: nonzero (an fmx_return_t)
    * when it gave up on the connection (it ran out of memory for a record
@@ -38,16 +40,18 @@ struct chan_hdr {
   _Alignas(64) uint32_t abort[2];
 };
 
-/* One bulk slot's header in shared memory; the data is slot_size bytes at
- * slots_off + nslots * 64 + i * slot_size. `full` is the handover word:
- * the sender sets it (release) after the data, the receiver clears it. */
+/* One bulk slot's header in shared memory; its data is `len` bytes in
+ * buffer `buf` of the sender's pool. `full` is the handover word: the
+ * sender sets it (release) after the data, the receiver clears it after it
+ * gave the buffer back. */
 struct bulk_slot {
   uint32_t full;
   uint32_t pad;
   uint64_t rreq;
   uint64_t off;
   uint64_t len;
-  uint8_t pad2[32];
+  uint64_t buf;
+  uint8_t pad2[24];
 };
 _Static_assert(sizeof(struct bulk_slot) == 64, "bulk slot header layout");
 
@@ -80,15 +84,19 @@ _Static_assert(sizeof(struct coop_area) == 96 + 16 * COOP_MAX_SEGS, "coop area l
 
 struct bulk_slots {
   struct bulk_slot *hdr;
-  uint8_t *data;
   uint64_t n;
-  uint64_t size;
   uint64_t next; /* next slot to fill (sender) or drain (receiver) */
 };
 
 struct channel {
   void *base;
   size_t size;
+  /* The pools its records' payloads and ring-engine chunks lie in: ours
+   * (with the partner's count of buffers lent), the peer's. Set when the
+   * partner adopts it (shm/hello.c). */
+  struct shm_pool *pool;
+  uint32_t *pool_held;
+  const struct shm_pool_view *peer_pool;
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;
   struct coop_area *tx_coop, *rx_coop; /* sender side uses tx, receiver rx */
@@ -124,6 +132,5 @@ int chan_pipes_create(struct channel *c, int peer_fds[2]);
  * are a read end and a write end of pipes. 0 (fds now the channel's) or -1
  * (fds left to the caller). */
 int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd);
-uint8_t *chan_slot_data(struct bulk_slots *s, uint64_t i);
 
 #endif

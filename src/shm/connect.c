@@ -20,6 +20,7 @@
 #include "platform/sys.h"
 #include "shm/channel.h"
 #include "shm/hello.h"
+#include "shm/shm.h"
 
 /* Connect the socket to the name of (our uid, board, eid). An endpoint not
  * open yet is waited for (MX's mx_connect waits), up to `wait_ms`; a
@@ -88,13 +89,13 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   struct shm_hello h, rep;
   shm_hello_fill(ep, &h, SHM_HELLO);
   h.key = key;
-  int fds[SHM_MAX_FDS] = {ep->desc_fd, chan_fd, -1, -1};
-  int nfds = 2;
-  if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[2]) == 0) {
+  int fds[SHM_MAX_FDS] = {ep->desc_fd, shm_pool_fd(ep), chan_fd, -1, -1};
+  int nfds = 3;
+  if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[3]) == 0) {
     h.flags |= SHM_F_PIPES;
-    nfds = 4;
+    nfds = 5;
   }
-  int rfds[SHM_MAX_FDS] = {-1, -1, -1, -1};
+  int rfds[SHM_MAX_FDS] = {-1, -1, -1, -1, -1};
   if (shm_wait_fd(fd, POLLOUT, ms_left(deadline)) < 0) {
     rc = FMX_TIMEOUT;
   } else if (shm_hello_send(fd, &h, fds, nfds) < 0) {
@@ -120,7 +121,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
       rc = FMX_REMOTE_ENDPOINT_CLOSED;
     else if (rep.status != FMX_SUCCESS)
       rc = (fmx_return_t)rep.status;
-    else if (rfds[0] < 0)
+    else if (rfds[0] < 0 || rfds[1] < 0)
       rc = FMX_BAD_ERROR;
     if (r == -EMFILE)
       log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: the reply's descriptor was lost: this process is out "
@@ -130,7 +131,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   close(chan_fd);
   /* The peer's pipe ends are the peer's now: keeping a copy would hide its
    * death (no EOF, no EPIPE). */
-  for (int i = 2; i < nfds; i++) close(fds[i]);
+  for (int i = 3; i < nfds; i++) close(fds[i]);
   if (rc != FMX_SUCCESS) {
     chan_destroy(ch);
     shm_close_fds(rfds);
@@ -142,11 +143,11 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     ch->pipe_tx = ch->pipe_rx = -1;
   }
   pthread_mutex_lock(&ep->lock);
-  struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], ch);
+  struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], rfds[1], ch);
   pthread_mutex_unlock(&ep->lock);
   shm_close_fds(rfds);
   if (!p) {
-    log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor is not a sealed memfd page",
+    log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor or pool is not a sealed memfd of its form",
              ep->eid, eid);
     chan_destroy(ch);
     return FMX_REMOTE_ENDPOINT_CLOSED;

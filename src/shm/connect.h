@@ -22,7 +22,7 @@ struct fmx_endpoint;
 struct partner;
 
 #define SHM_HELLO_MAGIC 0x464d5848u /* "FMXH" */
-#define SHM_HELLO_VERSION 2 /* 2: cpu */
+#define SHM_HELLO_VERSION 3 /* 2: cpu, 3: the pool fd */
 enum { SHM_HELLO = 1, SHM_REPLY = 2 };
 
 struct shm_hello {

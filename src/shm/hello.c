@@ -165,8 +165,8 @@ static void probe_cma(struct partner *p, uint64_t addr, uint64_t val) {
 }
 
 /* Register what a handshake brought. Called with ep->lock held. */
-struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd,
-                             struct channel *ch) {
+struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
+                          struct channel *ch) {
   struct partner *p = ep_partner_find(ep, h->eid, h->session);
   if (!p) {
     ep_partner_reap(ep);
@@ -181,7 +181,8 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     p->desc = map_desc(desc_fd);
     int pfd = sys_pidfd_open(pid);
     p->pidfd = pfd >= 0 ? pfd : -1;
-    if (!p->desc) {
+    const char *why;
+    if (!p->desc || shm_peer_attach(ep, p, pool_fd, &why) < 0) {
       ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       return NULL;
     }
@@ -189,6 +190,10 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     p->cpu = h->cpu;
   }
   if (ch) {
+    struct shm_peer *sp = shm_peer(p);
+    ch->pool = sp->pool;
+    ch->pool_held = &sp->pool_held;
+    ch->peer_pool = &sp->peer;
     if (p->nchan < 2)
       p->chan[p->nchan++] = ch;
     else

@@ -10,7 +10,9 @@
 
 #include "shm/connect.h"
 
-#define SHM_MAX_FDS 4 /* descriptor, channel, pipe read end, pipe write end */
+/* HELLO: descriptor, pool, channel, pipe read end, pipe write end;
+ * REPLY: descriptor, pool. */
+#define SHM_MAX_FDS 5
 
 /* The address of (uid, board, eid)'s abstract socket; returns its length. */
 socklen_t shm_addr(struct sockaddr_un *sa, unsigned uid, uint32_t board, uint32_t eid);
@@ -27,8 +29,9 @@ int shm_wait_fd(int fd, short ev, int timeout_ms);
 /* Our hello (or reply) of `type`. */
 void shm_hello_fill(struct fmx_endpoint *ep, struct shm_hello *h, int type);
 /* Register what a handshake brought (ep->lock held): the partner, or NULL
- * when its descriptor is not a sealed memfd page (or out of memory). */
-struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd,
+ * when its descriptor or pool is not a sealed memfd of the right form (or
+ * out of memory). */
+struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
                           struct channel *ch);
 
 #endif

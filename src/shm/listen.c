@@ -22,6 +22,7 @@
 #include "platform/sys.h"
 #include "shm/channel.h"
 #include "shm/hello.h"
+#include "shm/shm.h"
 
 /* Who holds a name we could not bind: connect to it (sending nothing) and
  * read its credentials. 1: a process of ours, 0: another user's (or a
@@ -123,7 +124,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
     return 1;
   }
-  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0) {
+  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
     shm_close_fds(fds);
     count(ep, 0);
     log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", ep->eid,
@@ -136,29 +137,30 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", ep->eid, h.eid);
   } else {
     const char *why = NULL;
-    struct channel *ch = chan_attach(fds[1], &why);
+    struct channel *ch = chan_attach(fds[2], &why);
     if (!ch) {
       rep.status = FMX_BAD_ERROR;
       log_warn("FMX-CONN-CHAN", "endpoint %u: channel from pid %d refused: %s", ep->eid, (int)cred->pid, why);
     } else {
       /* The vmsplice pipes are optional: without them (or with anything
        * else in their place) the connection just has no vmsplice engine. */
-      if ((h.flags & SHM_F_PIPES) && fds[2] >= 0 && fds[3] >= 0 && chan_pipes_attach(ch, fds[2], fds[3]) == 0) {
-        fds[2] = fds[3] = -1;
+      if ((h.flags & SHM_F_PIPES) && fds[3] >= 0 && fds[4] >= 0 && chan_pipes_attach(ch, fds[3], fds[4]) == 0) {
+        fds[3] = fds[4] = -1;
         rep.flags |= SHM_F_PIPES;
       }
       pthread_mutex_lock(&ep->lock);
-      struct partner *p = ep->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], ch);
+      struct partner *p = ep->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], fds[1], ch);
       if (!p) chan_destroy(ch);
       pthread_mutex_unlock(&ep->lock);
       rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
       if (!p)
         log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", ep->eid,
-                 (int)cred->pid, ep->closing ? "unused (closing)" : "not a sealed memfd page");
+                 (int)cred->pid, ep->closing ? "unused (closing)" : "or pool not a sealed memfd of its form");
     }
   }
   count(ep, rep.status == FMX_SUCCESS);
-  shm_hello_send(fd, &rep, &ep->desc_fd, rep.status == FMX_SUCCESS ? 1 : 0);
+  int ours[2] = {ep->desc_fd, shm_pool_fd(ep)};
+  shm_hello_send(fd, &rep, ours, rep.status == FMX_SUCCESS ? 2 : 0);
   shm_close_fds(fds);
   return 1;
 }

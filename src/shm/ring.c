@@ -69,54 +69,84 @@ size_t shm_ring_max_payload(const struct shm_ring *r) {
   return (size_t)(r->ncells / 2) * RING_CELL - RING_CELL;
 }
 
-int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
-  uint64_t need = REC_CELLS(hdr->len);
+/* Room for a record of `need` cells now: 1 (and *pad, the cells of the PAD
+ * record it needs first), or 0. */
+static int room(struct shm_ring *r, uint64_t need, uint64_t *pad) {
   uint64_t head = r->local;
-  uint64_t pos = r->pos;
-  uint64_t pad = (pos + need > r->ncells) ? r->ncells - pos : 0;
-  if (need > r->ncells / 2) return -1;
-  if (head + pad + need - r->cached > r->ncells) {
+  *pad = (r->pos + need > r->ncells) ? r->ncells - r->pos : 0;
+  if (need > r->ncells / 2) return 0;
+  if (head + *pad + need - r->cached > r->ncells) {
     r->cached = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
-    if (head + pad + need - r->cached > r->ncells) return -1;
+    if (head + *pad + need - r->cached > r->ncells) return 0;
   }
-  if (pad) {
-    struct proto_hdr *p = hdr_at(r, pos);
-    memset(p, 0, sizeof *p);
-    p->type = PROTO_PAD;
-    p->len = (uint32_t)(pad == 1 ? RING_CELL_TINY : (pad - 1) * RING_CELL); /* REC_CELLS(len) == pad */
-    __atomic_store_n(stamp_at(r, pos), stamp_of(r, head), __ATOMIC_RELEASE);
-    advance(r, pad); /* to cell 0 */
-    head = r->local;
-    pos = 0;
-  }
-  uint8_t *dst = (uint8_t *)hdr_at(r, pos);
+  return 1;
+}
+
+/* Fill the tail of the ring with a PAD record of `pad` cells: on to cell 0. */
+static void put_pad(struct shm_ring *r, uint64_t pad) {
+  struct proto_hdr *p = hdr_at(r, r->pos);
+  memset(p, 0, sizeof *p);
+  p->type = PROTO_PAD;
+  p->len = (uint32_t)(pad == 1 ? RING_CELL_TINY : (pad - 1) * RING_CELL); /* REC_CELLS(len) == pad */
+  __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local), __ATOMIC_RELEASE);
+  advance(r, pad);
+}
+
+int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
+  uint64_t need = REC_CELLS(hdr->len), pad;
+  if (!room(r, need, &pad)) return -1;
+  if (pad) put_pad(r, pad);
+  uint8_t *dst = (uint8_t *)hdr_at(r, r->pos);
   memcpy(dst, hdr, sizeof *hdr);
   record_gather(dst + RING_DATA_OFF(hdr->len), iov, iovcnt, hdr->len);
-  __atomic_store_n(stamp_at(r, pos), stamp_of(r, head), __ATOMIC_RELEASE);
+  __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local), __ATOMIC_RELEASE);
   advance(r, need);
+  return 0;
+}
+
+int shm_ring_ref_fits(struct shm_ring *r) {
+  uint64_t pad;
+  return room(r, 1, &pad);
+}
+
+int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref) {
+  uint64_t pad;
+  if (!room(r, 1, &pad)) return -1;
+  if (pad) put_pad(r, pad);
+  uint8_t *dst = (uint8_t *)hdr_at(r, r->pos);
+  memcpy(dst, hdr, sizeof *hdr);
+  memcpy(dst + sizeof *hdr, &ref, sizeof ref);
+  __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local) ^ RING_REF, __ATOMIC_RELEASE);
+  advance(r, 1);
   return 0;
 }
 
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
   for (;;) {
-    if (__atomic_load_n(r->next, __ATOMIC_ACQUIRE) != r->next_stamp || r->broken) return NULL;
+    uint64_t s = __atomic_load_n(r->next, __ATOMIC_ACQUIRE) ^ r->next_stamp;
+    if ((s & ~RING_REF) || r->broken) return NULL;
     uint64_t pos = r->pos;
     const struct proto_hdr *h = hdr_at(r, pos);
+    if (s) { /* a reference: one cell, whatever its len says */
+      r->cur_cells = 1;
+      memcpy(&r->cur_ref, (const uint8_t *)h + sizeof *h, sizeof r->cur_ref);
+      if (h->type >= PROTO_TYPE_MAX || h->type == PROTO_PAD || r->cur_ref == RING_NO_REF) {
+        r->broken = 1;
+        return NULL;
+      }
+      return h;
+    }
     uint64_t need = REC_CELLS(h->len);
     /* Never trust the peer's header: a record must end before the ring does. */
     if (h->type >= PROTO_TYPE_MAX || need > r->ncells - pos || (h->type == PROTO_PAD && need != r->ncells - pos)) {
       r->broken = 1;
       return NULL;
     }
+    r->cur_cells = need;
+    r->cur_ref = RING_NO_REF;
     if (h->type != PROTO_PAD) return h;
     consumed(r, need);
   }
 }
 
-void shm_ring_pop(struct shm_ring *r) {
-  uint64_t pos = r->pos;
-  uint64_t need = REC_CELLS(hdr_at(r, pos)->len);
-  /* peek checked it, but the peer may have rewritten it since: clamp */
-  if (need > r->ncells - pos) need = r->ncells - pos;
-  consumed(r, need);
-}
+void shm_ring_pop(struct shm_ring *r) { consumed(r, r->cur_cells); }

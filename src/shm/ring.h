@@ -15,6 +15,10 @@
  * earlier lap can look like it by accident (a counter array could look like
  * P + 1).
  *
+ * A record whose payload lies elsewhere (the endpoint's send pool,
+ * shm/pool.h) is one cell: its header, then the 8-byte reference the
+ * transport gave, and its stamp has bit 63 flipped (RING_REF).
+ *
  * tail counts consumed cells (on its own cache line), read by the producer
  * only when its cached copy says the ring is full. Offsets only, never
  * pointers, live in the shared part.
@@ -43,6 +47,8 @@ static inline const void *shm_ring_data(const struct proto_hdr *h) {
   return (const uint8_t *)h + RING_DATA_OFF(h->len);
 }
 
+#define RING_REF (1ull << 63)
+
 struct shm_ring_shared {
   _Alignas(64) uint64_t key;    /* set once by the creator */
   uint64_t ncells;              /* set once by the creator */
@@ -62,6 +68,8 @@ struct shm_ring {
    * idle poll is one load and one compare (no division, no hash). */
   uint64_t *next;
   uint64_t next_stamp;
+  uint64_t cur_cells; /* consumer: cells of the record the last peek returned */
+  uint64_t cur_ref;   /* consumer: its reference, RING_NO_REF when its payload is inline */
   int broken;      /* consumer saw a record that cannot be (peer bug or attack) */
 };
 
@@ -76,8 +84,15 @@ size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and
  * publish it. Returns 0, or -1 if there is no room now. */
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt);
+/* Whether a record referring to its payload (shm_ring_push_ref) fits now. */
+int shm_ring_ref_fits(struct shm_ring *r);
+/* Write hdr and the reference `ref` (whatever names the payload's place)
+ * as a one-cell record, and publish it; 0, or -1 if there is no room now. */
+int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref);
+#define RING_NO_REF UINT64_MAX
 /* Look at the next record without consuming it; NULL if none is ready. Its
- * payload is at shm_ring_data(header). */
+ * payload is at shm_ring_data(header) when r->cur_ref is RING_NO_REF, else
+ * where the reference r->cur_ref says. */
 const struct proto_hdr *shm_ring_peek(struct shm_ring *r);
 /* Consume the record returned by the last peek. */
 void shm_ring_pop(struct shm_ring *r);

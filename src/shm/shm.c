@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The shm transport: records travel through the channel's eager rings. */
+/* The shm transport: records travel through the channel's rings, their
+ * payload inline when short, else in a buffer of the sender's pool
+ * (shm/pool.h) that the record names. */
 #include <errno.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -12,29 +14,69 @@
 #include "shm/channel.h"
 #include "shm/connect.h"
 
+/* A payload longer than this goes in a pool buffer: a quarter of the ring
+ * (half the longest record it takes), so that a few such records and many
+ * tiny ones share it. */
+static size_t inline_max(const struct shm_ring *r) { return shm_ring_max_payload(r) / 2; }
+
+static int push_pooled(struct partner *p, struct shm_ring *r, const struct proto_hdr *h, const struct iovec *iov,
+                       int iovcnt) {
+  struct shm_peer *sp = shm_peer(p);
+  if (!shm_ring_ref_fits(r)) return -1;
+  int64_t b = pool_take(sp->pool, &sp->pool_held);
+  if (b < 0) return -1;
+  record_gather(pool_buf(sp->pool, (uint64_t)b), iov, iovcnt, h->len);
+  return shm_ring_push_ref(r, h, (uint64_t)b); /* fits: checked above, and only we push */
+}
+
 static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
-  if (shm_ring_push(&p->chan[0]->tx, h, iov, iovcnt) < 0) return -1;
+  struct shm_ring *r = &p->chan[0]->tx;
+  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(p, r, h, iov, iovcnt) < 0)
+    return -1;
   if (p->desc && __atomic_load_n(&p->desc->sleepers, __ATOMIC_SEQ_CST)) CNT(ep, WAKES);
   ep_wake(p->desc);
   return 0;
 }
 
-static size_t shm_max_payload(struct partner *p) { return shm_ring_max_payload(&p->chan[0]->tx); }
+static size_t shm_max_payload(struct partner *p) {
+  size_t ring = shm_ring_max_payload(&p->chan[0]->tx), buf = shm_peer(p)->pool->buf_size;
+  return buf > ring ? buf : ring;
+}
+
+/* The payload of the record the ring's last peek returned: inline, or the
+ * sender's pool buffer it names (NULL: out of its pool). */
+static const void *payload_of(struct partner *p, struct shm_ring *r, const struct proto_hdr *h, uint32_t len) {
+  if (r->cur_ref == RING_NO_REF) return (const uint8_t *)h + RING_DATA_OFF(len);
+  return pool_view_buf(&shm_peer(p)->peer, r->cur_ref, len);
+}
 
 static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
   for (int c = 0; c < p->nchan && p->state == PARTNER_ALIVE; c++) {
     struct channel *ch = p->chan[c];
     uint64_t before = ch->rx.local;
     const struct proto_hdr *h;
+    int returned = 0;
     while (p->state == PARTNER_ALIVE && (h = shm_ring_peek(&ch->rx)) != NULL) {
       /* Copy the header out of shared memory: the peer may rewrite it. */
       struct proto_hdr hdr = *h;
       if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
-      int gone = deliver(ep, p, ch, &hdr, (const uint8_t *)h + RING_DATA_OFF(hdr.len));
+      uint64_t ref = ch->rx.cur_ref;
+      const void *payload = payload_of(p, &ch->rx, h, hdr.len);
+      if (!payload) {
+        ch->rx.broken = 1; /* names a buffer its pool does not have */
+        break;
+      }
+      int gone = deliver(ep, p, ch, &hdr, payload);
+      if (ref != RING_NO_REF) {
+        pool_view_release(&shm_peer(p)->peer, ref);
+        returned = 1;
+      }
       shm_ring_pop(&ch->rx);
       if (gone) break;
     }
+    /* The sender may wait for a pool buffer: we returned some. */
+    if (returned) ep_wake(p->desc);
     /* Nothing came: has the peer given up on us? Checked only when idle,
      * so everything it pushed before is delivered first. */
     if (ch->rx.local == before && p->state == PARTNER_ALIVE &&
@@ -76,6 +118,10 @@ static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t c
 }
 
 static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
+  struct shm_peer *sp = shm_peer(p);
+  if (sp->pool) pool_forget(sp->pool, &sp->pool_held);
+  sp->pool = NULL;
+  pool_view_detach(&sp->peer);
   for (int c = 0; c < p->nchan; c++) chan_destroy(p->chan[c]);
   p->nchan = 0;
   if (p->desc) munmap(p->desc, EP_DESC_SIZE);
@@ -84,12 +130,52 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   p->pidfd = -1;
 }
 
+int shm_pool_open(struct fmx_endpoint *ep) {
+  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  /* Buffers as long as the longest record that goes in one (a medium
+   * fragment) or a ring-engine chunk, whichever is longer; as many as the
+   * fragments of one L2 (FMX_POOL_BUFFERS). */
+  uint64_t size = fmx_cfg.eager_frag > fmx_cfg.bulk_slot_size ? fmx_cfg.eager_frag : fmx_cfg.bulk_slot_size;
+  size = (size + 4095) & ~4095ull;
+  int r = pool_create(&se->pool, fmx_cfg.pool_buffers, size);
+  se->pool_ready = r == 0;
+  return r;
+}
+
+int shm_pool_fd(struct fmx_endpoint *ep) {
+  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  return se->pool.fd;
+}
+
+int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, const char **why) {
+  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  struct shm_peer *sp = shm_peer(p);
+  if (pool_fd < 0) {
+    *why = "no pool";
+    return -1;
+  }
+  if (pool_view_attach(&sp->peer, pool_fd, why) < 0) return -1;
+  sp->pool = &se->pool;
+  return 0;
+}
+
+static void shm_ep_fini(struct fmx_endpoint *ep) {
+  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  if (se->pool_ready) pool_destroy(&se->pool);
+  se->pool_ready = 0;
+}
+
 /* Serve ep: the watcher thread (connects, peers' deaths). */
-static int shm_ep_open(struct fmx_endpoint *ep) { return shm_watcher_start(ep); }
+static int shm_ep_open(struct fmx_endpoint *ep) {
+  int r = shm_pool_open(ep);
+  return r < 0 ? r : shm_watcher_start(ep);
+}
 
 const struct fmx_transport_ops shm_transport = {
     .name = "shm",
     .tiny_max = RING_CELL_TINY,
+    .partner_size = sizeof(struct shm_peer),
+    .ep_size = sizeof(struct shm_ep),
     .listen = shm_listen,
     .open = shm_ep_open,
     .close = shm_watcher_stop,
@@ -99,4 +185,5 @@ const struct fmx_transport_ops shm_transport = {
     .poll = shm_poll,
     .abort = shm_abort,
     .release = shm_release,
+    .ep_fini = shm_ep_fini,
 };

@@ -1,10 +1,36 @@
 /* SPDX-License-Identifier: MIT */
-/* The same-host transport, as the core's registry sees it: an ops table. */
+/* The same-host transport, as the core's registry sees it: an ops table;
+ * and its state per endpoint and per partner, for src/shm and the bulk
+ * engines that use its connections. */
 #ifndef FMX_SHM_SHM_H
 #define FMX_SHM_SHM_H
 
+#include "shm/pool.h"
 #include "transport/transport.h"
 
 extern const struct fmx_transport_ops shm_transport;
+
+/* Per endpoint (transport_ep_state): its send pool. */
+struct shm_ep {
+  struct shm_pool pool;
+  int pool_ready;
+};
+
+/* Per partner (transport_state). */
+struct shm_peer {
+  struct shm_pool *pool;     /* ours, to lend buffers from */
+  uint32_t pool_held;        /* our buffers it holds */
+  struct shm_pool_view peer; /* its pool, to copy out of */
+};
+
+static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }
+
+/* Make the endpoint's pool (at listen). 0 or -errno. */
+int shm_pool_open(struct fmx_endpoint *ep);
+/* Our pool's fd, to pass in a handshake. */
+int shm_pool_fd(struct fmx_endpoint *ep);
+/* Link a new partner to our pool and map its pool from pool_fd: 0, or -1
+ * with *why set. */
+int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, const char **why);
 
 #endif

@@ -15,6 +15,7 @@
 struct fmx_endpoint;
 struct partner;
 struct channel;
+struct fmx_transport_ops;
 
 /* How a transport hands the protocol a record that arrived from p (the
  * core gives it to poll: transports never call up by name). lane: the
@@ -27,6 +28,9 @@ typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, 
 /* The transport's private state of partner p: partner_size bytes, zeroed
  * when the partner is made (core/endpoint.c). */
 void *transport_state(struct partner *p);
+/* The transport's private state of endpoint ep: ep_size bytes, zeroed
+ * when the endpoint is made, before listen. */
+void *transport_ep_state(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
 /* Wake the threads of ours that sleep waiting on ep (a record to
  * ourselves arrived: nobody else would). */
 void transport_wake_own(struct fmx_endpoint *ep);
@@ -53,11 +57,14 @@ void transport_wake_own(struct fmx_endpoint *ep);
  *            without a record: it fails its side once it has taken what we
  *            pushed (NULL: no peer to tell)
  *   release  free the partner's transport state (the partner is gone)
+ *   ep_fini  free the endpoint's transport state (every partner released;
+ *            called even when open or listen never ran or failed)
  *   fini     the library finalizes (every endpoint closed) */
 struct fmx_transport_ops {
   const char *name;
   size_t tiny_max; /* the largest payload that travels in the record's first cache line */
   size_t partner_size; /* its private state per partner (transport_state) */
+  size_t ep_size;      /* its private state per endpoint (transport_ep_state) */
   /* Its partners share our address space (self): a rendezvous is a plain
    * copy from the addresses the RTS names, by the receiver. */
   int same_space;
@@ -72,6 +79,7 @@ struct fmx_transport_ops {
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
   void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
   void (*release)(struct fmx_endpoint *ep, struct partner *p);
+  void (*ep_fini)(struct fmx_endpoint *ep);
   void (*fini)(void);
 };
 

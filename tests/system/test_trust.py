@@ -289,8 +289,10 @@ def test_forged_memfds_refused_before_mapping(what):
                                                                                    "channel-unsealed"))
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         s.connect(name(234))
-        hello = struct.pack(HELLO, HELLO_MAGIC, 2, 1, 0, KEY, 99, 1, 0, 1, 0, 0, -1, 0)
-        socket.send_fds(s, [hello], [desc, chan])
+        pool = _memfd(1 << 16, True)  # never looked at: the channel or the descriptor fails first
+        hello = struct.pack(HELLO, HELLO_MAGIC, 3, 1, 0, KEY, 99, 1, 0, 1, 0, 0, -1, 0)
+        socket.send_fds(s, [hello], [desc, pool, chan])
+        os.close(pool)
         s.settimeout(10)
         rep = s.recv(64)
         assert struct.unpack(HELLO, rep)[3] != 0  # refused
@@ -313,27 +315,43 @@ def test_forged_memfds_refused_before_mapping(what):
 
 FAKE_LISTENER = r'''
 import json, os, socket, struct, sys, fcntl
+what = %r
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(%r)
 s.listen(4)
 print("READY", flush=True)
 c, _ = s.accept()
 msg, fds, _, _ = socket.recv_fds(c, 64, 8)
-d = os.memfd_create("forged-desc")
-os.ftruncate(d, 4096)
-os.pwrite(d, struct.pack("<2I", 0x464D5844, 1), 0)
-rep = struct.pack("<8I3QiI", 0x464D5848, 2, 2, 0, 0, 236, 7, 0, 1, 0, 0, -1, 0)
-socket.send_fds(c, [rep], [d])
-os.ftruncate(d, 0)
+def memfd(size, sealed, head=b""):
+    fd = os.memfd_create("forged", os.MFD_ALLOW_SEALING if sealed else 0)
+    os.ftruncate(fd, size)
+    os.pwrite(fd, head, 0)
+    if sealed:
+        fcntl.fcntl(fd, 1033, 2 | 4)  # F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW
+    return fd
+desc_head = struct.pack("<2I", 0x464D5844, 1)
+d = memfd(4096, what != "desc-unsealed", desc_head)
+# struct pool_hdr (src/shm/pool.h): magic, version, size, nbuf, buf_size, state_off, data_off
+pool_head = struct.pack("<2I5Q", 0x464D5850, 1, 1 << 20, 1 << 30, 4096, 4096, 8192)  # buffers past its end
+p = memfd(1 << 20, what != "pool-unsealed", pool_head)
+rep = struct.pack("<8I3QiI", 0x464D5848, 3, 2, 0, 0, 236, 7, 0, 1, 0, 0, -1, 0)
+socket.send_fds(c, [rep], [d, p])
+for fd in (d, p):
+    try:
+        os.ftruncate(fd, 0)
+    except OSError:
+        pass  # sealed
 sys.stdin.read()
 print(json.dumps({"got_fds": len(fds)}))
 '''
 
 
-def test_fake_listener_with_unsealed_descriptor():
-    """A same-uid listener answers with an unsealed descriptor memfd and
-    truncates it: the connector refuses it (no mapping, no SIGBUS)."""
-    fake = Hostile(FAKE_LISTENER % name(236))
+@pytest.mark.parametrize("what", ["desc-unsealed", "pool-unsealed", "pool-malformed"])
+def test_fake_listener_with_forged_memfds(what):
+    """A same-uid listener answers with an unsealed descriptor or pool
+    memfd and truncates it, or with a pool whose header names buffers past
+    its end: the connector refuses it (no mapping, no SIGBUS)."""
+    fake = Hostile(FAKE_LISTENER % (what, name(236)))
     try:
         p = fmx_sys("connect", "--target", 236, "--key", KEY)
         assert p.returncode == 0, p.stderr  # not killed by SIGBUS
@@ -444,7 +462,7 @@ def _tool(*argv, env=None, timeout=120):
 
 @pytest.mark.parametrize("var,value,why", [
     ("FMX_RNDV_THRESHOLD", "-5", "not a size"),
-    ("FMX_RING_SIZE", "1", "out of range [64K, 1G]"),
+    ("FMX_RING_SIZE", "1", "out of range [4K, 1G]"),
     ("FMX_BULK_SLOTS", "0", "out of range [1, 1024]"),
     ("FMX_CHUNK_MAX", "0", "out of range [4K, 1G]"),
     ("FMX_LOG", "verbose", "not one of: none error warn info debug"),

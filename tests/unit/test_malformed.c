@@ -65,6 +65,36 @@ static void progress_b(void) {
   for (int i = 0; i < 10; i++) fmx_progress(b);
 }
 
+/* A fresh pair c -> d; c pushes an EAGER record whose payload, it says,
+ * is `len` bytes in buffer `ref` of its pool. */
+static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
+  fmx_endpoint_t c, d;
+  fmx_endpoint_addr_t c_to_d, d_to_c;
+  uint32_t ec, ed;
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 3, NULL, 0, &c), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 4, NULL, 0, &d), FMX_SUCCESS);
+  fmx_get_info(c, FMX_INFO_ENDPOINT_ID, NULL, 0, &ec, sizeof ec);
+  fmx_get_info(d, FMX_INFO_ENDPOINT_ID, NULL, 0, &ed, sizeof ed);
+  CHECK_EQ(fmx_connect(c, FMX_ANY_NIC, ed, 4, 1000, &c_to_d), FMX_SUCCESS);
+  CHECK_EQ(fmx_connect(d, FMX_ANY_NIC, ec, 3, 1000, &d_to_c), FMX_SUCCESS);
+  uint64_t bad0 = counter(d, CNT_BAD_PACKET);
+  char buf[64];
+  fmx_seg_t rs = {buf, sizeof buf};
+  fmx_request_t rr;
+  CHECK_EQ(fmx_irecv(d, &rs, 1, 9, ~0ull, NULL, &rr), FMX_SUCCESS);
+  struct partner *pc = ep_partner_from_addr(c, c_to_d);
+  struct proto_hdr h = {.type = PROTO_EAGER, .len = len, .msg_len = len, .match = 9};
+  CHECK_EQ(shm_ring_push_ref(&pc->chan[0]->tx, &h, ref), 0);
+  for (int i = 0; i < 10; i++) fmx_progress(d);
+  CHECK(ep_partner_from_addr(d, d_to_c)->state != PARTNER_ALIVE);
+  CHECK(counter(d, CNT_BAD_PACKET) > bad0);
+  uint32_t cancelled = 0;
+  CHECK_EQ(fmx_cancel(d, &rr, &cancelled), FMX_SUCCESS); /* nothing matched it */
+  CHECK_EQ(cancelled, 1);
+  CHECK_EQ(fmx_close_endpoint(c), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(d), FMX_SUCCESS);
+}
+
 int main(void) {
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 1, NULL, 0, &a), FMX_SUCCESS);
@@ -312,6 +342,12 @@ int main(void) {
   CHECK_EQ(fmx_wait(b, &rr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(st.code, FMX_SUCCESS);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
+
+  /* 6. A record naming a buffer its sender's pool does not have (an index
+   *    past it, or more bytes than a buffer holds): the receiver reads
+   *    nothing there, drops the sender, and keeps working. */
+  pool_ref_out_of_range(1ull << 40, 64);
+  pool_ref_out_of_range(0, 1u << 30);
 
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_DONE("test_malformed");
