@@ -164,7 +164,13 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
      * engine measured without a mapping competes with that. */
     int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
     e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
-    if (!mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold && !p->same_process) {
+    /* Ranks outnumber cores: one copy (cma) beats any engine that copies
+     * twice, whatever a pair measures alone (alltoall, 8 ranks on 2 cores,
+     * docs/performance.md); and no round of adapt tries the others. */
+    int crowded = !mapped && i < 0 && ep_crowded(ep) && bulk_cma.usable(ep, p);
+    if (crowded) e = &bulk_cma;
+    if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
+        !p->same_process) {
       /* Nothing measured offline: measure online, starting from the
        * topology's suggestion (adapt.c). Not from the offload switch on:
        * there every engine streams from memory, the topology's rule holds

@@ -96,11 +96,11 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
   c->tx_owner = me;
   struct bulk_slots *s = &c->tx_slots;
-  uint64_t chunk = fmx_cfg.bulk_slot_size < c->pool->buf_size ? fmx_cfg.bulk_slot_size : c->pool->buf_size;
+  uint64_t chunk = pool_class_size(c->pool, POOL_CHUNK);
   for (uint64_t k = 0; k < s->n && *done < sr->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
-    int64_t b = pool_take(c->pool, c->pool_held);
+    int64_t b = pool_take(c->pool, POOL_CHUNK, &c->pool_held[POOL_CHUNK]);
     if (b < 0) break; /* the pool is lent out: on a later pass */
     /* Progressive: the first slot carries one page and each next one twice
      * as much, up to the chunk size, so the receiver starts copying out at

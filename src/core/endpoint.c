@@ -178,6 +178,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
   list_init(&p->outq);
   list_init(&p->reqs);
   ep->partners[ep->npartners++] = p;
+  int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
+  if (ep->npartners > (uint32_t)npus) ep->crowded = 1;
   return p;
 }
 
@@ -386,6 +388,8 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->probe_word = sys_random64();
   ep->cpu = topo_current_cpu();
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
+  const char *src = config_source("FMX_RNDV_THRESHOLD");
+  ep->rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
   list_init(&ep->completed);
   list_init(&ep->bulk);
   list_init(&ep->watch_node);

@@ -10,24 +10,30 @@
 #include "transport/transport.h"
 #include "proto/proto_int.h"
 
+static uint64_t frag_size(struct partner *p) {
+  uint64_t ring = p->tp->max_payload(p), f = fmx_cfg.eager_frag;
+  if (f < 64) f = 64;
+  return f < ring ? f : ring;
+}
+
 /* Eager messages longer than one fragment travel in fragments, so no
  * record is larger than the ring can take. Between two endpoints of one
  * process no longer than half the ring, which an empty ring takes whole:
  * the only thread in fmx may be one waiting on the receiving endpoint,
- * and nothing else would push the rest from the sending one. */
+ * and nothing else would push the rest from the sending one.
+ * With more endpoints connected than the host has hardware threads, ranks
+ * outnumber cores: every copy made twice is time taken from another rank,
+ * so a message longer than one fragment goes rendezvous, one copy, when the
+ * peer's memory can be read (alltoall of 64 KiB among 8 ranks on 2 cores:
+ * 207 us instead of 358 us, Open MPI's 206 us; docs/performance.md). */
 uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
   if (p->same_process && !p->is_self) {
     uint64_t ring = p->tp->max_payload(p);
     if (t > ring) t = ring;
   }
+  if (ep_crowded(ep) && !ep->rndv_explicit && !p->is_self && p->cma_ok && t > frag_size(p)) t = frag_size(p);
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
-}
-
-static uint64_t frag_size(struct partner *p) {
-  uint64_t ring = p->tp->max_payload(p), f = fmx_cfg.eager_frag;
-  if (f < 64) f = 64;
-  return f < ring ? f : ring;
 }
 
 /* Push what is left of a medium message, a fragment at a time: 1 when all

@@ -95,7 +95,7 @@ struct channel {
    * (with the partner's count of buffers lent), the peer's. Set when the
    * partner adopts it (shm/hello.c). */
   struct shm_pool *pool;
-  uint32_t *pool_held;
+  uint32_t *pool_held; /* [POOL_CLASSES] */
   const struct shm_pool_view *peer_pool;
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;

@@ -192,7 +192,7 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
   if (ch) {
     struct shm_peer *sp = shm_peer(p);
     ch->pool = sp->pool;
-    ch->pool_held = &sp->pool_held;
+    ch->pool_held = sp->pool_held;
     ch->peer_pool = &sp->peer;
     if (p->nchan < 2)
       p->chan[p->nchan++] = ch;

@@ -10,28 +10,36 @@
 #include "platform/sys.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
+#define POOL_MAX_BUFS (1u << 20)
 
-static void layout(struct pool_hdr *h, uint64_t nbuf, uint64_t buf_size) {
+static int layout(struct pool_hdr *h, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]) {
   memset(h, 0, sizeof *h);
   h->magic = POOL_MAGIC;
   h->version = POOL_VERSION;
-  h->nbuf = nbuf;
-  h->buf_size = buf_size;
   h->state_off = 4096;
-  h->data_off = ALIGN_UP(h->state_off + nbuf * sizeof(struct pool_state), 4096);
-  h->size = h->data_off + nbuf * buf_size;
+  uint64_t off = ALIGN_UP(h->state_off + (n[0] + n[1]) * sizeof(struct pool_state), 4096);
+  for (int c = 0; c < POOL_CLASSES; c++) {
+    if (n[c] < 2 || n[c] > POOL_MAX_BUFS || size[c] < 4096 || size[c] % 4096) return -EINVAL;
+    h->cls[c].n = n[c];
+    h->cls[c].size = size[c];
+    h->cls[c].off = off;
+    off += n[c] * size[c];
+  }
+  h->size = off;
+  return 0;
 }
 
-int pool_create(struct shm_pool *p, uint64_t nbuf, uint64_t buf_size) {
+int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]) {
   struct pool_hdr h;
   memset(p, 0, sizeof *p);
   p->fd = -1;
-  if (nbuf < 2 || nbuf > (1u << 20) || buf_size < 4096 || buf_size % 4096) return -EINVAL;
-  layout(&h, nbuf, buf_size);
-  p->free_stack = calloc(nbuf, sizeof *p->free_stack);
-  p->out = calloc(nbuf, sizeof *p->out);
-  p->holder = calloc(nbuf, sizeof *p->holder);
-  if (!p->free_stack || !p->out || !p->holder) goto nomem;
+  if (layout(&h, n, size) < 0) return -EINVAL;
+  p->nbuf = n[0] + n[1];
+  p->out = calloc(p->nbuf, sizeof *p->out);
+  p->holder = calloc(p->nbuf, sizeof *p->holder);
+  for (int c = 0; c < POOL_CLASSES; c++)
+    if (!(p->cls[c].free_stack = calloc(n[c], sizeof(uint32_t)))) goto nomem;
+  if (!p->out || !p->holder) goto nomem;
   p->fd = sys_memfd("fmx-pool", h.size);
   if (p->fd < 0) {
     int e = p->fd;
@@ -42,13 +50,17 @@ int pool_create(struct shm_pool *p, uint64_t nbuf, uint64_t buf_size) {
   if (!p->base) goto nomem;
   memcpy(p->base, &h, sizeof h);
   p->size = h.size;
-  p->nbuf = nbuf;
-  p->buf_size = buf_size;
   p->state = (struct pool_state *)((uint8_t *)p->base + h.state_off);
-  p->data = (uint8_t *)p->base + h.data_off;
-  /* Buffer 0 on top: the first sends touch the first pages. */
-  for (uint64_t i = 0; i < nbuf; i++) p->free_stack[i] = (uint32_t)(nbuf - 1 - i);
-  p->nfree = (uint32_t)nbuf;
+  for (int c = 0; c < POOL_CLASSES; c++) {
+    struct pool_class *k = &p->cls[c];
+    k->n = n[c];
+    k->size = size[c];
+    k->first = c ? n[0] : 0;
+    k->data = (uint8_t *)p->base + h.cls[c].off;
+    /* The class's first buffer on top: the first sends touch the first pages. */
+    for (uint64_t i = 0; i < k->n; i++) k->free_stack[i] = (uint32_t)(k->first + k->n - 1 - i);
+    k->nfree = (uint32_t)k->n;
+  }
   pthread_mutex_init(&p->lock, NULL);
   return 0;
 nomem:
@@ -62,7 +74,7 @@ void pool_destroy(struct shm_pool *p) {
     pthread_mutex_destroy(&p->lock);
   }
   if (p->fd >= 0) close(p->fd);
-  free(p->free_stack);
+  for (int c = 0; c < POOL_CLASSES; c++) free(p->cls[c].free_stack);
   free(p->out);
   free(p->holder);
   memset(p, 0, sizeof *p);
@@ -74,16 +86,17 @@ static int is_back(const struct shm_pool *p, uint32_t i) {
 }
 
 static void back(struct shm_pool *p, uint32_t i) {
+  struct pool_class *k = &p->cls[i >= p->cls[POOL_CHUNK].first];
   if (p->holder[i]) (*p->holder[i])--;
   p->holder[i] = NULL;
-  p->free_stack[p->nfree++] = i;
+  k->free_stack[k->nfree++] = i;
 }
 
 /* Take back what receivers returned: from the oldest lent buffer on while
  * they are back (peers mostly return in order); when that frees nothing
- * and none is free, or `all`, every lent one (one slow peer must not hide
- * the others' returns). */
-static void reclaim(struct shm_pool *p, int all) {
+ * and class c has none free, or `all`, every lent one (one slow peer must
+ * not hide the others' returns). */
+static void reclaim(struct shm_pool *p, int c, int all) {
   int any = 0;
   while (p->nout && is_back(p, p->out[p->out_head])) {
     back(p, p->out[p->out_head]);
@@ -91,7 +104,7 @@ static void reclaim(struct shm_pool *p, int all) {
     p->nout--;
     any = 1;
   }
-  if (!all && (any || p->nfree)) return;
+  if (!all && (any || p->cls[c].nfree)) return;
   uint64_t kept = 0;
   for (uint64_t k = 0; k < p->nout; k++) {
     uint32_t i = p->out[(p->out_head + k) % p->nbuf];
@@ -103,13 +116,14 @@ static void reclaim(struct shm_pool *p, int all) {
   p->nout = kept;
 }
 
-int64_t pool_take(struct shm_pool *p, uint32_t *held) {
+int64_t pool_take(struct shm_pool *p, int c, uint32_t *held) {
+  struct pool_class *k = &p->cls[c];
+  uint64_t share = k->n / 2;
   pthread_mutex_lock(&p->lock);
   int64_t i = -1;
-  uint64_t share = p->nbuf / 2;
-  reclaim(p, *held >= share); /* at its share: are its own ones back? */
-  if (*held < share && p->nfree) {
-    i = p->free_stack[--p->nfree];
+  reclaim(p, c, *held >= share); /* at its share: are its own ones back? */
+  if (*held < share && k->nfree) {
+    i = k->free_stack[--k->nfree];
     p->holder[i] = held;
     (*held)++;
     __atomic_store_n(&p->state[i].lent, 1, __ATOMIC_RELAXED); /* published by the record naming it */
@@ -119,12 +133,12 @@ int64_t pool_take(struct shm_pool *p, uint32_t *held) {
   return i;
 }
 
-void pool_forget(struct shm_pool *p, uint32_t *held) {
+void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]) {
   if (!p->base) return;
   pthread_mutex_lock(&p->lock);
   for (uint64_t i = 0; i < p->nbuf; i++)
-    if (p->holder[i] == held) p->holder[i] = NULL; /* back at the next reclaim */
-  *held = 0;
+    if (p->holder[i] == &held[0] || p->holder[i] == &held[1]) p->holder[i] = NULL; /* back at the next reclaim */
+  held[0] = held[1] = 0;
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -141,20 +155,25 @@ int pool_view_attach(struct shm_pool_view *v, int fd, const char **why) {
   if (!base) return -1;
   struct pool_hdr h;
   memcpy(&h, base, sizeof h); /* one snapshot: the peer may keep writing */
-  int ok = h.magic == POOL_MAGIC && h.version == POOL_VERSION && h.size == fsize && h.nbuf >= 2 &&
-           h.nbuf <= (1u << 20) && h.buf_size >= 4096 && h.buf_size <= (1ull << 30) && h.state_off >= sizeof h &&
-           h.state_off + h.nbuf * sizeof(struct pool_state) <= h.data_off && h.data_off <= fsize &&
-           h.nbuf * h.buf_size <= fsize - h.data_off;
+  uint64_t n = h.cls[0].n + h.cls[1].n;
+  int ok = h.magic == POOL_MAGIC && h.version == POOL_VERSION && h.size == fsize && h.state_off >= sizeof h &&
+           h.cls[0].n <= POOL_MAX_BUFS && h.cls[1].n <= POOL_MAX_BUFS && h.state_off <= fsize &&
+           n * sizeof(struct pool_state) <= fsize - h.state_off;
+  for (int c = 0; ok && c < POOL_CLASSES; c++)
+    ok = h.cls[c].size <= (1ull << 30) && h.cls[c].off >= h.state_off + n * sizeof(struct pool_state) &&
+         h.cls[c].off <= fsize && h.cls[c].n * h.cls[c].size <= fsize - h.cls[c].off;
   if (!ok) {
     munmap(base, (size_t)fsize);
     return -1;
   }
   v->base = base;
   v->size = (size_t)fsize;
-  v->nbuf = h.nbuf;
-  v->buf_size = h.buf_size;
   v->state = (struct pool_state *)((uint8_t *)base + h.state_off);
-  v->data = (uint8_t *)base + h.data_off;
+  for (int c = 0; c < POOL_CLASSES; c++) {
+    v->n[c] = h.cls[c].n;
+    v->bsize[c] = h.cls[c].size;
+    v->data[c] = (uint8_t *)base + h.cls[c].off;
+  }
   return 0;
 }
 

@@ -30,15 +30,17 @@
 
 #define POOL_MAGIC 0x464d5850u /* "FMXP" */
 #define POOL_VERSION 1
+/* Two classes of buffers: records' payloads (a medium fragment, a long
+ * RTS), and the ring engine's chunks, longer and fewer. A buffer's index
+ * runs over both, records' first. */
+enum { POOL_REC = 0, POOL_CHUNK = 1, POOL_CLASSES };
 
 struct pool_hdr {
   uint32_t magic;
   uint32_t version;
   uint64_t size;
-  uint64_t nbuf;
-  uint64_t buf_size;
   uint64_t state_off;
-  uint64_t data_off;
+  struct { uint64_t n, size, off; } cls[POOL_CLASSES];
 };
 
 /* A buffer's handover word: the owner sets it before the record that names
@@ -49,6 +51,13 @@ struct pool_state {
 };
 _Static_assert(sizeof(struct pool_state) == 64, "pool state layout");
 
+struct pool_class {
+  uint64_t n, size, first; /* buffers first .. first + n - 1, of size bytes */
+  uint8_t *data;
+  uint32_t *free_stack;    /* free ones, the last freed on top */
+  uint32_t nfree;
+};
+
 /* Our own pool (the owner's view). Its lists are under `lock`: the
  * application and an offload channel (ring engine) both take buffers. */
 struct shm_pool {
@@ -56,36 +65,38 @@ struct shm_pool {
   void *base;
   size_t size;
   int fd;
-  uint64_t nbuf, buf_size;
+  uint64_t nbuf;          /* both classes */
+  struct pool_class cls[POOL_CLASSES];
   struct pool_state *state;
-  uint8_t *data;
-  uint32_t *free_stack; /* free buffers, the last freed on top */
-  uint32_t nfree;
-  uint32_t *out;        /* lent buffers, in lending order (a ring of nbuf) */
+  uint32_t *out;          /* lent buffers, in lending order (a ring of nbuf) */
   uint64_t out_head, nout;
-  uint32_t **holder;    /* per buffer: the count of the partner it is lent to, NULL when free */
+  uint32_t **holder;      /* per buffer: the count of the partner it is lent to, NULL when free */
 };
 
 /* A peer's pool, mapped to copy out of. */
 struct shm_pool_view {
   void *base;
   size_t size;
-  uint64_t nbuf, buf_size;
+  uint64_t n[POOL_CLASSES], bsize[POOL_CLASSES];
+  uint8_t *data[POOL_CLASSES];
   struct pool_state *state;
-  uint8_t *data;
 };
 
-/* Create our pool: nbuf buffers of buf_size bytes. 0 or -errno. */
-int pool_create(struct shm_pool *p, uint64_t nbuf, uint64_t buf_size);
+/* Create our pool: n[c] buffers of size[c] bytes in class c. 0 or -errno. */
+int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]);
 void pool_destroy(struct shm_pool *p);
-/* Lend a free buffer to the partner whose count of lent buffers is *held
- * (kept here, under the lock): its index, or -1 when none is free or the
- * partner holds half the pool. */
-int64_t pool_take(struct shm_pool *p, uint32_t *held);
-/* The partner counted in *held went away: its buffers come back (its peer
- * will not return them). */
-void pool_forget(struct shm_pool *p, uint32_t *held);
-static inline uint8_t *pool_buf(const struct shm_pool *p, uint64_t i) { return p->data + i * p->buf_size; }
+/* Lend a free buffer of class c to the partner whose count of class-c
+ * buffers lent is *held (kept here, under the lock): its index, or -1 when
+ * none is free or the partner holds half the class. */
+int64_t pool_take(struct shm_pool *p, int c, uint32_t *held);
+/* The partner counted in held[] went away: its buffers come back (its
+ * peer will not return them). */
+void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]);
+static inline uint8_t *pool_buf(const struct shm_pool *p, uint64_t i) {
+  const struct pool_class *c = &p->cls[i >= p->cls[POOL_CHUNK].first];
+  return c->data + (i - c->first) * c->size;
+}
+static inline uint64_t pool_class_size(const struct shm_pool *p, int c) { return p->cls[c].size; }
 
 /* Map a peer's pool from its fd (sealed, every number checked). 0, or -1
  * with *why set. */
@@ -94,8 +105,11 @@ void pool_view_detach(struct shm_pool_view *v);
 /* The peer's buffer i holding len bytes, or NULL when i or len is out of
  * its pool (a peer bug or an attack). */
 static inline const uint8_t *pool_view_buf(const struct shm_pool_view *v, uint64_t i, uint64_t len) {
-  if (!v->base || i >= v->nbuf || len > v->buf_size) return NULL;
-  return v->data + i * v->buf_size;
+  if (!v->base) return NULL;
+  int c = i >= v->n[POOL_REC];
+  uint64_t k = c ? i - v->n[POOL_REC] : i;
+  if (k >= v->n[c] || len > v->bsize[c]) return NULL;
+  return v->data[c] + k * v->bsize[c];
 }
 /* Done with the peer's buffer i (checked by pool_view_buf). */
 static inline void pool_view_release(const struct shm_pool_view *v, uint64_t i) {

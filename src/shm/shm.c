@@ -23,7 +23,7 @@ static int push_pooled(struct partner *p, struct shm_ring *r, const struct proto
                        int iovcnt) {
   struct shm_peer *sp = shm_peer(p);
   if (!shm_ring_ref_fits(r)) return -1;
-  int64_t b = pool_take(sp->pool, &sp->pool_held);
+  int64_t b = pool_take(sp->pool, POOL_REC, &sp->pool_held[POOL_REC]);
   if (b < 0) return -1;
   record_gather(pool_buf(sp->pool, (uint64_t)b), iov, iovcnt, h->len);
   return shm_ring_push_ref(r, h, (uint64_t)b); /* fits: checked above, and only we push */
@@ -40,7 +40,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
 }
 
 static size_t shm_max_payload(struct partner *p) {
-  size_t ring = shm_ring_max_payload(&p->chan[0]->tx), buf = shm_peer(p)->pool->buf_size;
+  size_t ring = shm_ring_max_payload(&p->chan[0]->tx), buf = pool_class_size(shm_peer(p)->pool, POOL_REC);
   return buf > ring ? buf : ring;
 }
 
@@ -119,7 +119,7 @@ static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t c
 
 static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   struct shm_peer *sp = shm_peer(p);
-  if (sp->pool) pool_forget(sp->pool, &sp->pool_held);
+  if (sp->pool) pool_forget(sp->pool, sp->pool_held);
   sp->pool = NULL;
   pool_view_detach(&sp->peer);
   for (int c = 0; c < p->nchan; c++) chan_destroy(p->chan[c]);
@@ -132,12 +132,13 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
 
 int shm_pool_open(struct fmx_endpoint *ep) {
   struct shm_ep *se = transport_ep_state(ep, &shm_transport);
-  /* Buffers as long as the longest record that goes in one (a medium
-   * fragment) or a ring-engine chunk, whichever is longer; as many as the
-   * fragments of one L2 (FMX_POOL_BUFFERS). */
-  uint64_t size = fmx_cfg.eager_frag > fmx_cfg.bulk_slot_size ? fmx_cfg.eager_frag : fmx_cfg.bulk_slot_size;
-  size = (size + 4095) & ~4095ull;
-  int r = pool_create(&se->pool, fmx_cfg.pool_buffers, size);
+  /* Records' buffers hold the longest payload one takes (a medium
+   * fragment), as many as the fragments of one L2 (FMX_POOL_BUFFERS); the
+   * ring engine's are its chunks, twice FMX_BULK_SLOTS: the slots of two
+   * transfers in flight (a partner may hold half a class). */
+  uint64_t n[POOL_CLASSES] = {fmx_cfg.pool_buffers, 2 * fmx_cfg.bulk_slots};
+  uint64_t size[POOL_CLASSES] = {(fmx_cfg.eager_frag + 4095) & ~4095ull, (fmx_cfg.bulk_slot_size + 4095) & ~4095ull};
+  int r = pool_create(&se->pool, n, size);
   se->pool_ready = r == 0;
   return r;
 }
