@@ -50,7 +50,7 @@ static struct cfg_entry table[] = {
         "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)"),
     NUM("FMX_RING_SIZE", CFG_SIZE, "8K", 4 * K, G, ring_size,
         "ring bytes per connection and direction: records with up to a quarter of it in payload travel inline, "
-        "longer ones in a buffer of the sender's pool; default a quarter of the L1 data cache (at least 4K)"),
+        "longer ones in a buffer of the sender's pool; default an eighth of the L1 data cache (at least 4K)"),
     NUM("FMX_POOL_BUFFERS", CFG_INT, "64", 4, 65536, pool_buffers,
         "buffers of an endpoint's send pool, shared by its connections (medium fragments, ring-engine chunks); "
         "default one L2 of FMX_EAGER_FRAG fragments"),

@@ -14,7 +14,7 @@
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
 
 static size_t layout(struct chan_hdr *h) {
-  uint64_t ring = ALIGN_UP(shm_ring_footprint(fmx_cfg.ring_size), 64);
+  uint64_t ring = ALIGN_UP(shm_ring_cells_bytes(fmx_cfg.ring_size), 64);
   uint64_t slots = fmx_cfg.bulk_slots * sizeof(struct bulk_slot);
   uint64_t coop = ALIGN_UP(sizeof(struct coop_area), 64);
   memset(h, 0, sizeof *h);
@@ -79,9 +79,10 @@ int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd) {
 /* Build the local view; `tx_dir` is the direction we send on. */
 static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_dir) {
   uint8_t *b = c->base;
-  uint64_t ring_fp = shm_ring_footprint(h->ring_bytes);
-  if (shm_ring_attach(&c->tx, b + h->ring_off[tx_dir], ring_fp) ||
-      shm_ring_attach(&c->rx, b + h->ring_off[rx_dir], ring_fp))
+  struct chan_hdr *live = c->base;
+  uint64_t ring_fp = shm_ring_cells_bytes(h->ring_bytes);
+  if (shm_ring_attach(&c->tx, &live->ring[tx_dir], b + h->ring_off[tx_dir], ring_fp) ||
+      shm_ring_attach(&c->rx, &live->ring[rx_dir], b + h->ring_off[rx_dir], ring_fp))
     return -1;
   slots_view(&c->tx_slots, b, h, tx_dir);
   slots_view(&c->rx_slots, b, h, rx_dir);
@@ -93,8 +94,8 @@ static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_
 }
 
 static void format(struct channel *c) {
-  const struct chan_hdr *h = c->base;
-  for (int d = 0; d < 2; d++) shm_ring_format((uint8_t *)c->base + h->ring_off[d], h->ring_bytes);
+  struct chan_hdr *h = c->base;
+  for (int d = 0; d < 2; d++) shm_ring_format(&h->ring[d], h->ring_bytes);
 }
 
 struct channel *chan_create(int *fd) {
@@ -143,7 +144,7 @@ struct channel *chan_attach(int fd, const char **why) {
   c->pipe_tx = c->pipe_rx = -1;
   struct chan_hdr h;
   memcpy(&h, c->base, sizeof h); /* one snapshot: the peer may keep writing */
-  uint64_t ring_fp = shm_ring_footprint(h.ring_bytes);
+  uint64_t ring_fp = shm_ring_cells_bytes(h.ring_bytes);
   uint64_t slots = h.nslots * sizeof(struct bulk_slot);
   int ok = h.magic == CHAN_MAGIC && h.version == CHAN_VERSION && h.size == size && h.ring_bytes >= 4096 &&
            h.ring_bytes < size && h.nslots >= 1 && h.nslots <= 1024;

@@ -3,7 +3,7 @@
  * A channel: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
- *   [chan_hdr][slots 0][slots 1] [ring 0][ring 1] [coop 0][coop 1]
+ *   [chan_hdr + both rings' headers][slots 0][slots 1] [cells 0][cells 1] [coop 0][coop 1]
  *
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
  * direction has a ring, the ring engine's slot headers (their data lies in
@@ -22,7 +22,7 @@
 #include "shm/ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 5 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool */
+#define CHAN_VERSION 5 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool, ring headers in chan_hdr */
 
 struct chan_hdr {
   uint32_t magic;
@@ -38,6 +38,8 @@ struct chan_hdr {
    * it must keep): the receiver drains the ring, then fails the partner
    * with it. Its own line: read by every idle poll, written at most once. */
   _Alignas(64) uint32_t abort[2];
+  /* Each direction's ring header (cells at ring_off). */
+  struct shm_ring_shared ring[2];
 };
 
 /* One bulk slot's header in shared memory; its data is `len` bytes in
@@ -112,6 +114,7 @@ struct channel {
   uint64_t pipe_tx_owner;  /* id of the send pushing into pipe_tx, 0 if none */
   uint64_t pipe_rx_owner;  /* id of the receive reading pipe_rx, 0 if none */
   int pipe_rx_broken;      /* a receive failed mid-transfer: stale bytes, never again */
+  int ours;                /* we created it (we connected) */
 };
 
 /* Create a channel memfd with the current config; returns the channel and

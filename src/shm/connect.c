@@ -80,6 +80,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   }
   int chan_fd;
   struct channel *ch = chan_create(&chan_fd);
+  if (ch) ch->ours = 1;
   if (!ch) {
     log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no channel memory or descriptor: %s "
              "(RLIMIT_NOFILE %llu)", ep->eid, eid, strerror(errno), sys_nofile_limit());

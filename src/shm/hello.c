@@ -194,6 +194,9 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     ch->pool = sp->pool;
     ch->pool_held = sp->pool_held;
     ch->peer_pool = &sp->peer;
+    /* The channel made by the lower endpoint id is the one both send on. */
+    uint32_t maker = ch->ours ? ep->eid : p->eid, low = ep->eid < p->eid ? ep->eid : p->eid;
+    if (p->nchan == 1 && maker == low) sp->switch_tx = 1;
     if (p->nchan < 2)
       p->chan[p->nchan++] = ch;
     else

@@ -30,21 +30,22 @@ static void advance(struct shm_ring *r, uint64_t cells) {
   if (r->pos >= r->ncells) r->pos -= r->ncells;
 }
 
-size_t shm_ring_footprint(size_t bytes) { return sizeof(struct shm_ring_shared) + CELLS_FOR(bytes) * RING_CELL; }
+size_t shm_ring_cells_bytes(size_t bytes) { return CELLS_FOR(bytes) * RING_CELL; }
 
-void shm_ring_format(void *mem, size_t bytes) {
-  struct shm_ring_shared *sh = mem;
-  memset(mem, 0, shm_ring_footprint(bytes));
+void shm_ring_format(struct shm_ring_shared *sh, size_t bytes) {
+  /* Only the header: the cells of a fresh memfd are zero, and a stamp is
+   * keyed (a stale cell cannot pass for a record). Writing them would
+   * take every page of the ring at once. */
+  memset(sh, 0, sizeof *sh);
   sh->key = sys_random64();
   sh->ncells = CELLS_FOR(bytes);
 }
 
-int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail) {
-  struct shm_ring_shared *sh = mem;
+int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells, size_t avail) {
   uint64_t n = __atomic_load_n(&sh->ncells, __ATOMIC_ACQUIRE);
-  if (avail < sizeof *sh || n < 4 || n > (avail - sizeof *sh) / RING_CELL) return -1;
+  if (n < 4 || n > avail / RING_CELL) return -1;
   r->sh = sh;
-  r->cells = (uint8_t *)mem + sizeof *sh;
+  r->cells = cells;
   r->ncells = n;
   r->key = __atomic_load_n(&sh->key, __ATOMIC_ACQUIRE);
   r->cached = 0;

@@ -73,12 +73,15 @@ struct shm_ring {
   int broken;      /* consumer saw a record that cannot be (peer bug or attack) */
 };
 
-/* Bytes of shared memory for a ring of `bytes` payload capacity. */
-size_t shm_ring_footprint(size_t bytes);
-/* Initialise the shared part (creator only). */
-void shm_ring_format(void *mem, size_t bytes);
-/* Attach a local view; -1 if the shared part is inconsistent with `avail`. */
-int shm_ring_attach(struct shm_ring *r, void *mem, size_t avail);
+/* Bytes of cells for a ring of `bytes` payload capacity (its shared
+ * header, struct shm_ring_shared, lives apart: a channel keeps both rings'
+ * headers on its first page, so an idle ring takes no page of its own). */
+size_t shm_ring_cells_bytes(size_t bytes);
+/* Initialise the shared header (creator only). */
+void shm_ring_format(struct shm_ring_shared *sh, size_t bytes);
+/* Attach a local view of the header sh and `avail` bytes of cells; -1 if
+ * the header is inconsistent with them. */
+int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells, size_t avail);
 /* Largest payload a single record can carry. */
 size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and

@@ -29,11 +29,43 @@ static int push_pooled(struct partner *p, struct shm_ring *r, const struct proto
   return shm_ring_push_ref(r, h, (uint64_t)b); /* fits: checked above, and only we push */
 }
 
+/* A rendezvous we send to p is in flight: its engine uses the channel we
+ * sent its RTS on. */
+static int rndv_sending(struct partner *p) {
+  struct list_node *pos;
+  list_for_each(pos, &p->reqs) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, pnode);
+    if (r->kind == REQ_SEND && (r->flags & REQ_F_RNDV)) return 1;
+  }
+  return 0;
+}
+
+/* Send on chan[1] from now on (shm_peer.switch_tx), once nothing can tell:
+ * the receiver took all we pushed on chan[0] (no reordering), no medium
+ * message is half pushed (its fragments share a ring) and no rendezvous
+ * of ours is in flight. Looked at every 16th push: it reads the peer's
+ * line. */
+static void maybe_switch(struct partner *p, struct shm_peer *sp) {
+  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || p->nchan < 2) return;
+  struct shm_ring *r = &p->chan[0]->tx;
+  if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || rndv_sending(p)) return;
+  struct channel *c = p->chan[0];
+  p->chan[0] = p->chan[1];
+  p->chan[1] = c;
+  sp->switch_tx = 0;
+}
+
 static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
+  struct shm_peer *sp = shm_peer(p);
+  if (sp->switch_tx) maybe_switch(p, sp);
   struct shm_ring *r = &p->chan[0]->tx;
   if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(p, r, h, iov, iovcnt) < 0)
     return -1;
+  if (h->type == PROTO_EAGER && h->msg_len > h->len)
+    sp->tx_medium_left = h->msg_len - h->len;
+  else if (h->type == PROTO_FRAG)
+    sp->tx_medium_left -= h->len < sp->tx_medium_left ? h->len : sp->tx_medium_left;
   if (p->desc && __atomic_load_n(&p->desc->sleepers, __ATOMIC_SEQ_CST)) CNT(ep, WAKES);
   ep_wake(p->desc);
   return 0;

@@ -21,6 +21,12 @@ struct shm_peer {
   struct shm_pool *pool;     /* ours, to lend buffers from */
   uint32_t pool_held[POOL_CLASSES]; /* our buffers it holds, per class */
   struct shm_pool_view peer; /* its pool, to copy out of */
+  /* Both ends connected at once: two channels. Both ends move their
+   * sending to the one the lower endpoint id made (shm.c, switch_tx), so
+   * the other's rings stop taking pages. */
+  int switch_tx;             /* chan[1] is that one: send on it once safe */
+  uint32_t pushes;           /* while switch_tx: pushes since the last look */
+  uint64_t tx_medium_left;   /* bytes of the medium message we push still to come */
 };
 
 static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }

@@ -43,3 +43,17 @@ def shared_prog(path):
         os.chmod(dst, 0o755)
     # The copy's RUNPATH still names the build; LD_LIBRARY_PATH comes first.
     return dst, {"LD_LIBRARY_PATH": _shared}
+
+
+def read_line(p):
+    """The next line of p's stdout, read byte by byte from its descriptor:
+    a buffered readline() may take what follows too, and communicate()
+    (which reads the descriptor) would then never see it."""
+    fd = p.stdout.fileno()
+    line = b""
+    while not line.endswith(b"\n"):
+        c = os.read(fd, 1)
+        if not c:
+            break
+        line += c
+    return line.decode()

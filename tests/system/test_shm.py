@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sysutil import BUILD, shared_prog
+from sysutil import BUILD, shared_prog, read_line
 PROG = os.path.join(BUILD, "tests", "fmx_sys")
 TIMEOUT = 240
 
@@ -195,7 +195,7 @@ def kill_mid_transfer(victim, env, eid):
     procs = [spawn("bigsend", r, 2, eid, env, size=512 << 20) for r in range(2)]
     try:
         for p in procs:
-            assert p.stdout.readline().strip() == "READY"
+            assert read_line(p).strip() == "READY"
         time.sleep(0.05)
         t_kill = time.monotonic_ns()
         procs[victim].send_signal(signal.SIGKILL)
@@ -204,7 +204,7 @@ def kill_mid_transfer(victim, env, eid):
         out, err = survivor.communicate(timeout=30)
         assert time.monotonic() - t0 < 30
         res = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-        assert res, err
+        assert res, (survivor.returncode, err)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -339,7 +339,7 @@ def test_coop_receiver_completes_alone_when_the_sender_stays_away(env):
     size = 64 << 20
     procs = [spawn("lazysend", r, 2, 170, env, size=size, late_recv=8000) for r in range(2)]
     try:
-        assert procs[0].stdout.readline().strip() == "READY"
+        assert read_line(procs[0]).strip() == "READY"
         out, err = procs[1].communicate(timeout=TIMEOUT)
         assert procs[1].returncode == 0, err
         res = json.loads(out.splitlines()[-1])
@@ -371,7 +371,7 @@ def test_xmem_refused_on_one_side(size, refuser):
     # and a sender gone before the receiver connects fails the receiver
     procs = [spawn("lazysend", r, 2, 190, envs[r], size=size, late_recv=500) for r in range(2)]
     try:
-        assert procs[0].stdout.readline().strip() == "READY"
+        assert read_line(procs[0]).strip() == "READY"
         for p in procs:
             out, err = p.communicate(timeout=TIMEOUT)
             assert p.returncode == 0, err

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from sysutil import BUILD, shared_prog
+from sysutil import BUILD, shared_prog, read_line
 PROG = os.path.join(BUILD, "tests", "fmx_sys")
 HELLO = "<8I3QiI"  # struct shm_hello (src/shm/connect.h)
 HELLO_MAGIC, DESC_MAGIC = 0x464D5848, 0x464D5844
@@ -59,7 +59,7 @@ class Server:
         e.update(env or {})
         self.p = subprocess.Popen([PROG, "serve", "--base", str(eid)] + [str(a) for a in extra], env=e,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.p.stdout.readline().strip() == "READY"
+        assert read_line(self.p).strip() == "READY"
 
     def stop(self):
         out, err = self.p.communicate(input="", timeout=60)
@@ -79,7 +79,7 @@ class Hostile:
     def __init__(self, code, user=None):
         self.p = subprocess.Popen((user or []) + [PY, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline().strip()
+        line = read_line(self.p).strip()
         assert line == "READY", self.p.stderr.read()
 
     def finish(self):
@@ -223,7 +223,7 @@ def test_peer_death_seen_while_another_user_holds_connections():
     holder = None
     try:
         for p in procs:
-            assert p.stdout.readline().strip() == "READY"
+            assert read_line(p).strip() == "READY"
         holder = Hostile(HOLDER % (60, name(247, 0)), AS_NOBODY)
         t_kill = time.monotonic_ns()
         procs[0].send_signal(signal.SIGKILL)

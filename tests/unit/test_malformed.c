@@ -3,6 +3,7 @@
  * counted and dropped, a rendezvous pointing at freed memory fails cleanly
  * on both sides, an impossible record drops the peer; nothing crashes and
  * the endpoint keeps working with its other peers. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -96,6 +97,7 @@ static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
 }
 
 int main(void) {
+  setenv("FMX_RING_SIZE", "64K", 1); /* inject() writes 4K payloads straight into the ring */
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 1, NULL, 0, &a), FMX_SUCCESS);
   CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 2, NULL, 0, &b), FMX_SUCCESS);

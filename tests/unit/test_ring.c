@@ -7,13 +7,24 @@
 #include "check.h"
 #include "shm/ring.h"
 
+/* A ring's header and cells in one zeroed allocation (as a fresh memfd). */
+#define SH(mem) ((struct shm_ring_shared *)(mem))
+#define CELLS(mem) ((uint8_t *)(mem) + sizeof(struct shm_ring_shared))
+static void *ring_mem(size_t bytes) {
+  size_t n = sizeof(struct shm_ring_shared) + shm_ring_cells_bytes(bytes);
+  void *mem = aligned_alloc(64, n);
+  CHECK(mem != NULL);
+  memset(mem, 0, n);
+  shm_ring_format(SH(mem), bytes);
+  return mem;
+}
+
 static void test_wrap_and_full(void) {
   size_t bytes = 64 * 1024;
-  void *mem = aligned_alloc(64, shm_ring_footprint(bytes));
-  shm_ring_format(mem, bytes);
+  void *mem = ring_mem(bytes);
   struct shm_ring tx, rx;
-  CHECK_EQ(shm_ring_attach(&tx, mem, shm_ring_footprint(bytes)), 0);
-  CHECK_EQ(shm_ring_attach(&rx, mem, shm_ring_footprint(bytes)), 0);
+  CHECK_EQ(shm_ring_attach(&tx, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes)), 0);
+  CHECK_EQ(shm_ring_attach(&rx, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes)), 0);
   CHECK(shm_ring_peek(&rx) == NULL);
   static uint8_t buf[8192], out[8192];
   uint64_t sent = 0, recvd = 0;
@@ -54,11 +65,10 @@ static void test_wrap_and_full(void) {
 
 static void test_corrupt(void) {
   size_t bytes = 64 * 1024;
-  void *mem = aligned_alloc(64, shm_ring_footprint(bytes));
-  shm_ring_format(mem, bytes);
+  void *mem = ring_mem(bytes);
   struct shm_ring tx, rx;
-  shm_ring_attach(&tx, mem, shm_ring_footprint(bytes));
-  shm_ring_attach(&rx, mem, shm_ring_footprint(bytes));
+  shm_ring_attach(&tx, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes));
+  shm_ring_attach(&rx, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes));
   struct proto_hdr h = {.type = PROTO_EAGER, .len = 8};
   uint64_t v = 42;
   struct iovec iov = {&v, 8};
@@ -71,14 +81,14 @@ static void test_corrupt(void) {
   ((struct shm_ring_shared *)mem)->ncells = 1ull << 40;
   /* nothing is read from a ring that is not published */
   struct shm_ring r3;
-  shm_ring_format(mem, bytes);
-  CHECK_EQ(shm_ring_attach(&r3, mem, shm_ring_footprint(bytes)), 0);
+  shm_ring_format(SH(mem), bytes);
+  CHECK_EQ(shm_ring_attach(&r3, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes)), 0);
   memset(r3.cells, 0x5a, 4096); /* garbage, no valid stamp */
   CHECK(shm_ring_peek(&r3) == NULL);
   CHECK(!r3.broken);
   ((struct shm_ring_shared *)mem)->ncells = 1ull << 40;
   struct shm_ring r2;
-  CHECK(shm_ring_attach(&r2, mem, shm_ring_footprint(bytes)) < 0);
+  CHECK(shm_ring_attach(&r2, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes)) < 0);
   free(mem);
 }
 
