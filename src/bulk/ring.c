@@ -100,7 +100,7 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   for (uint64_t k = 0; k < s->n && *done < sr->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
-    int64_t b = pool_take(c->pool, POOL_CHUNK, &c->pool_held[POOL_CHUNK]);
+    int64_t b = pool_take_chunk(c->pool, &c->pool_held[POOL_CHUNK]);
     if (b < 0) break; /* the pool is lent out: on a later pass */
     /* Progressive: the first slot carries one page and each next one twice
      * as much, up to the chunk size, so the receiver starts copying out at

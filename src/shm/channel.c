@@ -163,6 +163,8 @@ struct channel *chan_attach(int fd, const char **why) {
 
 void chan_destroy(struct channel *c) {
   if (!c) return;
+  free(c->lent.pos);
+  free(c->lent.buf);
   if (c->pipe_tx >= 0) close(c->pipe_tx);
   if (c->pipe_rx >= 0) close(c->pipe_rx);
   munmap(c->base, c->size);

@@ -99,6 +99,13 @@ struct channel {
   struct shm_pool *pool;
   uint32_t *pool_held; /* [POOL_CLASSES] */
   const struct shm_pool_view *peer_pool;
+  /* Our records on tx that name a buffer of our pool, in push order: each
+   * buffer goes back to the pool once the tail is past its record. */
+  struct {
+    uint64_t *pos;
+    uint32_t *buf;
+    uint32_t head, n, cap;
+  } lent;
   struct shm_ring tx, rx;
   struct bulk_slots tx_slots, rx_slots;
   struct coop_area *tx_coop, *rx_coop; /* sender side uses tx, receiver rx */

@@ -35,11 +35,11 @@ int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64
   p->fd = -1;
   if (layout(&h, n, size) < 0) return -EINVAL;
   p->nbuf = n[0] + n[1];
-  p->out = calloc(p->nbuf, sizeof *p->out);
   p->holder = calloc(p->nbuf, sizeof *p->holder);
   for (int c = 0; c < POOL_CLASSES; c++)
-    if (!(p->cls[c].free_stack = calloc(n[c], sizeof(uint32_t)))) goto nomem;
-  if (!p->out || !p->holder) goto nomem;
+    if (!(p->cls[c].free_stack = calloc(n[c], sizeof(uint32_t))) || !(p->cls[c].out = calloc(n[c], sizeof(uint32_t))))
+      goto nomem;
+  if (!p->holder) goto nomem;
   p->fd = sys_memfd("fmx-pool", h.size);
   if (p->fd < 0) {
     int e = p->fd;
@@ -74,8 +74,10 @@ void pool_destroy(struct shm_pool *p) {
     pthread_mutex_destroy(&p->lock);
   }
   if (p->fd >= 0) close(p->fd);
-  for (int c = 0; c < POOL_CLASSES; c++) free(p->cls[c].free_stack);
-  free(p->out);
+  for (int c = 0; c < POOL_CLASSES; c++) {
+    free(p->cls[c].free_stack);
+    free(p->cls[c].out);
+  }
   free(p->holder);
   memset(p, 0, sizeof *p);
   p->fd = -1;
@@ -85,49 +87,48 @@ static int is_back(const struct shm_pool *p, uint32_t i) {
   return p->holder[i] == NULL || __atomic_load_n(&p->state[i].lent, __ATOMIC_ACQUIRE) == 0;
 }
 
-static void back(struct shm_pool *p, uint32_t i) {
-  struct pool_class *k = &p->cls[i >= p->cls[POOL_CHUNK].first];
+static void back(struct shm_pool *p, struct pool_class *k, uint32_t i) {
   if (p->holder[i]) (*p->holder[i])--;
   p->holder[i] = NULL;
   k->free_stack[k->nfree++] = i;
 }
 
-/* Take back what receivers returned: from the oldest lent buffer on while
- * they are back (peers mostly return in order); when that frees nothing
- * and class c has none free, or `all`, every lent one (one slow peer must
- * not hide the others' returns). */
-static void reclaim(struct shm_pool *p, int c, int all) {
+/* Take back what receivers returned of class k: from the oldest lent
+ * buffer on while they are back (peers mostly return in order); when that
+ * frees nothing and none is free, or `all`, every lent one (one slow peer
+ * must not hide the others' returns). */
+static void reclaim(struct shm_pool *p, struct pool_class *k, int all) {
   int any = 0;
-  while (p->nout && is_back(p, p->out[p->out_head])) {
-    back(p, p->out[p->out_head]);
-    p->out_head = (p->out_head + 1) % p->nbuf;
-    p->nout--;
+  while (k->nout && is_back(p, k->out[k->out_head])) {
+    back(p, k, k->out[k->out_head]);
+    if (++k->out_head == k->n) k->out_head = 0;
+    k->nout--;
     any = 1;
   }
-  if (!all && (any || p->cls[c].nfree)) return;
+  if (!all && (any || k->nfree)) return;
   uint64_t kept = 0;
-  for (uint64_t k = 0; k < p->nout; k++) {
-    uint32_t i = p->out[(p->out_head + k) % p->nbuf];
+  for (uint64_t j = 0; j < k->nout; j++) {
+    uint32_t i = k->out[(k->out_head + j) % k->n];
     if (is_back(p, i))
-      back(p, i);
+      back(p, k, i);
     else
-      p->out[(p->out_head + kept++) % p->nbuf] = i;
+      k->out[(k->out_head + kept++) % k->n] = i;
   }
-  p->nout = kept;
+  k->nout = kept;
 }
 
-int64_t pool_take(struct shm_pool *p, int c, uint32_t *held) {
-  struct pool_class *k = &p->cls[c];
+int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held) {
+  struct pool_class *k = &p->cls[POOL_CHUNK];
   uint64_t share = k->n / 2;
   pthread_mutex_lock(&p->lock);
   int64_t i = -1;
-  reclaim(p, c, *held >= share); /* at its share: are its own ones back? */
+  reclaim(p, k, *held >= share); /* at its share: are its own ones back? */
   if (*held < share && k->nfree) {
     i = k->free_stack[--k->nfree];
     p->holder[i] = held;
     (*held)++;
     __atomic_store_n(&p->state[i].lent, 1, __ATOMIC_RELAXED); /* published by the record naming it */
-    p->out[(p->out_head + p->nout++) % p->nbuf] = (uint32_t)i;
+    k->out[(k->out_head + k->nout++) % k->n] = (uint32_t)i;
   }
   pthread_mutex_unlock(&p->lock);
   return i;
@@ -137,8 +138,8 @@ void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]) {
   if (!p->base) return;
   pthread_mutex_lock(&p->lock);
   for (uint64_t i = 0; i < p->nbuf; i++)
-    if (p->holder[i] == &held[0] || p->holder[i] == &held[1]) p->holder[i] = NULL; /* back at the next reclaim */
-  held[0] = held[1] = 0;
+    if (p->holder[i] == &held[POOL_CHUNK]) p->holder[i] = NULL; /* back at the next reclaim */
+  held[POOL_CHUNK] = 0;
   pthread_mutex_unlock(&p->lock);
 }
 

@@ -11,8 +11,10 @@
  * Only the owner writes into its buffers: the payload of a record too long
  * for a connection's ring (a medium fragment, a long RTS) and the ring
  * engine's chunks. The record that names a buffer travels in the ring; the
- * receiver copies out of the owner's pool (mapped at connect) and hands
- * the buffer back by clearing its state word, on its own cache line. A
+ * receiver copies out of the owner's pool (mapped at connect). A record's
+ * buffer is free again once the ring's tail has passed the record (the
+ * receiver pops it after copying out; shm.c keeps the pairs); a chunk's
+ * once the receiver cleared its state word, on its own cache line. A
  * buffer's pages are touched only where written, and freed buffers are
  * reused last-in first-out: a pool costs the memory of what is in flight,
  * not its size.
@@ -56,20 +58,21 @@ struct pool_class {
   uint8_t *data;
   uint32_t *free_stack;    /* free ones, the last freed on top */
   uint32_t nfree;
+  uint32_t *out;           /* lent ones, in lending order (a ring of n) */
+  uint64_t out_head, nout;
 };
 
-/* Our own pool (the owner's view). Its lists are under `lock`: the
- * application and an offload channel (ring engine) both take buffers. */
+/* Our own pool (the owner's view). Records' buffers are taken under the
+ * endpoint's lock (every push holds it); chunks also by offload channels,
+ * which never take it: their class has `lock`. */
 struct shm_pool {
-  pthread_mutex_t lock;
+  pthread_mutex_t lock;   /* POOL_CHUNK's lists */
   void *base;
   size_t size;
   int fd;
   uint64_t nbuf;          /* both classes */
   struct pool_class cls[POOL_CLASSES];
   struct pool_state *state;
-  uint32_t *out;          /* lent buffers, in lending order (a ring of nbuf) */
-  uint64_t out_head, nout;
   uint32_t **holder;      /* per buffer: the count of the partner it is lent to, NULL when free */
 };
 
@@ -85,13 +88,23 @@ struct shm_pool_view {
 /* Create our pool: n[c] buffers of size[c] bytes in class c. 0 or -errno. */
 int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]);
 void pool_destroy(struct shm_pool *p);
-/* Lend a free buffer of class c to the partner whose count of class-c
- * buffers lent is *held (kept here, under the lock): its index, or -1 when
- * none is free or the partner holds half the class. */
-int64_t pool_take(struct shm_pool *p, int c, uint32_t *held);
-/* The partner counted in held[] went away: its buffers come back (its
- * peer will not return them). */
+/* Lend a free chunk to the partner whose count of chunks lent is *held
+ * (kept here): its index, or -1 when none is free or the partner holds
+ * half the class. */
+int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held);
+/* The partner counted in held[POOL_CHUNK] went away: its chunks come back
+ * (its peer will not return them). */
 void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]);
+/* Records' buffers (POOL_REC, under the endpoint's lock): a free one, or
+ * -1; and one given back (its record consumed, or never sent). */
+static inline int64_t pool_get(struct shm_pool *p) {
+  struct pool_class *k = &p->cls[POOL_REC];
+  return k->nfree ? (int64_t)k->free_stack[--k->nfree] : -1;
+}
+static inline void pool_put(struct shm_pool *p, uint32_t i) {
+  struct pool_class *k = &p->cls[POOL_REC];
+  k->free_stack[k->nfree++] = i;
+}
 static inline uint8_t *pool_buf(const struct shm_pool *p, uint64_t i) {
   const struct pool_class *c = &p->cls[i >= p->cls[POOL_CHUNK].first];
   return c->data + (i - c->first) * c->size;

@@ -110,10 +110,11 @@ int shm_ring_ref_fits(struct shm_ring *r) {
   return room(r, 1, &pad);
 }
 
-int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref) {
+int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref, uint64_t *pos) {
   uint64_t pad;
   if (!room(r, 1, &pad)) return -1;
   if (pad) put_pad(r, pad);
+  *pos = r->local;
   uint8_t *dst = (uint8_t *)hdr_at(r, r->pos);
   memcpy(dst, hdr, sizeof *hdr);
   memcpy(dst + sizeof *hdr, &ref, sizeof ref);

@@ -90,8 +90,9 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
 /* Whether a record referring to its payload (shm_ring_push_ref) fits now. */
 int shm_ring_ref_fits(struct shm_ring *r);
 /* Write hdr and the reference `ref` (whatever names the payload's place)
- * as a one-cell record, and publish it; 0, or -1 if there is no room now. */
-int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref);
+ * as a one-cell record, and publish it; 0 (*pos: the record's absolute
+ * cell, consumed once the tail is past it), or -1 if there is no room now. */
+int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref, uint64_t *pos);
 #define RING_NO_REF UINT64_MAX
 /* Look at the next record without consuming it; NULL if none is ready. Its
  * payload is at shm_ring_data(header) when r->cur_ref is RING_NO_REF, else

@@ -85,7 +85,8 @@ static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
   CHECK_EQ(fmx_irecv(d, &rs, 1, 9, ~0ull, NULL, &rr), FMX_SUCCESS);
   struct partner *pc = ep_partner_from_addr(c, c_to_d);
   struct proto_hdr h = {.type = PROTO_EAGER, .len = len, .msg_len = len, .match = 9};
-  CHECK_EQ(shm_ring_push_ref(&pc->chan[0]->tx, &h, ref), 0);
+  uint64_t at;
+  CHECK_EQ(shm_ring_push_ref(&pc->chan[0]->tx, &h, ref, &at), 0);
   for (int i = 0; i < 10; i++) fmx_progress(d);
   CHECK(ep_partner_from_addr(d, d_to_c)->state != PARTNER_ALIVE);
   CHECK(counter(d, CNT_BAD_PACKET) > bad0);
