@@ -48,9 +48,14 @@ static struct cfg_entry table[] = {
         "were held back; 0 = print every one"),
     NUM("FMX_RNDV_THRESHOLD", CFG_SIZE, "256K", 0, G, rndv_threshold,
         "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)"),
-    NUM("FMX_RING_SIZE", CFG_SIZE, "8K", 4 * K, G, ring_size,
-        "ring bytes per connection and direction: records with up to a quarter of it in payload travel inline, "
-        "longer ones in a buffer of the sender's pool; default an eighth of the L1 data cache (at least 4K)"),
+    NUM("FMX_RING_SIZE", CFG_SIZE, "256K", 4 * K, G, ring_size,
+        "ring bytes per connection and direction (its capacity); a sender uses one L2 shared among its peers and "
+        "the ranks on its core, at least FMX_RING_MIN: pages past that are never touched; records with up to a "
+        "quarter of what it uses in payload travel inline, longer ones in a buffer of the sender's pool; default "
+        "one L2 (64K-1M)"),
+    NUM("FMX_RING_MIN", CFG_SIZE, "8K", 4 * K, G, ring_min,
+        "the least of a ring a sender uses, however many peers: a window of one-cell records; default an eighth "
+        "of the L1 data cache (at least 4K)"),
     NUM("FMX_POOL_BUFFERS", CFG_INT, "64", 4, 65536, pool_buffers,
         "buffers of an endpoint's send pool, shared by its connections (medium fragments, ring-engine chunks); "
         "default one L2 of FMX_EAGER_FRAG fragments"),

@@ -13,11 +13,15 @@
  *  - rendezvous threshold = one L2: below it the eager class, in fragments
  *    (FMX_EAGER_FRAG) from one page up, beat every bulk engine 1.1-1.7x here
  *    (no round trip, both copies overlap), at one L2 they are even;
- *  - a connection's ring = an eighth of the L1 data cache (at least 4K, 64
- *    one-cell records: msgrate's window): it carries short records only
- *    (longer payloads go in the endpoint's pool), and the rings of a rank's
- *    many peers stay small (docs/protocol.md, "Memory"); 6K and 12K moved
- *    8 B to 4 KiB messages at the same rate here, 64K 1.1x faster at 1K;
+ *  - a connection's ring = one L2 per direction: 512K moved medium messages
+ *    1.2-2x faster than 128K, 256K, 2M or 8M in ping-pong (a ring shorter
+ *    than L2 hands the sender lines still in the receiver's cache: 64 KiB
+ *    ping-pong 0.94x through 256K, 0.88x through pool buffers reused at
+ *    once). A sender uses L2 / (peers x ranks per core) of it, so a rank's
+ *    rings together take one L2 (docs/protocol.md, "Memory");
+ *  - at least an eighth of the L1 data cache (FMX_RING_MIN, 4K at least:
+ *    64 one-cell records, msgrate's window); 6K and 12K moved 8 B to 4 KiB
+ *    messages at the same rate here;
  *  - the pool holds one L2 of medium fragments, what the eager ring held
  *    when it was one L2 per connection (512K moved medium messages 1.2-2x
  *    faster than 128K, 256K, 2M or 8M in ping-pong);
@@ -34,13 +38,14 @@ static void derive_from_topology(void) {
     config_set_derived("FMX_EAGER_FRAG", frag, "topology");
     uint64_t ring = t->l1.size / 8;
     if (ring < 4096) ring = 4096;
-    config_set_derived("FMX_RING_SIZE", ring, "topology");
+    config_set_derived("FMX_RING_MIN", ring, "topology");
   }
   if (t->l2.size) {
     uint64_t thr = t->l2.size;
     if (thr < 64 * 1024) thr = 64 * 1024;
     if (thr > 1024 * 1024) thr = 1024 * 1024;
     config_set_derived("FMX_RNDV_THRESHOLD", thr, "topology");
+    config_set_derived("FMX_RING_SIZE", thr, "topology");
     uint64_t bufs = t->l2.size / (fmx_cfg.eager_frag ? fmx_cfg.eager_frag : 4096);
     config_set_derived("FMX_POOL_BUFFERS", bufs < 4 ? 4 : bufs > 65536 ? 65536 : bufs, "topology");
     uint64_t slot = t->l2.size / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 8);

@@ -22,11 +22,14 @@ static size_t layout(struct chan_hdr *h) {
   h->version = CHAN_VERSION;
   h->ring_bytes = fmx_cfg.ring_size;
   h->nslots = fmx_cfg.bulk_slots;
-  h->slots_off[0] = ALIGN_UP(sizeof *h, 64);
-  h->slots_off[1] = h->slots_off[0] + slots;
-  h->ring_off[0] = h->slots_off[1] + slots;
+  /* The cells right behind the header, the ring engine's slots and the
+   * coop areas (used only by those engines) after them: a ring a sender
+   * uses a few KiB of costs that many pages and no more. */
+  h->ring_off[0] = ALIGN_UP(sizeof *h, 64);
   h->ring_off[1] = h->ring_off[0] + ring;
-  h->coop_off[0] = h->ring_off[1] + ring;
+  h->slots_off[0] = h->ring_off[1] + ring;
+  h->slots_off[1] = h->slots_off[0] + slots;
+  h->coop_off[0] = h->slots_off[1] + slots;
   h->coop_off[1] = h->coop_off[0] + coop;
   h->size = ALIGN_UP(h->coop_off[1] + coop, 4096);
   return h->size;

@@ -3,7 +3,7 @@
  * A channel: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
- *   [chan_hdr + both rings' headers][slots 0][slots 1] [cells 0][cells 1] [coop 0][coop 1]
+ *   [chan_hdr + both rings' headers][cells 0][cells 1][slots 0][slots 1][coop 0][coop 1]
  *
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
  * direction has a ring, the ring engine's slot headers (their data lies in
@@ -122,6 +122,7 @@ struct channel {
   uint64_t pipe_rx_owner;  /* id of the receive reading pipe_rx, 0 if none */
   int pipe_rx_broken;      /* a receive failed mid-transfer: stale bytes, never again */
   int ours;                /* we created it (we connected) */
+  int preferred;           /* made by the lower endpoint id: both ends send on it once both have it */
 };
 
 /* Create a channel memfd with the current config; returns the channel and

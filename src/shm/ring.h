@@ -62,6 +62,8 @@ struct shm_ring {
   uint64_t ncells;
   uint64_t key;
   uint64_t cached; /* producer: last seen tail */
+  uint64_t limit;  /* producer: the cells it uses, from cell 0 (shm_ring_set_limit) */
+  uint64_t faulted; /* producer: bytes of cells faulted in from cell 0 */
   uint64_t local;  /* producer: next cell to write; consumer: next cell to read */
   uint64_t pos;    /* local % ncells, kept as it advances (no division per record) */
   /* Consumer: the cell at `local` and the stamp it will bear, so that an
@@ -82,7 +84,12 @@ void shm_ring_format(struct shm_ring_shared *sh, size_t bytes);
 /* Attach a local view of the header sh and `avail` bytes of cells; -1 if
  * the header is inconsistent with them. */
 int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells, size_t avail);
-/* Largest payload a single record can carry. */
+/* Producer: use only the first `cells` cells of the ring (at least 4, at
+ * most all) from the next wrap on: a PAD record then covers the rest, whose
+ * pages are never touched. The consumer needs to know nothing. fault_in:
+ * fault in now the pages the limit adds (else on first use). */
+void shm_ring_set_limit(struct shm_ring *r, uint64_t cells, int fault_in);
+/* Largest payload a single record can carry (within the limit). */
 size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and
  * publish it. Returns 0, or -1 if there is no room now. */

@@ -10,6 +10,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "platform/topo.h"
 #include "shm/shm.h"
 #include "core/fmx_int.h"
 #include "shm/channel.h"
@@ -113,11 +114,34 @@ static void maybe_switch(struct partner *p, struct shm_peer *sp) {
   sp->switch_tx = 0;
 }
 
+/* The cells of a ring our sends use: the receiver's L2 is shared by the
+ * peers that write to it and by the ranks on its core, so a ring of L2 /
+ * (peers x ranks per core) keeps what each sender has in flight in cache,
+ * and a rank's rings together take one L2 of shared memory, however many
+ * peers (FMX_RING_MIN at least, FMX_RING_SIZE at most). With one peer on
+ * a core of its own: the whole ring. */
+static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
+  if (se->ring_for == ep->npartners) return se->ring_cells;
+  const struct topo_info *t = topo_get();
+  uint64_t ranks = ep->npartners ? ep->npartners : 1, peers = ranks > 1 ? ranks - 1 : 1;
+  uint64_t npus = t->npus > 0 ? (uint64_t)t->npus : 1, per_core = (ranks + npus - 1) / npus;
+  uint64_t bytes = (t->l2.size ? t->l2.size : fmx_cfg.ring_size) / (peers * per_core);
+  if (bytes < fmx_cfg.ring_min) bytes = fmx_cfg.ring_min;
+  if (bytes > fmx_cfg.ring_size) bytes = fmx_cfg.ring_size;
+  se->ring_for = ep->npartners;
+  se->ring_cells = bytes / RING_CELL;
+  return se->ring_cells;
+}
+
 static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
   struct shm_peer *sp = shm_peer(p);
   if (sp->switch_tx) maybe_switch(p, sp);
   struct shm_ring *r = &p->chan[0]->tx;
+  uint64_t cells = ring_cells(ep, sp->ep);
+  /* Faulted in ahead only on the channel both ends keep: the other may be
+   * left after a few records (both connected at once). */
+  if (r->limit != cells || (!r->faulted && p->chan[0]->preferred)) shm_ring_set_limit(r, cells, p->chan[0]->preferred);
   if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, p, p->chan[0], h, iov, iovcnt) < 0)
     return -1;
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
@@ -247,6 +271,7 @@ int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, con
   }
   if (pool_view_attach(&sp->peer, pool_fd, why) < 0) return -1;
   sp->pool = &se->pool;
+  sp->ep = se;
   return 0;
 }
 

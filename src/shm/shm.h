@@ -14,10 +14,13 @@ extern const struct fmx_transport_ops shm_transport;
 struct shm_ep {
   struct shm_pool pool;
   int pool_ready;
+  uint32_t ring_for;    /* ep->npartners when ring_cells was set */
+  uint64_t ring_cells;  /* the cells of a ring our sends use (shm.c) */
 };
 
 /* Per partner (transport_state). */
 struct shm_peer {
+  struct shm_ep *ep;         /* our endpoint's state */
   struct shm_pool *pool;     /* ours, to lend buffers from */
   uint32_t pool_held[POOL_CLASSES]; /* our buffers it holds, per class */
   struct shm_pool_view peer; /* its pool, to copy out of */

@@ -131,10 +131,9 @@ int main(void) {
   CHECK_EQ(fmx_cfg.spin_us, 3);
   CHECK(strcmp(config_source("FMX_SPIN_US"), "environment") == 0);
   CHECK_EQ(fmx_cfg.cma, 1); /* "maybe" refused, default kept */
-  /* "bogus" refused: the topology-derived default (an eighth of L1d, at
-   * least 4K) stands */
-  uint64_t l1 = topo_get()->l1.size;
-  CHECK_EQ(fmx_cfg.ring_size, !l1 ? 8 * 1024 : l1 / 8 < 4096 ? 4096 : l1 / 8);
+  /* "bogus" refused: the topology-derived default (one L2, 64K-1M) stands */
+  uint64_t l2 = topo_get()->l2.size;
+  CHECK_EQ(fmx_cfg.ring_size, !l2 ? 256 * 1024 : l2 < 65536 ? 65536 : l2 > 1048576 ? 1048576 : l2);
   CHECK(strcmp(config_source("FMX_RING_SIZE"), "topology") == 0);
   CHECK(config_set("FMX_BULK", "ring", "test") == 0);
   CHECK(strcmp(fmx_cfg.bulk, "ring") == 0);
