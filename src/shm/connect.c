@@ -52,8 +52,24 @@ static int ms_left(uint64_t deadline) {
 }
 
 /* One handshake with (board, eid), up to the deadline. */
-static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint64_t deadline,
-                              struct partner **out) {
+/* We have a live partner with endpoint eid that has a channel (it
+ * connected to us): a connect of ours need not make another. */
+static int has_channel_with(struct fmx_endpoint *ep, uint32_t eid) {
+  int found = 0;
+  pthread_mutex_lock(&ep->lock);
+  for (uint32_t i = 0; i < ep->npartners && !found; i++) {
+    struct partner *p = ep->partners[i];
+    found = p->tp == &shm_transport && !p->reaped && p->state == PARTNER_ALIVE && p->eid == eid && p->nchan > 0;
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return found;
+}
+
+/* One handshake with (board, eid), up to the deadline; with_chan: send a
+ * channel even if we share one already (the peer said it has none with
+ * us: *needs_chan). */
+static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint64_t deadline, int with_chan,
+                              int *needs_chan, struct partner **out) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     int e = errno;
@@ -78,23 +94,28 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     close(fd);
     return FMX_ACCESS_DENIED;
   }
-  int chan_fd;
-  struct channel *ch = chan_create(&chan_fd);
-  if (ch) ch->ours = 1;
-  if (!ch) {
-    log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no channel memory or descriptor: %s "
-             "(RLIMIT_NOFILE %llu)", ep->eid, eid, strerror(errno), sys_nofile_limit());
-    close(fd);
-    return FMX_NO_SYSTEM_RESOURCES;
-  }
+  int chan_fd = -1;
+  struct channel *ch = NULL;
   struct shm_hello h, rep;
   shm_hello_fill(ep, &h, SHM_HELLO);
   h.key = key;
-  int fds[SHM_MAX_FDS] = {ep->desc_fd, shm_pool_fd(ep), chan_fd, -1, -1};
-  int nfds = 3;
-  if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[3]) == 0) {
-    h.flags |= SHM_F_PIPES;
-    nfds = 5;
+  int fds[SHM_MAX_FDS] = {ep->desc_fd, shm_pool_fd(ep), -1, -1, -1};
+  int nfds = 2;
+  if (!with_chan && has_channel_with(ep, eid)) {
+    h.flags |= SHM_F_NOCHAN;
+  } else {
+    if ((ch = chan_create(&chan_fd)) == NULL) {
+      log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no channel memory or descriptor: %s "
+               "(RLIMIT_NOFILE %llu)", ep->eid, eid, strerror(errno), sys_nofile_limit());
+      close(fd);
+      return FMX_NO_SYSTEM_RESOURCES;
+    }
+    ch->ours = 1;
+    fds[nfds++] = chan_fd;
+    if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[3]) == 0) {
+      h.flags |= SHM_F_PIPES;
+      nfds = 5;
+    }
   }
   int rfds[SHM_MAX_FDS] = {-1, -1, -1, -1, -1};
   if (shm_wait_fd(fd, POLLOUT, ms_left(deadline)) < 0) {
@@ -124,12 +145,13 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
       rc = (fmx_return_t)rep.status;
     else if (rfds[0] < 0 || rfds[1] < 0)
       rc = FMX_BAD_ERROR;
+    if (rc == FMX_BUSY && (rep.flags & SHM_F_NEEDCHAN)) *needs_chan = 1;
     if (r == -EMFILE)
       log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: the reply's descriptor was lost: this process is out "
                "of file descriptors (RLIMIT_NOFILE %llu)", ep->eid, eid, sys_nofile_limit());
   }
   close(fd);
-  close(chan_fd);
+  if (chan_fd >= 0) close(chan_fd);
   /* The peer's pipe ends are the peer's now: keeping a copy would hide its
    * death (no EOF, no EPIPE). */
   for (int i = 3; i < nfds; i++) close(fds[i]);
@@ -138,7 +160,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     shm_close_fds(rfds);
     return rc;
   }
-  if (!(rep.flags & SHM_F_PIPES) && ch->pipe_tx >= 0) {
+  if (ch && !(rep.flags & SHM_F_PIPES) && ch->pipe_tx >= 0) {
     close(ch->pipe_tx);
     close(ch->pipe_rx);
     ch->pipe_tx = ch->pipe_rx = -1;
@@ -147,6 +169,10 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], rfds[1], ch);
   pthread_mutex_unlock(&ep->lock);
   shm_close_fds(rfds);
+  if (!p && !ch) {
+    *needs_chan = 1; /* the partner we meant to share a channel with is gone: make one */
+    return FMX_BUSY;
+  }
   if (!p) {
     log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor or pool is not a sealed memfd of its form",
              ep->eid, eid);
@@ -164,9 +190,15 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
   /* FMX_BUSY: the peer has as many of our uid's handshakes in flight as it
    * takes (FMX_HANDSHAKES_PER_UID); they end within FMX_HANDSHAKE_MS, so
    * try again while the timeout lasts. */
+  int with_chan = 0;
   for (;;) {
-    fmx_return_t rc = handshake(ep, eid, key, deadline, out);
+    int needs_chan = 0;
+    fmx_return_t rc = handshake(ep, eid, key, deadline, with_chan, &needs_chan, out);
     if (rc != FMX_BUSY || sys_now_ns() >= deadline) return rc;
+    if (needs_chan && !with_chan) {
+      with_chan = 1; /* at once: nothing to wait for */
+      continue;
+    }
     usleep(2000);
   }
 }

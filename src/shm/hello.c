@@ -168,6 +168,7 @@ static void probe_cma(struct partner *p, uint64_t addr, uint64_t val) {
 struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
                           struct channel *ch) {
   struct partner *p = ep_partner_find(ep, h->eid, h->session);
+  if (!p && !ch) return NULL; /* no channel: only a partner that has one */
   if (!p) {
     ep_partner_reap(ep);
     p = ep_partner_new(ep, &shm_transport);

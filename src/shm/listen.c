@@ -124,7 +124,8 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
     return 1;
   }
-  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+  int nochan = r == 0 && (h.flags & SHM_F_NOCHAN);
+  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || (!nochan && fds[2] < 0)) {
     shm_close_fds(fds);
     count(ep, 0);
     log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", ep->eid,
@@ -135,6 +136,16 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
   if (h.key != ep->key) {
     rep.status = FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", ep->eid, h.eid);
+  } else if (nochan) {
+    /* It shares the channel we made when we connected to it, if we have
+     * that partner still. */
+    pthread_mutex_lock(&ep->lock);
+    struct partner *p = ep->closing ? NULL : ep_partner_find(ep, h.eid, h.session);
+    if (p && p->nchan > 0 && p->state == PARTNER_ALIVE) p = shm_adopt(ep, &h, cred->pid, fds[0], fds[1], NULL);
+    else p = NULL;
+    pthread_mutex_unlock(&ep->lock);
+    rep.status = p ? FMX_SUCCESS : FMX_BUSY;
+    if (!p) rep.flags |= SHM_F_NEEDCHAN;
   } else {
     const char *why = NULL;
     struct channel *ch = chan_attach(fds[2], &why);

@@ -87,8 +87,11 @@ size_t shm_ring_max_payload(const struct shm_ring *r) {
  * record it needs first), or 0. */
 static int room(struct shm_ring *r, uint64_t need, uint64_t *pad) {
   uint64_t head = r->local;
-  /* Past the limit: a PAD to the ring's end (its header is all it writes). */
-  *pad = (r->pos + need > r->limit) ? r->ncells - r->pos : 0;
+  /* Reaching the limit: a PAD to the ring's end (its header is all it
+   * writes, in the last cell within the limit: a record never ends on
+   * it, unless the limit is the whole ring). */
+  uint64_t end = r->limit < r->ncells ? r->limit - 1 : r->ncells;
+  *pad = (r->pos + need > end) ? r->ncells - r->pos : 0;
   if (need > r->limit / 2) return 0;
   if (head + *pad + need - r->cached > r->ncells) {
     r->cached = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* One channel per pair of endpoints: who connects to a peer that already
+ * connected to it shares the peer's channel; a peer that no longer has the
+ * partner asks for a channel and gets one; and the shm rings' limit: a
+ * sender uses only what its limit says, a PAD covers the rest. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/fmx_int.h"
+#include "shm/channel.h"
+#include "shm/ring.h"
+
+static fmx_endpoint_t open_ep(uint32_t eid, uint32_t key) {
+  fmx_endpoint_t ep;
+  CHECK_EQ(fmx_open_endpoint(0, eid, key, NULL, 0, &ep), FMX_SUCCESS);
+  return ep;
+}
+
+static uint32_t eid_of(fmx_endpoint_t ep) {
+  uint32_t e;
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &e, sizeof e), FMX_SUCCESS);
+  return e;
+}
+
+/* A message of len bytes from `from` (address `to`) reaches `at`, whole. */
+static void message(fmx_endpoint_t from, fmx_endpoint_addr_t to, fmx_endpoint_t at, size_t len) {
+  static char out[1 << 20], in[1 << 20];
+  memset(out, (int)(len & 0x7f) + 1, len);
+  memset(in, 0, len);
+  fmx_seg_t so = {out, len}, si = {in, len};
+  fmx_request_t sr, rr;
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_irecv(at, &si, 1, len, ~0ull, NULL, &rr), FMX_SUCCESS);
+  CHECK_EQ(fmx_isend(from, &so, 1, to, len, NULL, &sr), FMX_SUCCESS);
+  for (int i = 0; i < 100000 && !res; i++) {
+    fmx_progress(from);
+    CHECK_EQ(fmx_test(at, &rr, &st, &res), FMX_SUCCESS);
+  }
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  CHECK(memcmp(in, out, len) == 0);
+  CHECK_EQ(fmx_wait(from, &sr, 5000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+}
+
+static void test_second_connect_shares_the_channel(void) {
+  fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 11), b = open_ep(FMX_ANY_ENDPOINT, 12);
+  fmx_endpoint_addr_t a_to_b, b_to_a;
+  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eid_of(b), 12, 1000, &a_to_b), FMX_SUCCESS);
+  CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(a), 11, 1000, &b_to_a), FMX_SUCCESS);
+  struct partner *pa = ep_partner_from_addr(a, a_to_b), *pb = ep_partner_from_addr(b, b_to_a);
+  CHECK(pa && pb);
+  CHECK_EQ(pa->nchan, 1);
+  CHECK_EQ(pb->nchan, 1);
+  CHECK(pa->chan[0]->ours && !pb->chan[0]->ours); /* a made it, b uses it */
+  for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
+    message(a, a_to_b, b, len);
+    message(b, b_to_a, a, len);
+  }
+  CHECK_EQ(fmx_close_endpoint(a), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
+}
+
+/* b connects to a, then closes; a new endpoint takes b's id. a, which has
+ * not noticed yet, offers to share the old channel; the newcomer has none
+ * with a and asks for one: the connect succeeds with a new channel. */
+static void test_stale_partner_gets_a_new_channel(void) {
+  fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 21), b = open_ep(FMX_ANY_ENDPOINT, 22);
+  uint32_t eb = eid_of(b);
+  fmx_endpoint_addr_t b_to_a, a_to_b2;
+  CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(a), 21, 1000, &b_to_a), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
+  fmx_endpoint_t b2 = open_ep(eb, 22);
+  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eb, 22, 1000, &a_to_b2), FMX_SUCCESS);
+  struct partner *p = ep_partner_from_addr(a, a_to_b2);
+  CHECK(p && p->nchan == 1 && p->chan[0]->ours);
+  message(a, a_to_b2, b2, 100);
+  message(a, a_to_b2, b2, 200000);
+  CHECK_EQ(fmx_close_endpoint(a), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(b2), FMX_SUCCESS);
+}
+
+/* A producer limited to the first 96 cells of a 1024-cell ring wraps
+ * there (a PAD to the end): nothing past them is written, and every record
+ * arrives in order; raising the limit again is seen at the next wrap. */
+static void test_ring_limit(void) {
+  size_t bytes = 64 * 1024, cells = shm_ring_cells_bytes(bytes);
+  struct shm_ring_shared *sh = aligned_alloc(64, sizeof *sh);
+  uint8_t *mem = aligned_alloc(64, cells);
+  CHECK(sh && mem);
+  memset(mem, 0, cells);
+  shm_ring_format(sh, bytes);
+  struct shm_ring tx, rx;
+  CHECK_EQ(shm_ring_attach(&tx, sh, mem, cells), 0);
+  CHECK_EQ(shm_ring_attach(&rx, sh, mem, cells), 0);
+  shm_ring_set_limit(&tx, 96, 1);
+  CHECK(shm_ring_max_payload(&tx) < 48 * RING_CELL);
+  static uint8_t zero[4096];
+  uint64_t sent = 0, got = 0;
+  for (int round = 0; round < 3000; round++) {
+    if (round == 2000) shm_ring_set_limit(&tx, 1024, 1);
+    for (;;) {
+      struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)(sent * 131 % 700), .match = sent};
+      uint8_t buf[700];
+      memset(buf, (int)(sent & 0xff), h.len);
+      struct iovec iov = {buf, h.len};
+      if (shm_ring_push(&tx, &h, &iov, 1) < 0) break;
+      sent++;
+    }
+    const struct proto_hdr *h;
+    while ((h = shm_ring_peek(&rx)) != NULL) {
+      CHECK_EQ(h->match, got);
+      CHECK_EQ(h->len, got * 131 % 700);
+      const uint8_t *d = shm_ring_data(h);
+      for (uint32_t i = 0; i < h->len; i++) CHECK_EQ(d[i], (uint8_t)(got & 0xff));
+      shm_ring_pop(&rx);
+      got++;
+    }
+    CHECK(!rx.broken);
+    if (round == 1999) CHECK(memcmp(mem + 96 * RING_CELL, zero, sizeof zero) == 0); /* untouched */
+  }
+  CHECK_EQ(got, sent);
+  CHECK(sent > 10000);
+  free(sh);
+  free(mem);
+}
+
+int main(void) {
+  CHECK_EQ(fmx_init(), FMX_SUCCESS);
+  test_second_connect_shares_the_channel();
+  test_stale_partner_gets_a_new_channel();
+  test_ring_limit();
+  CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
+  CHECK_DONE("test_channels");
+  return 0;
+}
