@@ -16,6 +16,47 @@ KERNELS = ("pingpong", "bw", "alltoall")
 # a message layer's own small-message path differs: fmx as shipped and each
 # MPI's default shared memory (IMB: Uniband).
 MSGRATE = ("msgrate",)
+# Alltoall with many ranks on this host's cores (oversubscribed), fmx as
+# shipped against Open MPI vader, with the peak of shared memory (Shmem in
+# /proc/meminfo, above its level before the run) beside each time.
+MANY = ("alltoall-8", "alltoall-32")
+
+
+def ranks_of(kernel):
+    """2, or N for alltoall-N."""
+    return int(kernel.split("-")[1]) if kernel in MANY else 2
+
+
+def _shmem_bytes():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class ShmemPeak:
+    """Samples Shmem every 5 ms while the block runs: .peak_mb above the
+    level before it."""
+
+    def __enter__(self):
+        import threading
+        self.base = self.peak = _shmem_bytes()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+        return self
+
+    def _loop(self):
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, _shmem_bytes())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, _shmem_bytes())
+        self.peak_mb = (self.peak - self.base) / 1e6
+        return False
 
 
 class RunError(Exception):
@@ -69,10 +110,14 @@ class Config:
 
     def run(self, kernel, sizes, iters, timeout):
         argv, env = self.command(kernel, sizes, iters)
-        out = _execute(argv, env, timeout)
+        with ShmemPeak() as shm:
+            out = _execute(argv, env, timeout)
         recs = parse_json_lines(out, kernel)
         if not recs:
             raise RunError("no numbers from: %s" % _tail(out))
+        if kernel in MANY:
+            for r in recs:  # one peak for the run: every size of it
+                r["kernel"], r["shmem_peak_MB"] = kernel, round(shm.peak_mb, 2)
         return recs, argv
 
     def explain_failure(self):
@@ -119,7 +164,7 @@ class Fmx(Config):
         self.name = "fmx" if engine is None else "fmx-" + engine
         self.label = "fmx (auto)" if engine is None else "fmx --engine %s" % engine
         if engine is None and type(self) is Fmx:
-            self.kernels = KERNELS + MSGRATE
+            self.kernels = KERNELS + MSGRATE + MANY
 
     def prepare(self):
         if not os.access(os.path.join(self.ctx["build"], "fmx_perf"), os.X_OK):
@@ -127,14 +172,39 @@ class Fmx(Config):
         return None
 
     def command(self, kernel, sizes, iters):
-        argv = [os.path.join(self.ctx["build"], "fmx_perf"), kernel, "--np", "2",
-                "--sizes", ",".join(map(str, sizes)), "--json", "--quiet",
-                "--cores", ",".join(map(str, self.ctx["cores"]))] + _iters_args(iters)
+        np = ranks_of(kernel)
+        argv = [os.path.join(self.ctx["build"], "fmx_perf"), kernel.split("-")[0], "--np", str(np),
+                "--sizes", ",".join(map(str, sizes)), "--json", "--quiet"] + _iters_args(iters)
+        if np == 2:  # many ranks: every allowed core, round robin (fmx_perf's default)
+            argv += ["--cores", ",".join(map(str, self.ctx["cores"]))]
         if self.engine:
             argv += ["--engine", self.engine]
         # As shipped: no tuning file (an /etc/fmx/tuning.conf of this host
         # would otherwise change "auto"); FmxTuned measures its own.
         return argv, {"FMX_TUNING_FILE": self.ctx.get("fmx_tuning", "")}
+
+
+class FmxBase(Fmx):
+    """fmx as built elsewhere (BENCH_BASE: a build directory of an earlier
+    commit), run in the same reps: the paired before/after table."""
+    peer = False
+
+    def __init__(self, ctx, base):
+        super().__init__(ctx)
+        self.base = base
+        self.name, self.label = "fmx-base", "fmx before (%s)" % ctx.get("base_label", base)
+        self.kernels = KERNELS + MSGRATE
+        self.note = "BENCH_BASE=%s: the same kernels, for the paired before/after table" % base
+
+    def prepare(self):
+        if not os.access(os.path.join(self.base, "fmx_perf"), os.X_OK):
+            return ("failed", "BENCH_BASE=%s has no fmx_perf" % self.base)
+        return None
+
+    def command(self, kernel, sizes, iters):
+        argv, env = super().command(kernel, sizes, iters)
+        argv[0] = os.path.join(self.base, "fmx_perf")
+        return argv, env
 
 
 class FmxTuned(Fmx):
@@ -253,10 +323,12 @@ class OpenMPI(Config):
         return ("failed", err) if err else None
 
     def command(self, kernel, sizes, iters):
-        argv = ["mpirun.openmpi", "-np", "2", "--bind-to", "core", "--map-by", "core"]
+        np = ranks_of(kernel)
+        argv = ["mpirun.openmpi", "-np", str(np)]
+        argv += ["--bind-to", "core", "--map-by", "core"] if np == 2 else ["--oversubscribe", "--bind-to", "none"]
         if os.geteuid() == 0:
             argv.append("--allow-run-as-root")
-        argv += self.mca + [self.exe, kernel, "--sizes", ",".join(map(str, sizes)),
+        argv += self.mca + [self.exe, kernel.split("-")[0], "--sizes", ",".join(map(str, sizes)),
                             "--json", "--quiet"] + _iters_args(iters) + self.perf_args
         return argv, {}
 
@@ -628,12 +700,15 @@ class CmaRaw(Config):
 # ------------------------------------------------------------------ list
 def configurations(ctx):
     """Every configuration, in run order (fmx first)."""
-    cfgs = [Fmx(ctx), FmxMem(ctx), FmxRule(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
+    cfgs = [Fmx(ctx)]
+    if os.environ.get("BENCH_BASE"):
+        cfgs.append(FmxBase(ctx, os.path.abspath(os.environ["BENCH_BASE"])))
+    cfgs += [FmxMem(ctx), FmxRule(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
     ucx_any = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
                "--mca", "pml_ucx_devices", "any"]
     cfgs += [
         OpenMPI(ctx, "ompi-vader", "Open MPI vader (CMA single copy)", [],
-                "default shared memory BTL", kernels=KERNELS + MSGRATE),
+                "default shared memory BTL", kernels=KERNELS + MSGRATE + MANY),
         OpenMPI(ctx, "ompi-vader-mem", "Open MPI vader (CMA), MPI_Alloc_mem buffers", [],
                 "default shared memory BTL, fmx_perf_mpi --mem mpi", ["--mem", "mpi"]),
         OpenMPI(ctx, "ompi-vader-2copy", "Open MPI vader two-copy",

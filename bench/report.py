@@ -41,7 +41,9 @@ def aggregate(data):
         for r in run["records"]:
             k = r.get("kernel", run["kernel"])
             st = stats.setdefault(run["config"], {}).setdefault(k, {}).setdefault(
-                r["size"], {"lat": [], "bw": [], "rate": [], "busy": False, "engines": set()})
+                r["size"], {"lat": [], "bw": [], "rate": [], "shm": [], "busy": False, "engines": set()})
+            if "shmem_peak_MB" in r:
+                st["shm"].append(r["shmem_peak_MB"])
             st["lat"].append(r["latency_us"])
             st["rate"].append(1 / r["latency_us"] if r["latency_us"] else 0.0)  # 10^6 msg/s
             st["bw"].append(r.get("bandwidth_MBps") or (r["size"] / r["latency_us"]
@@ -53,9 +55,9 @@ def aggregate(data):
         for ks in cfg.values():
             for st in ks.values():
                 st["n"] = len(st["lat"])
-                for m in ("lat", "bw", "rate"):
+                for m in ("lat", "bw", "rate", "shm"):
                     v = st[m]
-                    st[m] = (statistics.median(v), min(v), max(v))
+                    st[m] = (statistics.median(v), min(v), max(v)) if v else None
     return stats
 
 
@@ -198,6 +200,104 @@ def short_command(cmd):
     return " ".join(words) + (" …" if "; " in cmd else "")
 
 
+# The summary: one column per (kernel, metric, size), chosen to cover the
+# classes (tiny, small, medium, large) without repeating the tables below.
+SUMMARY = [("pingpong", "lat", 8, "latency 8 B"), ("pingpong", "lat", 1024, "latency 1 KiB"),
+           ("pingpong", "bw", 64 * K, "ping-pong 64 KiB"), ("pingpong", "bw", 1 << 20, "ping-pong 1 MiB"),
+           ("pingpong", "bw", 16 << 20, "ping-pong 16 MiB"), ("bw", "bw", 1 << 20, "stream 1 MiB"),
+           ("msgrate", "rate", 8, "msg rate 8 B"), ("alltoall", "lat", 64 * K, "alltoall 64 KiB"),
+           ("alltoall-32", "lat", 64 * K, "alltoall 64 KiB, 32 ranks"),
+           ("alltoall-32", "shm", 64 * K, "Shmem, 32 ranks")]
+
+
+def summary_table(data, stats):
+    """fmx (auto, as shipped) against each peer, on medians: fmx's
+    advantage, >1 where fmx is better (time and memory: peer / fmx;
+    bandwidth and rate: fmx / peer)."""
+    f = stats.get("fmx", {})
+    cols = [c for c in SUMMARY if f.get(c[0], {}).get(c[2]) and f[c[0]][c[2]][c[1]]]
+    if not cols:
+        return ""
+    out = ["**fmx against each peer** (fmx's advantage on medians: above 1 fmx is better; "
+           "times and memory peer / fmx, bandwidths and rates fmx / peer)", "",
+           "| peer | " + " | ".join(c[3] for c in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for name, st in data["configs"].items():
+        if not st["peer"] or name not in stats:
+            continue
+        row, any_ = [], False
+        for kernel, metric, size, _ in cols:
+            p = stats[name].get(kernel, {}).get(size)
+            mine = f[kernel][size][metric][0]
+            if p and p[metric] and p[metric][0] > 0 and mine > 0:
+                theirs = p[metric][0]
+                row.append("%.2f" % (theirs / mine if metric in ("lat", "shm") else mine / theirs))
+                any_ = True
+            else:
+                row.append("–")
+        if any_:
+            out.append("| %s | %s |" % (st["label"], " | ".join(row)))
+    return "\n".join(out) + "\n"
+
+
+def paired_table(data):
+    """fmx against fmx-base (BENCH_BASE), per rep (both ran in it), the
+    median of the per-rep speed ratios base time / fmx time: above 1 fmx
+    is faster than before."""
+    per = {}
+    for run in data["runs"]:
+        if run.get("final") and not run.get("error") and run["config"] in ("fmx", "fmx-base"):
+            for r in run["records"]:
+                per.setdefault((r.get("kernel", run["kernel"]), r["size"], run["rep"]), {})[run["config"]] = \
+                    r["latency_us"]
+    ratios = {}
+    for (kernel, size, rep), v in per.items():
+        if len(v) == 2 and v["fmx"] > 0:
+            ratios.setdefault((kernel, size), []).append(v["fmx-base"] / v["fmx"])
+    if not ratios:
+        return ""
+    out = ["**fmx against fmx before (%s), paired per rep** (base time / fmx time, median of the reps "
+           "(min–max); above 1 fmx is faster)" % data["configs"]["fmx-base"]["label"], ""]
+    for kernel in ("pingpong", "bw", "msgrate", "alltoall"):
+        sizes = sorted(s for (k, s) in ratios if k == kernel)
+        if not sizes:
+            continue
+        out += ["| %s | " % kernel + " | ".join(fmt_size(s) for s in sizes) + " |", "|---|" + "---:|" * len(sizes),
+                "| ratio | " + " | ".join("%.2f (%.2f–%.2f)" % (statistics.median(ratios[(kernel, s)]),
+                                                             min(ratios[(kernel, s)]), max(ratios[(kernel, s)]))
+                                           for s in sizes) + " |", ""]
+    return "\n".join(out) + "\n"
+
+
+def many_table(data, stats, kernel, sizes):
+    """Alltoall with many ranks: time and, beside it, the run's peak of
+    shared memory; fmx against Open MPI vader, both ratios on medians."""
+    configs = [c for c, st in data["configs"].items() if kernel in st["kernels"]]
+    if not configs or not sizes:
+        return ""
+    np = kernel.split("-")[1]
+    out = ["**Alltoall, %s ranks on %d cores (µs per exchange; peak Shmem of the run, MB)**" % (
+           np, len(data["cores"])), "",
+           "| configuration | " + " | ".join(fmt_size(s) for s in sizes) + " | Shmem MB |",
+           "|---|" + "---:|" * (len(sizes) + 1)]
+    for c in configs:
+        st = data["configs"][c]
+        ks = stats.get(c, {}).get(kernel, {})
+        if st["status"] != "ok" and not ks:
+            continue
+        row = [cell(ks.get(s), "lat", data["reps"]) for s in sizes]
+        shm = next((ks[s] for s in sizes if ks.get(s) and ks[s]["shm"]), None)
+        row.append(cell(shm, "shm", data["reps"]) if shm else "–")
+        out.append("| %s | %s |" % (st["label"], " | ".join(row)))
+    f, o = stats.get("fmx", {}).get(kernel, {}), stats.get("ompi-vader", {}).get(kernel, {})
+    ratio = ["%.2f" % (f[s]["lat"][0] / o[s]["lat"][0]) if f.get(s) and o.get(s) and o[s]["lat"][0] else "–"
+             for s in sizes]
+    fs = next((f[s]["shm"][0] for s in sizes if f.get(s) and f[s]["shm"]), None)
+    os_ = next((o[s]["shm"][0] for s in sizes if o.get(s) and o[s]["shm"]), None)
+    ratio.append("%.2f" % (fs / os_) if fs is not None and os_ else "–")
+    out.append("| **fmx / Open MPI vader** | %s |" % " | ".join(ratio))
+    return "\n".join(out) + "\n"
+
+
 def render(data, stats, figs, fig_note, rel):
     sz = data["sizes"]
     good = [r for r in data["runs"] if not r.get("error")]
@@ -215,6 +315,9 @@ def render(data, stats, figs, fig_note, rel):
            % (data["busy_threshold_cores"], data["max_reruns"],
               statistics.median(loads) if loads else 0, max(loads) if loads else 0,
               len(reruns), len(busy_runs)), ""]
+    out.append(summary_table(data, stats))
+    if "fmx-base" in data["configs"]:
+        out.append(paired_table(data))
     lat_sizes = [s for s in sz["pingpong"] if s <= 1024]
     bw_sizes = [s for s in sz["pingpong"] if s >= 4 * K]
     out.append(table(data, stats, "pingpong", "lat", lat_sizes, "Ping-pong latency (µs, half round trip)", True))
@@ -225,6 +328,8 @@ def render(data, stats, figs, fig_note, rel):
                          "Message rate (10^6 messages/s, one pair, window of 64)", False))
     out.append(table(data, stats, "alltoall", "lat", sz["alltoall"],
                      "Alltoall, 2 ranks (µs per exchange, max over ranks; size = bytes to each peer)", True))
+    for k in ("alltoall-8", "alltoall-32"):
+        out.append(many_table(data, stats, k, sz.get(k, [])))
     for title, path in figs:
         out.append("![%s](%s)\n" % (title, rel(path)))
     if fig_note:

@@ -32,9 +32,10 @@ SIZES = {
     "full": {"pingpong": [0, 8, 64, K, 4 * K, 16 * K, 64 * K, 256 * K, M, 4 * M, 16 * M, 64 * M],
              "bw": [4 * K, 16 * K, 64 * K, 256 * K, M, 4 * M, 16 * M, 64 * M],
              "alltoall": [8, 64, K, 4 * K, 16 * K, 64 * K, 256 * K, M, 4 * M],
-             "msgrate": [0, 8, 64, K]},
+             "msgrate": [0, 8, 64, K],
+             "alltoall-8": [4 * K, 64 * K, M], "alltoall-32": [4 * K, 64 * K, M]},
     "quick": {"pingpong": [0, 8, 64 * K, M], "bw": [64 * K, M], "alltoall": [8, 64 * K],
-              "msgrate": [8]},
+              "msgrate": [8], "alltoall-8": [4 * K], "alltoall-32": [4 * K]},
 }
 
 
