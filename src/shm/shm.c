@@ -52,8 +52,8 @@ static void reclaim_everywhere(struct fmx_endpoint *ep) {
   }
 }
 
-static int push_pooled(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
-                       const struct iovec *iov, int iovcnt) {
+static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct proto_hdr *h, const struct iovec *iov,
+                       int iovcnt) {
   struct shm_pool *pool = ch->pool;
   if (!shm_ring_ref_fits(&ch->tx)) return -1;
   if (!ch->lent.cap) {
@@ -64,9 +64,10 @@ static int push_pooled(struct fmx_endpoint *ep, struct partner *p, struct channe
     ch->lent.cap = cap;
   }
   /* Reading the tail costs a miss on the receiver's line: once a quarter
-   * of the pool is lent on ch (4 records: 64 KiB ping-pong 0.88x of the
-   * old inline ring; 16: 0.92-1.0x), or when the partner holds its share.
-   * What a rank's pool touches stays bounded by the pool. */
+   * of the pool is lent on ch (after every 4th record, 64 KiB ping-pong
+   * through the pool ran 0.88x of an inline ring; after every 16th,
+   * 0.92-1.0x), or when the partner holds its share. What a rank's pool
+   * touches stays bounded by the pool. */
   if (ch->lent.n >= ch->lent.cap / 4 || ch->pool_held[POOL_REC] >= ch->lent.cap / 2) chan_reclaim(ch);
   /* No partner holds more than half: one that stops taking its messages
    * cannot stop our sends to the others. */
@@ -84,7 +85,6 @@ static int push_pooled(struct fmx_endpoint *ep, struct partner *p, struct channe
   ch->lent.buf[tail] = (uint32_t)b;
   ch->lent.n++;
   ch->pool_held[POOL_REC]++;
-  (void)p;
   return 0;
 }
 
@@ -142,7 +142,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   /* Faulted in ahead only on the channel both ends keep: the other may be
    * left after a few records (both connected at once). */
   if (r->limit != cells || (!r->faulted && p->chan[0]->preferred)) shm_ring_set_limit(r, cells, p->chan[0]->preferred);
-  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, p, p->chan[0], h, iov, iovcnt) < 0)
+  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, p->chan[0], h, iov, iovcnt) < 0)
     return -1;
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
     sp->tx_medium_left = h->msg_len - h->len;
