@@ -16,8 +16,8 @@
  *  - a connection's ring = one L2 per direction: 512K moved medium messages
  *    1.2-2x faster than 128K, 256K, 2M or 8M in ping-pong (a ring shorter
  *    than L2 hands the sender lines still in the receiver's cache: 64 KiB
- *    ping-pong 0.94x through 256K, 0.88x through pool buffers reused at
- *    once). A sender uses L2 / (peers x ranks per core) of it, so a rank's
+ *    ping-pong about 0.95x of a 1M ring through 256K, 0.89x through pool
+ *    buffers reused at once, 2026-11-24). A sender uses L2 / (peers x ranks per core) of it, so a rank's
  *    rings together take one L2 (docs/protocol.md, "Memory");
  *  - at least an eighth of the L1 data cache (FMX_RING_MIN, 4K at least:
  *    64 one-cell records, msgrate's window); 6K and 12K moved 8 B to 4 KiB

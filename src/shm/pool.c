@@ -57,8 +57,9 @@ int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64
     k->size = size[c];
     k->first = c ? n[0] : 0;
     k->data = (uint8_t *)p->base + h.cls[c].off;
-    /* The class's first buffer on top: the first sends touch the first pages. */
-    for (uint64_t i = 0; i < k->n; i++) k->free_stack[i] = (uint32_t)(k->first + k->n - 1 - i);
+    /* Records: the class's first buffer on top of the stack; chunks: first
+     * in the queue. The first sends touch the first pages. */
+    for (uint64_t i = 0; i < k->n; i++) k->free_stack[i] = (uint32_t)(c == POOL_REC ? k->first + k->n - 1 - i : k->first + i);
     k->nfree = (uint32_t)k->n;
   }
   pthread_mutex_init(&p->lock, NULL);
@@ -87,10 +88,14 @@ static int is_back(const struct shm_pool *p, uint32_t i) {
   return p->holder[i] == NULL || __atomic_load_n(&p->state[i].lent, __ATOMIC_ACQUIRE) == 0;
 }
 
+/* A chunk back in the queue of free ones: chunks are reused first in,
+ * first out, so the sender writes lines the receiver read a whole class
+ * ago (out of its cache) and not the ones it just read: the ring engine
+ * moved 16 MiB 15% slower with chunks reused last in, first out. */
 static void back(struct shm_pool *p, struct pool_class *k, uint32_t i) {
   if (p->holder[i]) (*p->holder[i])--;
   p->holder[i] = NULL;
-  k->free_stack[k->nfree++] = i;
+  k->free_stack[(k->free_head + k->nfree++) % k->n] = i;
 }
 
 /* Take back what receivers returned of class k: from the oldest lent
@@ -121,10 +126,21 @@ int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held) {
   struct pool_class *k = &p->cls[POOL_CHUNK];
   uint64_t share = k->n / 2;
   pthread_mutex_lock(&p->lock);
+  if (!p->chunks_faulted) {
+    /* The ring engine runs from here: fault its chunks in now, not in the
+     * middle of its first transfers (adapt would time the faults and keep
+     * cma for a while: 1 MiB ping-pong at 14 GB/s instead of 45). Never
+     * lent yet, so nobody reads them: an add of 0 writes nothing. */
+    for (uint64_t off = 0; off < k->n * k->size; off += 4096)
+      __atomic_fetch_add((uint64_t *)(k->data + off), 0, __ATOMIC_RELAXED);
+    p->chunks_faulted = 1;
+  }
   int64_t i = -1;
   reclaim(p, k, *held >= share); /* at its share: are its own ones back? */
   if (*held < share && k->nfree) {
-    i = k->free_stack[--k->nfree];
+    i = k->free_stack[k->free_head];
+    k->free_head = (uint32_t)((k->free_head + 1) % k->n);
+    k->nfree--;
     p->holder[i] = held;
     (*held)++;
     __atomic_store_n(&p->state[i].lent, 1, __ATOMIC_RELAXED); /* published by the record naming it */

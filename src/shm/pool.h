@@ -15,9 +15,9 @@
  * buffer is free again once the ring's tail has passed the record (the
  * receiver pops it after copying out; shm.c keeps the pairs); a chunk's
  * once the receiver cleared its state word, on its own cache line. A
- * buffer's pages are touched only where written, and freed buffers are
- * reused last-in first-out: a pool costs the memory of what is in flight,
- * not its size.
+ * buffer's pages are touched only where written, and freed record buffers
+ * are reused last-in first-out: a pool costs the memory of what is in
+ * flight, not its size (chunks go round, pool.c says why).
  *
  * The owner keeps, per buffer, whom it is lent to: a partner that goes away
  * gives its buffers back, and no partner holds more than half the pool, so
@@ -56,8 +56,8 @@ _Static_assert(sizeof(struct pool_state) == 64, "pool state layout");
 struct pool_class {
   uint64_t n, size, first; /* buffers first .. first + n - 1, of size bytes */
   uint8_t *data;
-  uint32_t *free_stack;    /* free ones, the last freed on top */
-  uint32_t nfree;
+  uint32_t *free_stack;    /* free ones: records' a stack (the last freed on top), chunks' a queue from free_head */
+  uint32_t nfree, free_head;
   uint32_t *out;           /* lent ones, in lending order (a ring of n) */
   uint64_t out_head, nout;
 };
@@ -74,6 +74,7 @@ struct shm_pool {
   struct pool_class cls[POOL_CLASSES];
   struct pool_state *state;
   uint32_t **holder;      /* per buffer: the count of the partner it is lent to, NULL when free */
+  int chunks_faulted;     /* the chunks' pages are in (the first take_chunk) */
 };
 
 /* A peer's pool, mapped to copy out of. */

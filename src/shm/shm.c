@@ -65,9 +65,9 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
   }
   /* Reading the tail costs a miss on the receiver's line: once a quarter
    * of the pool is lent on ch (after every 4th record, 64 KiB ping-pong
-   * through the pool ran 0.88x of an inline ring; after every 16th,
-   * 0.92-1.0x), or when the partner holds its share. What a rank's pool
-   * touches stays bounded by the pool. */
+   * through the pool ran about 0.94x as fast as after every 16th), or when the
+   * partner holds its share. What a rank's pool touches stays bounded by
+   * the pool. */
   if (ch->lent.n >= ch->lent.cap / 4 || ch->pool_held[POOL_REC] >= ch->lent.cap / 2) chan_reclaim(ch);
   /* No partner holds more than half: one that stops taking its messages
    * cannot stop our sends to the others. */
