@@ -184,6 +184,25 @@ class Fmx(Config):
         return argv, {"FMX_TUNING_FILE": self.ctx.get("fmx_tuning", "")}
 
 
+def _commit_of(build):
+    """The commit a build directory was made from (its source is the
+    directory above it, or CMake's cache says where), else the path."""
+    src = os.path.dirname(os.path.abspath(build))
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    src = line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return out or build
+
+
 class FmxBase(Fmx):
     """fmx as built elsewhere (BENCH_BASE: a build directory of an earlier
     commit), run in the same reps: the paired before/after table."""
@@ -192,7 +211,7 @@ class FmxBase(Fmx):
     def __init__(self, ctx, base):
         super().__init__(ctx)
         self.base = base
-        self.name, self.label = "fmx-base", "fmx before (%s)" % ctx.get("base_label", base)
+        self.name, self.label = "fmx-base", "fmx before (%s)" % _commit_of(base)
         self.kernels = KERNELS + MSGRATE
         self.note = "BENCH_BASE=%s: the same kernels, for the paired before/after table" % base
 
