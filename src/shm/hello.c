@@ -101,6 +101,7 @@ int shm_hello_recv(int fd, struct shm_hello *h, int fds[SHM_MAX_FDS]) {
   do n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
   if (n < 0 && errno == EAGAIN) return -EAGAIN;
+  if (n < 0 && errno == ECONNRESET) return -ECONNRESET;
   int got = 0;
   for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

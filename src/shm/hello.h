@@ -20,7 +20,9 @@ socklen_t shm_addr(struct sockaddr_un *sa, unsigned uid, uint32_t board, uint32_
 int shm_hello_send(int fd, const struct shm_hello *h, const int *fds, int nfds);
 /* Receive one without blocking: 0, -EAGAIN (nothing yet), -EPROTO
  * (malformed: every fd closed), -EMFILE (our fd table could not take the
- * passed fds). fds[] gets up to SHM_MAX_FDS fds, -1 where absent. */
+ * passed fds), -ECONNRESET (the peer closed with our message unread: its
+ * answer, if any, is lost). fds[] gets up to SHM_MAX_FDS fds, -1 where
+ * absent. */
 int shm_hello_recv(int fd, struct shm_hello *h, int fds[SHM_MAX_FDS]);
 /* Close the fds of a received hello that are still open. */
 void shm_close_fds(int fds[SHM_MAX_FDS]);
