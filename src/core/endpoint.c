@@ -117,6 +117,13 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * The struct stays allocated, so a pointer snapshotted by the watcher
  * never dangles; its generation changes when the slot is reused. Called
  * with ep->lock held, where a partner is added. */
+/* ep_crowded: more partners in use (ourselves included) than the host has
+ * hardware threads. */
+static void set_crowded(struct fmx_endpoint *ep) {
+  int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
+  ep->crowded = ep->nlive > (uint32_t)npus;
+}
+
 void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
@@ -127,7 +134,9 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     ep->nsiblings -= p->same_process;
     p->same_process = 0;
     p->reaped = 1;
+    ep->nlive--;
   }
+  set_crowded(ep);
 }
 
 /* The transport's private state of a new partner, zeroed, in *tpd (NULL
@@ -154,6 +163,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     p->tp = tp;
     list_init(&p->outq);
     list_init(&p->reqs);
+    ep->nlive++;
+    set_crowded(ep);
     return p;
   }
   if (ep->npartners == ep->partners_cap) {
@@ -178,8 +189,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
   list_init(&p->outq);
   list_init(&p->reqs);
   ep->partners[ep->npartners++] = p;
-  int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  if (ep->npartners > (uint32_t)npus) ep->crowded = 1;
+  ep->nlive++;
+  set_crowded(ep);
   return p;
 }
 

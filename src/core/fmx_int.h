@@ -226,7 +226,8 @@ struct fmx_endpoint {
   struct fmx_request *free_reqs;
   uint64_t next_seq;
 
-  int crowded;       /* ep_crowded: set as partners come, never cleared */
+  uint32_t nlive;    /* partners not reaped, ourselves (ep->self) included */
+  int crowded;       /* ep_crowded: nlive above the host's hardware threads */
   int rndv_explicit; /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   uint64_t counters[CNT_MAX];
   char last_engine[16];
@@ -261,7 +262,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_wake(struct ep_desc *d);
-/* More endpoints connected (ours included) than the host has hardware
+/* More partners in use (ourselves included) than the host has hardware
  * threads: ranks outnumber cores, and a copy made twice is time taken from
  * another rank (proto's eager limit, bulk's engine choice). */
 static inline int ep_crowded(const struct fmx_endpoint *ep) { return ep->crowded; }

@@ -121,14 +121,14 @@ static void maybe_switch(struct partner *p, struct shm_peer *sp) {
  * peers (FMX_RING_MIN at least, FMX_RING_SIZE at most). With one peer on
  * a core of its own: the whole ring. */
 static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
-  if (se->ring_for == ep->npartners) return se->ring_cells;
+  if (se->ring_for == ep->nlive) return se->ring_cells;
   const struct topo_info *t = topo_get();
-  uint64_t ranks = ep->npartners ? ep->npartners : 1, peers = ranks > 1 ? ranks - 1 : 1;
+  uint64_t ranks = ep->nlive ? ep->nlive : 1, peers = ranks > 1 ? ranks - 1 : 1;
   uint64_t npus = t->npus > 0 ? (uint64_t)t->npus : 1, per_core = (ranks + npus - 1) / npus;
   uint64_t bytes = (t->l2.size ? t->l2.size : fmx_cfg.ring_size) / (peers * per_core);
   if (bytes < fmx_cfg.ring_min) bytes = fmx_cfg.ring_min;
   if (bytes > fmx_cfg.ring_size) bytes = fmx_cfg.ring_size;
-  se->ring_for = ep->npartners;
+  se->ring_for = ep->nlive;
   se->ring_cells = bytes / RING_CELL;
   return se->ring_cells;
 }

@@ -14,7 +14,7 @@ extern const struct fmx_transport_ops shm_transport;
 struct shm_ep {
   struct shm_pool pool;
   int pool_ready;
-  uint32_t ring_for;    /* ep->npartners when ring_cells was set */
+  uint32_t ring_for;    /* ep->nlive when ring_cells was set */
   uint64_t ring_cells;  /* the cells of a ring our sends use (shm.c) */
 };
 

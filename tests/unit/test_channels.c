@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "core/fmx_int.h"
+#include "platform/topo.h"
 #include "shm/channel.h"
 #include "shm/ring.h"
 
@@ -127,11 +128,36 @@ static void test_ring_limit(void) {
   free(mem);
 }
 
+/* ep_crowded follows the partners in use: more than the host's hardware
+ * threads (ourselves counted) makes it, and once they closed and were
+ * reaped (at the next connect) it clears. */
+static void test_crowded_follows_live_partners(void) {
+  int n = topo_get()->npus > 0 ? topo_get()->npus : 1;
+  fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 31), others[64], last;
+  CHECK(n < 64);
+  for (int i = 0; i < n; i++) {
+    fmx_endpoint_addr_t x;
+    others[i] = open_ep(FMX_ANY_ENDPOINT, 32);
+    CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eid_of(others[i]), 32, 1000, &x), FMX_SUCCESS);
+  }
+  CHECK_EQ(a->crowded, 1); /* n peers and ourselves: n + 1 > n */
+  for (int i = 0; i < n; i++) CHECK_EQ(fmx_close_endpoint(others[i]), FMX_SUCCESS);
+  for (int i = 0; i < 100; i++) fmx_progress(a); /* their CLOSE records */
+  fmx_endpoint_addr_t y;
+  last = open_ep(FMX_ANY_ENDPOINT, 33);
+  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eid_of(last), 33, 1000, &y), FMX_SUCCESS);
+  CHECK_EQ(a->crowded, n < 2); /* ourselves and `last` */
+  message(a, y, last, 100000);
+  CHECK_EQ(fmx_close_endpoint(a), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(last), FMX_SUCCESS);
+}
+
 int main(void) {
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   test_second_connect_shares_the_channel();
   test_stale_partner_gets_a_new_channel();
   test_ring_limit();
+  test_crowded_follows_live_partners();
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_DONE("test_channels");
   return 0;
