@@ -110,8 +110,11 @@ class Config:
 
     def run(self, kernel, sizes, iters, timeout):
         argv, env = self.command(kernel, sizes, iters)
-        with ShmemPeak() as shm:
+        if kernel not in MANY:  # no sampler thread beside a latency run
             out = _execute(argv, env, timeout)
+        else:
+            with ShmemPeak() as shm:
+                out = _execute(argv, env, timeout)
         recs = parse_json_lines(out, kernel)
         if not recs:
             raise RunError("no numbers from: %s" % _tail(out))

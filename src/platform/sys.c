@@ -71,6 +71,10 @@ void *sys_map_shared(int fd, size_t size) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+void sys_fault_in(void *p, size_t len) {
+  for (size_t off = 0; off < len; off += 4096) __atomic_fetch_add((uint64_t *)((uint8_t *)p + off), 0, __ATOMIC_RELAXED);
+}
+
 int sys_pidfd_open(pid_t pid) {
   long fd = syscall(SYS_pidfd_open, pid, 0);
   return fd < 0 ? -errno : (int)fd;

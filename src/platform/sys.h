@@ -18,6 +18,10 @@ const char *sys_memfd_error(int err);
 /* RLIMIT_NOFILE's soft limit, for messages (0 if unknown). */
 unsigned long long sys_nofile_limit(void);
 void *sys_map_shared(int fd, size_t size);             /* NULL on error (errno set) */
+/* Fault in the pages of [p, p + len) of a shared mapping for writing,
+ * changing nothing (an atomic add of 0 per page, 8-byte aligned p): only
+ * for memory nobody else writes yet. */
+void sys_fault_in(void *p, size_t len);
 int sys_pidfd_open(pid_t pid);                         /* fd or -errno */
 int sys_futex_wait(uint32_t *addr, uint32_t val, int64_t timeout_ns); /* shared futex */
 void sys_futex_wake(uint32_t *addr);

@@ -122,7 +122,6 @@ struct channel {
   uint64_t pipe_rx_owner;  /* id of the receive reading pipe_rx, 0 if none */
   int pipe_rx_broken;      /* a receive failed mid-transfer: stale bytes, never again */
   int ours;                /* we created it (we connected) */
-  int preferred;           /* made by the lower endpoint id: both ends send on it once both have it */
 };
 
 /* Create a channel memfd with the current config; returns the channel and

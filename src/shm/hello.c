@@ -198,8 +198,7 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     ch->peer_pool = &sp->peer;
     /* The channel made by the lower endpoint id is the one both send on. */
     uint32_t maker = ch->ours ? ep->eid : p->eid, low = ep->eid < p->eid ? ep->eid : p->eid;
-    ch->preferred = maker == low;
-    if (p->nchan == 1 && ch->preferred) sp->switch_tx = 1;
+    if (p->nchan == 1 && maker == low) sp->switch_tx = 1;
     if (p->nchan < 2)
       p->chan[p->nchan++] = ch;
     else

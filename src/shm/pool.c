@@ -37,8 +37,8 @@ int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64
   p->nbuf = n[0] + n[1];
   p->holder = calloc(p->nbuf, sizeof *p->holder);
   for (int c = 0; c < POOL_CLASSES; c++)
-    if (!(p->cls[c].free_stack = calloc(n[c], sizeof(uint32_t))) || !(p->cls[c].out = calloc(n[c], sizeof(uint32_t))))
-      goto nomem;
+    if (!(p->cls[c].free_stack = calloc(n[c], sizeof(uint32_t)))) goto nomem;
+  if (!(p->cls[POOL_CHUNK].out = calloc(n[POOL_CHUNK], sizeof(uint32_t)))) goto nomem;
   if (!p->holder) goto nomem;
   p->fd = sys_memfd("fmx-pool", h.size);
   if (p->fd < 0) {
@@ -131,8 +131,7 @@ int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held) {
      * middle of its first transfers (adapt would time the faults and keep
      * cma for a while: 1 MiB ping-pong at 14 GB/s instead of 45). Never
      * lent yet, so nobody reads them: an add of 0 writes nothing. */
-    for (uint64_t off = 0; off < k->n * k->size; off += 4096)
-      __atomic_fetch_add((uint64_t *)(k->data + off), 0, __ATOMIC_RELAXED);
+    sys_fault_in(k->data, k->n * k->size);
     p->chunks_faulted = 1;
   }
   int64_t i = -1;

@@ -58,7 +58,7 @@ struct pool_class {
   uint8_t *data;
   uint32_t *free_stack;    /* free ones: records' a stack (the last freed on top), chunks' a queue from free_head */
   uint32_t nfree, free_head;
-  uint32_t *out;           /* lent ones, in lending order (a ring of n) */
+  uint32_t *out;           /* chunks: lent ones, in lending order (a ring of n); records: shm.c keeps them */
   uint64_t out_head, nout;
 };
 

@@ -139,9 +139,10 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   if (sp->switch_tx) maybe_switch(p, sp);
   struct shm_ring *r = &p->chan[0]->tx;
   uint64_t cells = ring_cells(ep, sp->ep);
-  /* Faulted in ahead only on the channel both ends keep: the other may be
-   * left after a few records (both connected at once). */
-  if (r->limit != cells || (!r->faulted && p->chan[0]->preferred)) shm_ring_set_limit(r, cells, p->chan[0]->preferred);
+  /* Faulted in ahead, except on a channel we are about to leave (both
+   * ends connected at once, shm_peer.switch_tx): it may take only a few
+   * records. */
+  if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
   if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, p->chan[0], h, iov, iovcnt) < 0)
     return -1;
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
