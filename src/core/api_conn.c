@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* The public calls of fmx.h about peers: error strings, addresses,
+ * connect and disconnect (the message calls are in api.c, fmx_get_info in
+ * info.c). */
+#include <string.h>
+
+#include "base/config.h"
+#include "core/fmx_int.h"
+#include "core/transport.h"
+
+#define API __attribute__((visibility("default")))
+
+API const char *fmx_strerror(fmx_return_t code) {
+  switch (code) {
+    case FMX_SUCCESS: return "Success";
+    case FMX_BAD_ERROR: return "Bad error";
+    case FMX_ALREADY_INITIALIZED: return "Already initialized";
+    case FMX_NOT_INITIALIZED: return "Not initialized";
+    case FMX_ACCESS_DENIED: return "Access denied";
+    case FMX_BOARD_NOT_FOUND: return "Board not found";
+    case FMX_BAD_ENDPOINT: return "Bad endpoint";
+    case FMX_SEGMENTS_BAD_COUNT: return "Bad segment count";
+    case FMX_BAD_REQUEST: return "Bad request";
+    case FMX_BAD_MATCH_MASK: return "Bad match mask";
+    case FMX_NO_RESOURCES: return "No resources";
+    case FMX_BUSY: return "Busy";
+    case FMX_BAD_INFO_KEY: return "Bad info key";
+    case FMX_BAD_ADDRESS: return "Bad address";
+    case FMX_ENDPOINT_PARAM_BAD_KEY: return "Bad endpoint parameter key";
+    case FMX_ENDPOINT_PARAM_BAD_VALUE: return "Bad endpoint parameter value";
+    case FMX_PEER_NOT_FOUND: return "Peer not found";
+    case FMX_TIMEOUT: return "Timeout";
+    case FMX_REMOTE_ENDPOINT_BAD_ID: return "Remote endpoint bad id";
+    case FMX_REMOTE_ENDPOINT_CLOSED: return "Remote endpoint closed";
+    case FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY: return "Remote endpoint bad connection key";
+    case FMX_BAD_INFO_LENGTH: return "Bad info length";
+    case FMX_NIC_ID_NOT_FOUND: return "NIC id not found";
+    case FMX_BAD_LIB_ABI: return "Bad library ABI";
+    case FMX_BAD_MATCHING_FOR_CONTEXT_ID_MASK: return "Bad matching for context id mask";
+    case FMX_CANCELLED: return "Cancelled";
+    case FMX_REMOTE_ENDPOINT_UNREACHABLE: return "Remote endpoint unreachable";
+    case FMX_REMOTE_ENDPOINT_BAD_SESSION: return "Remote endpoint bad session";
+    case FMX_MESSAGE_ABORTED: return "Message aborted";
+    case FMX_MESSAGE_TRUNCATED: return "Message truncated";
+    case FMX_NO_SYSTEM_RESOURCES: return "No system resources";
+    case FMX_NOT_IMPLEMENTED: return "Not implemented";
+  }
+  return "Unknown error code";
+}
+
+API fmx_return_t fmx_get_endpoint_addr(fmx_endpoint_t ep, fmx_endpoint_addr_t *addr) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!addr) return FMX_BAD_ADDRESS;
+  *addr = ep_partner_addr(ep->self);
+  return FMX_SUCCESS;
+}
+
+API fmx_return_t fmx_decompose_endpoint_addr(fmx_endpoint_addr_t addr, uint64_t *nic_id, uint32_t *endpoint_id) {
+  if (nic_id) *nic_id = addr.opaque[1] & 0xffffffffffffull;
+  if (endpoint_id) *endpoint_id = (uint32_t)(addr.opaque[1] >> 48);
+  return FMX_SUCCESS;
+}
+
+API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                             fmx_endpoint_addr_t *addr) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!addr) return FMX_BAD_ADDRESS;
+  if (nic_id != FMX_ANY_NIC && nic_id != ep->nic) return FMX_NIC_ID_NOT_FOUND;
+  if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
+  if (eid == ep->eid) {
+    if (key != ep->key) return FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
+    *addr = ep_partner_addr(ep->self);
+    return FMX_SUCCESS;
+  }
+  struct partner *p = NULL;
+  pthread_mutex_lock(&ep->connect_lock);
+  fmx_return_t rc = transport_local()->connect(ep, eid, key, timeout_ms, &p);
+  pthread_mutex_unlock(&ep->connect_lock);
+  if (rc == FMX_SUCCESS) {
+    pthread_mutex_lock(&ep->lock);
+    *addr = ep_partner_addr(p);
+    pthread_mutex_unlock(&ep->lock);
+  }
+  return rc;
+}
+
+API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint64_t match,
+                              void *context, fmx_request_t *request) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!request) return FMX_BAD_REQUEST;
+  /* Same host: the handshake is one local round trip with the peer's
+   * watcher thread, so it is done now and the request completes at once. */
+  fmx_endpoint_addr_t addr;
+  memset(&addr, 0, sizeof addr);
+  uint32_t t = ep->timeout_ms ? (uint32_t)ep->timeout_ms : 10000;
+  fmx_return_t rc = fmx_connect(ep, nic_id, eid, key, t, &addr);
+  pthread_mutex_lock(&ep->lock);
+  struct fmx_request *r = req_alloc(ep, REQ_CONNECT);
+  if (!r) {
+    pthread_mutex_unlock(&ep->lock);
+    return FMX_NO_RESOURCES;
+  }
+  r->status.context = context;
+  r->status.match_info = match;
+  r->status.source = addr;
+  req_complete(ep, r, rc);
+  *request = r;
+  pthread_mutex_unlock(&ep->lock);
+  return FMX_SUCCESS;
+}
+
+API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  pthread_mutex_lock(&ep->lock);
+  struct partner *p = ep_partner_from_addr(ep, addr);
+  fmx_return_t rc = FMX_SUCCESS;
+  if (!p || p->is_self) {
+    rc = FMX_BAD_ADDRESS;
+  } else if (p->state == PARTNER_ALIVE) {
+    struct proto_hdr h = {.type = PROTO_CLOSE};
+    if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
+    ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return rc;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* fmx_get_info: the library's, the endpoint's and the introspection keys
+ * (the engines, the table of tunables and the topology, so that tools need
+ * nothing but fmx.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "bulk/engine.h"
+#include "core/fmx_int.h"
+#include "core/transport.h"
+#include "platform/sys.h"
+#include "platform/topo.h"
+
+#define API __attribute__((visibility("default")))
+
+static fmx_return_t info_put(void *out, uint32_t out_len, const void *v, size_t n) {
+  if (!out || out_len < n) return FMX_BAD_INFO_LENGTH;
+  memcpy(out, v, n);
+  return FMX_SUCCESS;
+}
+
+static fmx_return_t info_put_str(void *out, uint32_t out_len, const char *s) {
+  size_t n = strlen(s) + 1;
+  if (!out || out_len == 0) return FMX_BAD_INFO_LENGTH;
+  if (n > out_len) n = out_len;
+  memcpy(out, s, n);
+  ((char *)out)[n - 1] = '\0';
+  return FMX_SUCCESS;
+}
+
+#define TEXT(dst, src) snprintf((dst), sizeof(dst), "%s", (src) ? (src) : "")
+
+static void cache_out(fmx_cache_info_t *d, const struct topo_cache_info *s) {
+  d->size = s->size;
+  d->nshare = s->nshare;
+  TEXT(d->cpus, s->cpus);
+}
+
+static uint32_t engine_count(void) {
+  uint32_t n = 0;
+  while (bulk_engines[n]) n++;
+  return n;
+}
+
+static fmx_return_t config_item(uint32_t i, void *out, uint32_t out_len) {
+  struct config_item it;
+  fmx_config_item_t o;
+  if (config_item_at(i, &it) < 0) return FMX_BAD_INFO_KEY;
+  memset(&o, 0, sizeof o);
+  TEXT(o.name, it.name);
+  TEXT(o.value, it.value);
+  TEXT(o.source, it.source);
+  TEXT(o.def, it.def);
+  TEXT(o.refused, it.refused);
+  TEXT(o.doc, it.doc);
+  return info_put(out, out_len, &o, sizeof o);
+}
+
+static fmx_return_t topology(void *out, uint32_t out_len) {
+  const struct topo_info *t = topo_get();
+  fmx_topology_t o;
+  memset(&o, 0, sizeof o);
+  o.ncores = t->ncores;
+  o.npus = t->npus;
+  o.numa_nodes = t->numa_nodes;
+  cache_out(&o.l1d, &t->l1);
+  cache_out(&o.l2, &t->l2);
+  cache_out(&o.l3, &t->l3);
+  TEXT(o.cpu_model, t->cpu_model);
+  TEXT(o.source, t->src);
+  return info_put(out, out_len, &o, sizeof o);
+}
+
+static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *out, uint32_t out_len, fmx_return_t *rc) {
+  uint32_t n, i = 0;
+  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM;
+  if (indexed) {
+    if (!in || in_len < sizeof i) {
+      *rc = FMX_BAD_INFO_LENGTH;
+      return 1;
+    }
+    memcpy(&i, in, sizeof i);
+  }
+  switch (key) {
+    case FMX_INFO_ENGINE_COUNT:
+      n = engine_count();
+      *rc = info_put(out, out_len, &n, sizeof n);
+      return 1;
+    case FMX_INFO_ENGINE_NAME:
+      *rc = i < engine_count() ? info_put_str(out, out_len, bulk_engines[i]->name) : FMX_BAD_INFO_KEY;
+      return 1;
+    case FMX_INFO_CONFIG_COUNT:
+      n = (uint32_t)config_count();
+      *rc = info_put(out, out_len, &n, sizeof n);
+      return 1;
+    case FMX_INFO_CONFIG_ITEM:
+      *rc = config_item(i, out, out_len);
+      return 1;
+    case FMX_INFO_TOPOLOGY:
+      *rc = topology(out, out_len);
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, uint32_t in_len, void *out,
+                              uint32_t out_len) {
+  if (!lib_ready()) return FMX_NOT_INITIALIZED;
+  uint64_t v;
+  fmx_return_t irc;
+  if (introspect_info(key, in, in_len, out, out_len, &irc)) return irc;
+  switch (key) {
+    case FMX_INFO_RNDV_THRESHOLD:
+      v = fmx_cfg.rndv_threshold;
+      return info_put(out, out_len, &v, sizeof v);
+    case FMX_INFO_TINY_MAX:
+      v = transport_local()->tiny_max;
+      return info_put(out, out_len, &v, sizeof v);
+    case FMX_INFO_NIC_ID:
+      v = sys_host_id();
+      return info_put(out, out_len, &v, sizeof v);
+    case FMX_INFO_ENGINE_STATUS: {
+      if (!in || in_len == 0 || ((const char *)in)[in_len - 1] != '\0') return FMX_BAD_INFO_LENGTH;
+      const struct fmx_bulk_engine *e = bulk_find(in);
+      if (!e) return FMX_BAD_INFO_KEY;
+      char reason[160];
+      e->probe(reason, sizeof reason);
+      return info_put_str(out, out_len, reason);
+    }
+    default:
+      break;
+  }
+  if (!ep) return FMX_BAD_ENDPOINT;
+  fmx_return_t rc = FMX_SUCCESS;
+  pthread_mutex_lock(&ep->lock);
+  switch (key) {
+    case FMX_INFO_COUNTER_COUNT: {
+      uint32_t n = CNT_MAX;
+      rc = info_put(out, out_len, &n, sizeof n);
+      break;
+    }
+    case FMX_INFO_COUNTER_LABEL: {
+      uint32_t i;
+      if (!in || in_len < sizeof i) {
+        rc = FMX_BAD_INFO_LENGTH;
+        break;
+      }
+      memcpy(&i, in, sizeof i);
+      rc = i < CNT_MAX ? info_put_str(out, out_len, counter_labels[i]) : FMX_BAD_INFO_KEY;
+      break;
+    }
+    case FMX_INFO_COUNTER_VALUES:
+      rc = info_put(out, out_len, ep->counters, sizeof ep->counters);
+      break;
+    case FMX_INFO_LAST_BULK_ENGINE:
+      rc = info_put_str(out, out_len, ep->last_engine[0] ? ep->last_engine : "none");
+      break;
+    case FMX_INFO_ENDPOINT_ID:
+      rc = info_put(out, out_len, &ep->eid, sizeof ep->eid);
+      break;
+    default:
+      rc = FMX_BAD_INFO_KEY;
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return rc;
+}
