@@ -107,7 +107,11 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
   __atomic_store_n(&ep->spin_ns, next, __ATOMIC_RELAXED);
 }
 
-static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+/* The wait's first look, check first: an eager send is done before its
+ * wait begins, and a ping-pong's receive often is too. It ends the wait
+ * without the spin's bookkeeping (nwaiting, the clock). */
+static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg,
+                     int *counted) {
   uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
   uint64_t start = 0;
   uint64_t max_spin = fmx_cfg.spin_us * 1000ull;
@@ -115,15 +119,21 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
   if (spin == 0 || spin > max_spin) spin = max_spin;
   int r = poll_once(ep, check, arg, NULL, &start);
   if (r) {
-    adapt_spin(ep, spin, max_spin, 0, 0);
+    if (spin < max_spin) adapt_spin(ep, spin, max_spin, 0, 0);
     return r;
   }
-  if (!start) {
-    start = sys_now_ns();
-    if (offload_in_wait == 1) adapt_wait_ns = start;
+  /* The clock is read at the 16th poll (or now, a rendezvous in flight:
+   * poll_once stamped it): a small message's wait ends before, and pays for
+   * no clock read. The timeout counts from there, 16 polls late. */
+  uint64_t deadline = UINT64_MAX, spin_end = 0;
+  if (start) {
+    if (timeout_ms != FMX_TIMEOUT_INFINITE) deadline = start + timeout_ms * 1000000ull;
+    spin_end = start + spin;
   }
-  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
-  uint64_t spin_end = start + spin;
+  if (counted) {
+    __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
+    *counted = 1;
+  }
   int slept = 0;
   struct ep_desc *d = ep->desc;
   for (unsigned spins = 1;; spins++) {
@@ -139,6 +149,12 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
     /* Reading the clock costs as much as a poll: look every 16 polls. */
     if (spins % 16) continue;
     uint64_t now = sys_now_ns();
+    if (!start) {
+      start = now;
+      if (offload_in_wait == 1) adapt_wait_ns = start;
+      if (timeout_ms != FMX_TIMEOUT_INFINITE) deadline = start + timeout_ms * 1000000ull;
+      spin_end = start + spin;
+    }
     if (now >= deadline) return 0;
     if (now < spin_end || (busy & 1)) {
       /* Past a small message's round trip, give the core to whoever else
@@ -179,16 +195,15 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
  * (bulk_select offloads nothing automatically for it), and channel 0 does
  * not make progress on this endpoint for it (offload.c). */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
-  int outer = offload_in_wait++ == 0;
-  if (outer) __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
-  int r = wait_loop(ep, timeout_ms, check, arg);
+  int outer = offload_in_wait++ == 0, counted = 0;
+  int r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and
      * waits again): channel 0 leaves a watched endpoint alone for a moment
      * (offload.c stamps the time itself when the watch begins). */
     int watched = __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
     if (watched) __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
+    if (counted) __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
     if (watched) offload_kick();
   }
   offload_in_wait--;
