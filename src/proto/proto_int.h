@@ -12,6 +12,8 @@ struct channel;
 /* Start a send request (eager or rendezvous); the request is queued if the
  * ring has no room. */
 void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r);
+int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
+                   uint64_t match);
 /* Send a control record that belongs to no request (a FIN refusing an
  * RTS): queued in memory of its own when the ring is full; without that
  * memory the connection is given up (proto_abort). */

@@ -184,6 +184,23 @@ void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const str
   send_ctl(ep, r->partner, r, h);
 }
 
+/* An eager message of one record, when nothing waits before it, goes into
+ * the ring at once, from the caller's segments: its request, which is
+ * only a receipt, is made after the push (api.c), off the latency path.
+ * 1 pushed; 0 take the common path (proto_send_start). */
+int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
+                   uint64_t match) {
+  if (!list_empty(&p->outq) || len > frag_size(p) || len > proto_eager_max(ep, p)) return 0;
+  struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)len, .match = match, .msg_len = len};
+  struct iovec iov[FMX_MAX_SEGMENTS];
+  int n = 0;
+  for (uint32_t i = 0; i < nseg; i++)
+    if (segs[i].len) iov[n++] = (struct iovec){segs[i].ptr, segs[i].len};
+  if (p->tp->push(ep, p, &h, iov, n) < 0) return 0;
+  CNT(ep, SEND_EAGER);
+  return 1;
+}
+
 void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct partner *p = r->partner;
   struct out_rec *o = &r->out;
