@@ -13,7 +13,11 @@
  *    status codes use the same enum.
  *
  * Thread safety: every function may be called from any thread at any time,
- * except fmx_init/fmx_finalize which must not race with other calls.
+ * except fmx_init/fmx_finalize which must not race with other calls. An
+ * endpoint is fastest when driven by the thread that opened it: its lock
+ * costs that thread no atomic instruction. Other application threads may
+ * use it too; after a few of their calls the endpoint takes a plain mutex
+ * for every thread (docs/protocol.md, Endpoint lock).
  *
  * Buffers: a send buffer must stay untouched and a receive buffer must stay
  * allocated until the request completes (or is cancelled). The library never

@@ -144,6 +144,7 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
 static void *chan_main(void *arg) {
   struct offload_chan *c = arg;
   offload_in_channel = 1;
+  ep_lock_library_thread();
   for (;;) {
     pthread_mutex_lock(&c->mu);
     while (!c->head) {
@@ -491,13 +492,13 @@ static void hand_over(struct fmx_endpoint *ep) {
 static int try_progress(struct fmx_endpoint *ep) {
   if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) return 1; /* it waits: it progresses itself */
   if (sys_now_ns() - __atomic_load_n(&ep->wait_left_ns, __ATOMIC_RELAXED) < AWAY_NS) return 0;
-  if (pthread_mutex_trylock(&ep->lock) != 0) return 0;
+  if (ep_trylock(ep) != 0) return 0;
   if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) && !ep->closing) {
     hand_over(ep);
     ep_progress_locked(ep);
     hand_over(ep); /* what that progress matched */
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return 1;
 }
 

@@ -39,10 +39,10 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
   if (!request) return FMX_BAD_REQUEST;
   fmx_return_t rc = check_segs(segs, nsegs);
   if (rc) return rc;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct partner *p = ep_partner_from_addr(ep, dest);
   if (!p) {
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     return FMX_BAD_ADDRESS;
   }
   /* A request on the free list cannot fail to be made: with one there, a
@@ -57,13 +57,13 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
                                .xfer_length = r->len};
     *request = r;
     req_complete(ep, r, FMX_SUCCESS);
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     return FMX_SUCCESS;
   }
   struct fmx_request *r = req_alloc(ep, REQ_SEND);
   if (!r || req_set_segs(r, segs, nsegs) < 0) {
     if (r) req_free(ep, r);
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
   r->match = match;
@@ -80,7 +80,7 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
   } else {
     proto_send_start(ep, r);
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
@@ -102,11 +102,11 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
   if (rc) return rc;
   rc = (fmx_return_t)match_check(&ep->mq, match, mask);
   if (rc) return rc;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct fmx_request *r = req_alloc(ep, REQ_RECV);
   if (!r || req_set_segs(r, segs, nsegs) < 0) {
     if (r) req_free(ep, r);
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
   r->match = match;
@@ -122,7 +122,7 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
   /* No progress pass first: a record still in a ring has not arrived yet,
    * so matching it after this receive is posted keeps MX semantics. */
   proto_recv_post(ep, r);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
@@ -144,10 +144,10 @@ static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_s
                                 int progress) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct fmx_request *r = *request;
   if (!req_valid(ep, r) || (r->flags & REQ_F_FORGOTTEN)) {
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     return FMX_BAD_REQUEST;
   }
   if (progress && r->state != REQ_DONE) ep_progress_locked(ep);
@@ -156,7 +156,7 @@ static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_s
     reap(ep, r, status);
     *request = NULL;
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
@@ -217,12 +217,12 @@ static fmx_return_t any_common(fmx_endpoint_t ep, uint32_t timeout_ms, int block
   if (match & ~mask) return FMX_BAD_MATCH_MASK;
   struct any_arg a = {match, mask, NULL};
   if (block) ep_wait(ep, timeout_ms, find_any, &a);
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   ep_progress_locked(ep);
   a.found = NULL;
   *result = (uint32_t)find_any(ep, &a);
   if (*result) reap(ep, a.found, status);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
@@ -243,11 +243,11 @@ static fmx_return_t peek_common(fmx_endpoint_t ep, uint32_t timeout_ms, int bloc
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
   if (block) ep_wait(ep, timeout_ms, any_completed, NULL);
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   ep_progress_locked(ep);
   *result = !list_empty(&ep->completed);
   if (*result) *request = list_entry(ep->completed.next, struct fmx_request, qnode);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
@@ -289,10 +289,10 @@ static fmx_return_t probe_common(fmx_endpoint_t ep, uint32_t timeout_ms, int blo
     *result = (uint32_t)ep_wait(ep, timeout_ms, probe_check, &a);
     return FMX_SUCCESS;
   }
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   ep_progress_locked(ep);
   *result = (uint32_t)probe_check(ep, &a);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
@@ -309,7 +309,7 @@ API fmx_return_t fmx_probe(fmx_endpoint_t ep, uint32_t timeout_ms, uint64_t matc
 API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t *result) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct fmx_request *r = *request;
   fmx_return_t rc = FMX_SUCCESS;
   *result = 0;
@@ -324,14 +324,14 @@ API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t 
     *request = NULL;
     *result = 1;
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return rc;
 }
 
 API fmx_return_t fmx_forget(fmx_endpoint_t ep, fmx_request_t *request) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request) return FMX_BAD_REQUEST;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct fmx_request *r = *request;
   fmx_return_t rc = FMX_SUCCESS;
   if (!req_valid(ep, r) || (r->flags & REQ_F_FORGOTTEN)) {
@@ -343,7 +343,7 @@ API fmx_return_t fmx_forget(fmx_endpoint_t ep, fmx_request_t *request) {
     r->flags |= REQ_F_FORGOTTEN;
     *request = NULL;
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return rc;
 }
 
@@ -355,7 +355,7 @@ API fmx_return_t fmx_context(fmx_request_t *request, void **context) {
 
 API fmx_return_t fmx_set_request_timeout(fmx_endpoint_t ep, fmx_request_t request, uint32_t timeout_ms) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   fmx_return_t rc = FMX_SUCCESS;
   if (!request) {
     ep->timeout_ms = timeout_ms;
@@ -366,7 +366,7 @@ API fmx_return_t fmx_set_request_timeout(fmx_endpoint_t ep, fmx_request_t reques
     if (request->deadline_ns && !timeout_ms) ep->ntimed--;
     request->deadline_ns = timeout_ms ? sys_now_ns() + timeout_ms * 1000000ull : 0;
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return rc;
 }
 
@@ -380,8 +380,8 @@ API fmx_return_t fmx_wakeup(fmx_endpoint_t ep) {
 
 API fmx_return_t fmx_progress(fmx_endpoint_t ep) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   ep_progress_locked(ep);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }

@@ -77,9 +77,9 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   fmx_return_t rc = transport_local()->connect(ep, eid, key, timeout_ms, &p);
   pthread_mutex_unlock(&ep->connect_lock);
   if (rc == FMX_SUCCESS) {
-    pthread_mutex_lock(&ep->lock);
+    ep_lock(ep);
     *addr = ep_partner_addr(p);
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
   }
   return rc;
 }
@@ -94,10 +94,10 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
   memset(&addr, 0, sizeof addr);
   uint32_t t = ep->timeout_ms ? (uint32_t)ep->timeout_ms : 10000;
   fmx_return_t rc = fmx_connect(ep, nic_id, eid, key, t, &addr);
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct fmx_request *r = req_alloc(ep, REQ_CONNECT);
   if (!r) {
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
   r->status.context = context;
@@ -105,13 +105,13 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
   r->status.source = addr;
   req_complete(ep, r, rc);
   *request = r;
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return FMX_SUCCESS;
 }
 
 API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct partner *p = ep_partner_from_addr(ep, addr);
   fmx_return_t rc = FMX_SUCCESS;
   if (!p || p->is_self) {
@@ -121,6 +121,6 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
     if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
     ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return rc;
 }

@@ -286,9 +286,9 @@ void ep_progress_siblings(struct fmx_endpoint *ep) {
   struct list_node *pos;
   list_for_each(pos, &endpoints) {
     struct fmx_endpoint *e = list_entry(pos, struct fmx_endpoint, link);
-    if (e == ep || pthread_mutex_trylock(&e->lock) != 0) continue;
+    if (e == ep || ep_trylock(e) != 0) continue;
     if (!e->closing) ep_progress_locked(e);
-    pthread_mutex_unlock(&e->lock);
+    ep_unlock(e);
   }
   pthread_mutex_unlock(&lib_lock);
 }
@@ -350,7 +350,7 @@ static void ep_free(struct fmx_endpoint *ep) {
   transports_ep_fini(ep);
   if (ep->desc) munmap(ep->desc, EP_DESC_SIZE);
   if (ep->desc_fd >= 0) close(ep->desc_fd);
-  pthread_mutex_destroy(&ep->lock);
+  ep_lock_fini(&ep->lock);
   pthread_mutex_destroy(&ep->connect_lock);
   free(ep);
 }
@@ -389,7 +389,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   }
   struct fmx_endpoint *ep = calloc(1, sizeof *ep);
   if (!ep) return FMX_NO_RESOURCES;
-  pthread_mutex_init(&ep->lock, NULL);
+  ep_lock_init(&ep->lock);
   pthread_mutex_init(&ep->connect_lock, NULL);
   ep->listen_fd = ep->ctl_fd = ep->desc_fd = -1;
   ep->board = 0;
@@ -453,7 +453,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
 
 __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpoint_t ep) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   ep->closing = 1;
   /* Tell every live peer, best effort (a full ring: its pidfd or its next
    * send to our closed socket tells it instead). */
@@ -464,7 +464,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
     if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
   }
   ep->desc->closed = 1;
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   transport_local()->close(ep);
   offload_forget_ep(ep);
   pthread_mutex_lock(&lib_lock);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "core/counters.h"
+#include "core/eplock.h"
 #include "base/list.h"
 #include "platform/copy.h"
 #include "core/match.h"
@@ -179,7 +180,7 @@ struct fmx_request {
 };
 
 struct fmx_endpoint {
-  pthread_mutex_t lock;
+  struct ep_lock lock; /* core/eplock.h: ep_lock(ep), ep_unlock(ep) */
   pthread_mutex_t connect_lock; /* one outgoing handshake at a time */
   struct list_node link;        /* all endpoints */
   uint32_t board;

@@ -134,7 +134,7 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
   }
   if (!ep) return FMX_BAD_ENDPOINT;
   fmx_return_t rc = FMX_SUCCESS;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   switch (key) {
     case FMX_INFO_COUNTER_COUNT: {
       uint32_t n = CNT_MAX;
@@ -163,6 +163,6 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
     default:
       rc = FMX_BAD_INFO_KEY;
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return rc;
 }

@@ -68,11 +68,11 @@ static int has_local_work(struct fmx_endpoint *ep) {
  * pays for one. */
 static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy,
                      uint64_t *start) {
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   int r = 0;
   if (start) {
     if ((r = check(ep, arg)) != 0) {
-      pthread_mutex_unlock(&ep->lock);
+      ep_unlock(ep);
       return r;
     }
     if (!list_empty(&ep->bulk)) {
@@ -84,7 +84,7 @@ static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *
   r = check(ep, arg);
   int work = busy || ep->nsiblings ? has_local_work(ep) : 0;
   if (busy) *busy = work ? work : ep->ntimed ? 2 : 0;
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   if (!r && work == 3) ep_progress_siblings(ep);
   return r;
 }

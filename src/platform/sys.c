@@ -140,6 +140,14 @@ int sys_membarrier_register(void) {
 
 void sys_membarrier_global(void) { syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0); }
 
+int sys_membarrier_private_register(void) {
+  long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return -1;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+}
+
+int sys_membarrier_private(void) { return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -1; }
+
 uint64_t sys_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

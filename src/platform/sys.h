@@ -35,6 +35,9 @@ ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlo
  * running a registered process, so the fast side can skip its fence. */
 int sys_membarrier_register(void);
 void sys_membarrier_global(void);
+/* The same for this process's threads only (PRIVATE_EXPEDITED). */
+int sys_membarrier_private_register(void);
+int sys_membarrier_private(void);
 /* malloc/calloc for the message paths: one place where a test can make the
  * Nth of them fail (sys_alloc_fail_at = N, 0: never; set by the core from
  * FMX_FAULT_ALLOC). */

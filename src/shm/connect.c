@@ -56,12 +56,12 @@ static int ms_left(uint64_t deadline) {
  * connected to us): a connect of ours need not make another. */
 static int has_channel_with(struct fmx_endpoint *ep, uint32_t eid) {
   int found = 0;
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   for (uint32_t i = 0; i < ep->npartners && !found; i++) {
     struct partner *p = ep->partners[i];
     found = p->tp == &shm_transport && !p->reaped && p->state == PARTNER_ALIVE && p->eid == eid && p->nchan > 0;
   }
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   return found;
 }
 
@@ -173,9 +173,9 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     close(ch->pipe_rx);
     ch->pipe_tx = ch->pipe_rx = -1;
   }
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], rfds[1], ch);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
   shm_close_fds(rfds);
   if (!p && !ch) {
     *needs_chan = 1; /* the partner we meant to share a channel with is gone: make one */

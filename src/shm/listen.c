@@ -87,12 +87,12 @@ int shm_listen(struct fmx_endpoint *ep) {
 }
 
 static void count(struct fmx_endpoint *ep, int ok) {
-  pthread_mutex_lock(&ep->lock);
+  ep_lock(ep);
   if (ok)
     CNT(ep, CONNECT_OK);
   else
     CNT(ep, CONNECT_REFUSED);
-  pthread_mutex_unlock(&ep->lock);
+  ep_unlock(ep);
 }
 
 /* A reply that carries only a status: never blocks (a peer that does not
@@ -139,11 +139,11 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
   } else if (nochan) {
     /* It shares the channel we made when we connected to it, if we have
      * that partner still. */
-    pthread_mutex_lock(&ep->lock);
+    ep_lock(ep);
     struct partner *p = ep->closing ? NULL : ep_partner_find(ep, h.eid, h.session);
     if (p && p->nchan > 0 && p->state == PARTNER_ALIVE) p = shm_adopt(ep, &h, cred->pid, fds[0], fds[1], NULL);
     else p = NULL;
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     rep.status = p ? FMX_SUCCESS : FMX_BUSY;
     if (!p) rep.flags |= SHM_F_NEEDCHAN;
   } else {
@@ -159,10 +159,10 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
         fds[3] = fds[4] = -1;
         rep.flags |= SHM_F_PIPES;
       }
-      pthread_mutex_lock(&ep->lock);
+      ep_lock(ep);
       struct partner *p = ep->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], fds[1], ch);
       if (!p) chan_destroy(ch);
-      pthread_mutex_unlock(&ep->lock);
+      ep_unlock(ep);
       rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
       if (!p)
         log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", ep->eid,
@@ -271,10 +271,11 @@ static void *watcher_main(void *arg) {
   struct watched *who = NULL;
   size_t cap = 0;
   struct handshakes hs = {0};
+  ep_lock_library_thread();
   for (;;) {
-    pthread_mutex_lock(&ep->lock);
+    ep_lock(ep);
     if (ep->closing) {
-      pthread_mutex_unlock(&ep->lock);
+      ep_unlock(ep);
       break;
     }
     size_t need = 2 + hs.n + ep->npartners;
@@ -301,7 +302,7 @@ static void *watcher_main(void *arg) {
         }
       }
     }
-    pthread_mutex_unlock(&ep->lock);
+    ep_unlock(ep);
     if (n < 2) {
       usleep(10000);
       continue;
@@ -334,7 +335,7 @@ static void *watcher_main(void *arg) {
     if (pf[0].revents & POLLIN) accept_all(ep, &hs);
     for (size_t i = 2 + nhs; i < n; i++) {
       if (!pf[i].revents) continue;
-      pthread_mutex_lock(&ep->lock);
+      ep_lock(ep);
       /* The partner may have been failed or its slot reused meanwhile. */
       struct partner *p = who[i].p;
       if (p->gen == who[i].gen && p->state == PARTNER_ALIVE && p->pidfd == pf[i].fd) {
@@ -342,7 +343,7 @@ static void *watcher_main(void *arg) {
         log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", ep->eid, p->eid, (int)p->pid);
         ep_partner_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       }
-      pthread_mutex_unlock(&ep->lock);
+      ep_unlock(ep);
     }
   }
   while (hs.n) hs_drop(&hs, hs.n - 1);
