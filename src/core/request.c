@@ -10,6 +10,16 @@
 #include "proto/proto_int.h"
 #include "platform/sys.h"
 
+/* Zero a request with plain stores: the memset gcc inlines for its size is
+ * a `rep stos`, whose start-up took 2/3 of req_alloc (perf, 8 B message
+ * rate: 6.7% of each side's time). The attribute keeps gcc from turning
+ * the loop back into that memset. */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void req_zero(struct fmx_request *r) {
+  _Static_assert(sizeof *r % sizeof(uint64_t) == 0, "a request is whole words");
+  uint64_t *w = (uint64_t *)(void *)r;
+  for (size_t i = 0; i < sizeof *r / sizeof *w; i++) w[i] = 0;
+}
+
 struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
   struct fmx_request *r = ep->free_reqs;
   if (r) {
@@ -28,7 +38,7 @@ struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
     ep->reqs[ep->nreqs++] = r;
   }
   uint32_t index = r->index, gen = r->gen + 1;
-  memset(r, 0, sizeof *r);
+  req_zero(r);
   r->index = index;
   r->gen = gen;
   r->kind = (uint8_t)kind;
