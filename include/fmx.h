@@ -130,14 +130,45 @@ enum fmx_info_key {
   FMX_INFO_NIC_ID = 7,           /* out: uint64_t, this host's NIC id */
   FMX_INFO_ENDPOINT_ID = 8,      /* out: uint32_t */
   FMX_INFO_ENGINE_STATUS = 9,    /* in: char[] peer-independent engine name;
-                                    out: char[] "available" or the reason */
+                                    out: char[] "available" (maybe followed by
+                                    details) or why not */
   /* Introspection (what fmx_info and fmx_tune print; no endpoint needed). */
   FMX_INFO_ENGINE_COUNT = 10,    /* out: uint32_t, bulk engines built in */
   FMX_INFO_ENGINE_NAME = 11,     /* in: uint32_t index < ENGINE_COUNT; out: char[] */
   FMX_INFO_CONFIG_COUNT = 12,    /* out: uint32_t, tunables in the table */
   FMX_INFO_CONFIG_ITEM = 13,     /* in: uint32_t index < CONFIG_COUNT; out: fmx_config_item_t */
   FMX_INFO_TOPOLOGY = 14,        /* out: fmx_topology_t, as the library sees this host */
+  FMX_INFO_CORES_SHARE = 15,     /* in: int32_t[2] CPUs; out: char[], the closest level
+                                    both share, as cost specs name it: "CPU" (one
+                                    core), "L1", "L2", "L3", "NUMA" (no cache
+                                    shared, or unknown) */
+  FMX_INFO_COST_TIME = 16,       /* in: fmx_cost_query_t; out: double, the time in us
+                                    the cost spec predicts; negative if the spec is
+                                    malformed or names no level */
+  FMX_INFO_COPY_ROUTINE_COUNT = 17, /* out: uint32_t, copy routines built in */
+  FMX_INFO_COPY_ROUTINE = 18,    /* in: uint32_t index < COPY_ROUTINE_COUNT;
+                                    out: fmx_copy_routine_t */
 };
+
+/* A bulk engine's cost spec (FMX_INFO_COST_TIME), the value of a
+ * FMX_COST_<ENGINE> tunable ("LEVEL[@FROM]:STARTUP_US:MBPS;...", docs/tuning.md),
+ * read for the topology level `level` (FMX_INFO_CORES_SHARE's names), and
+ * a message length. Texts NUL-terminated. */
+typedef struct fmx_cost_query {
+  char spec[256];
+  char level[16];
+  uint64_t len;
+} fmx_cost_query_t;
+
+/* One of the library's copy routines (FMX_INFO_COPY_ROUTINE), the ones
+ * FMX_COPY names: `copy` has memcpy's contract (no overlap), and may be
+ * called only when `usable` (this CPU and OS run it). For benchmarks. */
+typedef struct fmx_copy_routine_info {
+  char name[32];
+  void (*copy)(void *dst, const void *src, size_t len);
+  int32_t nontemporal; /* its stores bypass the cache */
+  int32_t usable;
+} fmx_copy_routine_t;
 
 /* One tunable (FMX_INFO_CONFIG_ITEM): its value in force, where that came
  * from ("default", "topology", "tuning file", "environment"), its default,

@@ -75,13 +75,6 @@ DEBT = {
     ("src/core/api.c", "proto/proto_int.h"),
     ("src/core/endpoint.c", "proto/proto_int.h"),
     ("src/core/request.c", "proto/proto_int.h"),
-    # Tools read the library's internals; fmx.h needs an introspection part.
-    ("tools/fmx_tune.c", "bulk/engine.h"),
-    ("tools/fmx_tune.c", "base/config.h"),
-    ("tools/fmx_tune.c", "core/tunables.h"),
-    ("tools/fmx_tune.c", "platform/topo.h"),
-    ("tools/perf/copymodes.c", "platform/copy.h"),
-    ("tools/perf/copymodes.c", "platform/topo.h"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -24,12 +24,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bulk/engine.h"
-#include "base/config.h"
-#include "core/tunables.h"
-#include "platform/topo.h"
+#include "fmx.h"
 
 #define MAX_SIZES 32
+
+/* An engine's cost, as the tuning file writes it: up to two lines
+ * t = startup_us + len / mbps, the second from `from` bytes on. */
+struct cost_line {
+  double startup_us, mbps;
+  uint64_t from;
+};
+struct cost_model {
+  int n;
+  struct cost_line seg[2];
+};
 
 static struct {
   const char *output, *perf, *engines;
@@ -38,11 +46,57 @@ static struct {
 } opt = {.reps = 3, .cores = {-1, -1}};
 
 struct engine_run {
-  const struct fmx_bulk_engine *e;
+  char name[32];
+  char cost_var[48]; /* FMX_COST_<NAME> */
   double best[MAX_SIZES]; /* µs, 0 = no number yet */
-  struct bulk_model model;
+  struct cost_model model;
+  char spec[128]; /* the model as a cost spec for the level measured */
   int picked; /* sizes at which the model picks this engine */
 };
+
+/* What fmx reads for a tunable (FMX_INFO_CONFIG_ITEM), "" if none. */
+static const char *config_value(const char *name) {
+  static char value[sizeof(((fmx_config_item_t *)0)->value)];
+  uint32_t n = 0;
+  value[0] = '\0';
+  fmx_get_info(NULL, FMX_INFO_CONFIG_COUNT, NULL, 0, &n, sizeof n);
+  for (uint32_t i = 0; i < n; i++) {
+    fmx_config_item_t it;
+    if (fmx_get_info(NULL, FMX_INFO_CONFIG_ITEM, &i, sizeof i, &it, sizeof it) == FMX_SUCCESS &&
+        strcmp(it.name, name) == 0) {
+      snprintf(value, sizeof value, "%s", it.value);
+      break;
+    }
+  }
+  return value;
+}
+
+/* The time fmx's cost model predicts from spec at level for len bytes, in
+ * us (FMX_INFO_COST_TIME); negative if the spec does not parse. */
+static double cost_time(const char *spec, const char *level, uint64_t len) {
+  fmx_cost_query_t q;
+  memset(&q, 0, sizeof q);
+  snprintf(q.spec, sizeof q.spec, "%s", spec);
+  snprintf(q.level, sizeof q.level, "%s", level);
+  q.len = len;
+  double t = -1;
+  if (fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &t, sizeof t) != FMX_SUCCESS) return -1;
+  return t;
+}
+
+/* The spec entries of one model at one level: "L3:1.20:9000;L3@4194304:...". */
+static void model_spec(const struct cost_model *m, const char *level, char *out, size_t len) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (int k = 0; k < m->n && n < len; k++) {
+    const struct cost_line *c = &m->seg[k];
+    if (c->from)
+      n += (size_t)snprintf(out + n, len - n, "%s%s@%" PRIu64 ":%.2f:%.0f", k ? ";" : "", level, c->from,
+                            c->startup_us, c->mbps);
+    else
+      n += (size_t)snprintf(out + n, len - n, "%s%s:%.2f:%.0f", k ? ";" : "", level, c->startup_us, c->mbps);
+  }
+}
 
 #define die(...) (fprintf(stderr, "fmx_tune: " __VA_ARGS__), fputc('\n', stderr), exit(1))
 #define usage_error(...) \
@@ -66,7 +120,7 @@ static void usage(void) {
          "Other levels already in the file stay, as do all other lines. fmx reads the\n"
          "file at fmx_init; FMX_COST_* in the environment override it, FMX_BULK forces.\n"
          "Exit status: 0 ok, 1 error, 2 usage error.\n",
-         fmx_cfg.tuning_file);
+         config_value("FMX_TUNING_FILE"));
 }
 
 static int parse_int(const char *s, int lo, int hi, const char *what) {
@@ -171,8 +225,8 @@ static uint64_t measure_threshold(const char *perf, const struct engine_run *run
   for (uint64_t sz = 4096; sz <= max; sz *= 2) sizes[n++] = sz;
   for (int rep = 0; rep < opt.reps; rep++) {
     fprintf(stderr, "[fmx_tune] rep %d/%d: eager against rendezvous (each engine), %d sizes\n", rep + 1, opt.reps, n);
-    run_perf(perf, runs[0].e->name, 2 * max, eager, sizes, n); /* all eager */
-    for (int k = 0; k < nruns && k < 8; k++) run_perf(perf, runs[k].e->name, 4096, rndv[k], sizes, n);
+    run_perf(perf, runs[0].name, 2 * max, eager, sizes, n); /* all eager */
+    for (int k = 0; k < nruns && k < 8; k++) run_perf(perf, runs[k].name, 4096, rndv[k], sizes, n);
   }
   for (int i = 0; i < n; i++) {
     who[i] = 0;
@@ -185,7 +239,7 @@ static uint64_t measure_threshold(const char *perf, const struct engine_run *run
   printf("# eager against rendezvous (the best engine per size), best of %d, latency in us\n%10s %10s %10s  %s\n",
          opt.reps, "size", "eager", "rndv", "engine");
   for (int i = 0; i < n; i++)
-    printf("%10" PRIu64 " %10.2f %10.2f  %s\n", sizes[i], eager[i], best[i], runs[who[i]].e->name);
+    printf("%10" PRIu64 " %10.2f %10.2f  %s\n", sizes[i], eager[i], best[i], runs[who[i]].name);
   printf("# FMX_RNDV_THRESHOLD=%" PRIu64 "%s\n", thr, thr > max ? " (eager won every size measured)" : "");
   return thr;
 }
@@ -194,7 +248,7 @@ static uint64_t measure_threshold(const char *perf, const struct engine_run *run
  * (weights 1/t^2: the small sizes, where startup matters, count as much as
  * the large ones). Returns the weighted squared error, or -1 if the times
  * do not grow with the size. */
-static double fit_line(const uint64_t *sizes, const double *t, int i0, int i1, struct bulk_cost *out) {
+static double fit_line(const uint64_t *sizes, const double *t, int i0, int i1, struct cost_line *out) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (int i = i0; i < i1; i++) {
     double w = 1 / (t[i] * t[i]), x = (double)sizes[i];
@@ -213,15 +267,15 @@ static double fit_line(const uint64_t *sizes, const double *t, int i0, int i1, s
     double r = (a + b * (double)sizes[i] - t[i]) / t[i];
     err += r * r;
   }
-  *out = (struct bulk_cost){a, 1 / b, sizes[i0]};
+  *out = (struct cost_line){a, 1 / b, sizes[i0]};
   return err;
 }
 
 /* One line, or two where the engine changes regime (falls out of a cache):
  * the split with the least error, each side at least 3 sizes, kept only if
  * it halves the error of one line. */
-static int fit(const uint64_t *sizes, const double *t, int n, struct bulk_model *m) {
-  struct bulk_cost one, lo, hi;
+static int fit(const uint64_t *sizes, const double *t, int n, struct cost_model *m) {
+  struct cost_line one, lo, hi;
   double e1 = fit_line(sizes, t, 0, n, &one);
   if (e1 < 0) return -1;
   m->n = 1;
@@ -240,8 +294,9 @@ static int fit(const uint64_t *sizes, const double *t, int n, struct bulk_model 
   return 0;
 }
 
-/* The spec with this level's entries replaced (or added), others kept. */
-static void merge_spec(const char *old, int level, const struct bulk_model *m, char *out, size_t len) {
+/* The spec with this level's entries replaced by `mine` (or added; none
+ * if empty), entries of other levels kept, malformed ones dropped. */
+static void merge_spec(const char *old, const char *level, const char *mine, char *out, size_t len) {
   char buf[256] = "";
   size_t n = 0;
   if (old && strlen(old) < sizeof buf) {
@@ -249,27 +304,21 @@ static void merge_spec(const char *old, int level, const struct bulk_model *m, c
     strcpy(copy, old);
     for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
       while (*tok == ' ') tok++;
-      size_t ln = strlen(bulk_level_name(level));
-      if (strncmp(tok, bulk_level_name(level), ln) == 0 && (tok[ln] == ':' || tok[ln] == '@')) continue;
-      struct bulk_model tmp;
-      if (bulk_cost_parse(tok, level, &tmp) < 0) continue; /* drop malformed entries */
+      size_t ln = strlen(level);
+      if (strncmp(tok, level, ln) == 0 && (tok[ln] == ':' || tok[ln] == '@')) continue;
+      /* its own level, as fmx would read it: malformed, dropped */
+      char own[16];
+      if (sscanf(tok, "%15[A-Z0-9]", own) != 1 || cost_time(tok, own, 0) < 0) continue;
       n += (size_t)snprintf(buf + n, sizeof buf - n, "%s;", tok);
     }
   }
-  for (int k = 0; k < m->n && n < sizeof buf; k++) {
-    const struct bulk_cost *c = &m->seg[k];
-    if (c->from)
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s@%" PRIu64 ":%.2f:%.0f;", bulk_level_name(level), c->from,
-                            c->startup_us, c->mbps);
-    else
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s:%.2f:%.0f;", bulk_level_name(level), c->startup_us, c->mbps);
-  }
-  if (n && buf[n - 1] == ';') buf[n - 1] = '\0';
+  if (mine[0] && n < sizeof buf) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", mine);
+  if (n && n < sizeof buf && buf[n - 1] == ';') buf[n - 1] = '\0';
   snprintf(out, len, "%s", buf);
 }
 
 /* Rewrite the tuning file: our FMX_COST_* lines replaced, the rest kept. */
-static void write_file(const char *path, struct engine_run *runs, int nruns, int level, uint64_t thr) {
+static void write_file(const char *path, struct engine_run *runs, int nruns, const char *level, uint64_t thr) {
   char *old_text = NULL;
   size_t old_len = 0;
   FILE *in = fopen(path, "r");
@@ -282,8 +331,8 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
     while (fgets(line, sizeof line, in)) {
       int ours = 0;
       for (int k = 0; k < nruns; k++) {
-        size_t ln = strlen(runs[k].e->cost_var);
-        if (strncmp(line, runs[k].e->cost_var, ln) == 0 && line[ln] == '=') {
+        size_t ln = strlen(runs[k].cost_var);
+        if (strncmp(line, runs[k].cost_var, ln) == 0 && line[ln] == '=') {
           /* This file's measurement of other levels is kept: merged below. */
           snprintf(old[k], sizeof old[k], "%s", line + ln + 1);
           old[k][strcspn(old[k], "\r\n")] = '\0';
@@ -299,13 +348,12 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
   /* An engine the model never picks here is not written for this level:
    * a measured cost is what makes connections carry what an engine needs
    * (the vmsplice pipes), and it would only be ignored. */
-  static const struct bulk_model none;
   for (int k = 0; k < nruns; k++)
-    merge_spec(old[k], level, runs[k].picked ? &runs[k].model : &none, specs[k], sizeof specs[k]);
-  fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], bulk_level_name(level));
+    merge_spec(old[k], level, runs[k].picked ? runs[k].spec : "", specs[k], sizeof specs[k]);
+  fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], level);
   if (thr) fprintf(mem, "FMX_RNDV_THRESHOLD=%" PRIu64 "\n", thr);
   for (int k = 0; k < nruns; k++)
-    if (specs[k][0]) fprintf(mem, "%s=%s\n", runs[k].e->cost_var, specs[k]);
+    if (specs[k][0]) fprintf(mem, "%s=%s\n", runs[k].cost_var, specs[k]);
   fclose(mem);
   if (opt.dry_run) {
     fputs(old_text, stdout);
@@ -330,88 +378,109 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, int
 }
 
 int main(int argc, char **argv) {
-  tunables_load();
+  fmx_return_t rc = fmx_init();
+  if (rc != FMX_SUCCESS) die("fmx_init: %s", fmx_strerror(rc));
   parse_args(argc, argv);
   if (opt.cores[0] < 0) default_cores();
-  const char *path = opt.output ? opt.output : fmx_cfg.tuning_file;
+  char tuning_file[PATH_MAX];
+  snprintf(tuning_file, sizeof tuning_file, "%s", config_value("FMX_TUNING_FILE"));
+  const char *path = opt.output ? opt.output : tuning_file;
+  if (!path[0]) die("no tuning file: FMX_TUNING_FILE is empty (use --output)");
   char pbuf[PATH_MAX + 16];
   const char *perf = perf_path(pbuf, sizeof pbuf);
   if (access(perf, X_OK) != 0) die("cannot run %s: %s (use --perf)", perf, strerror(errno));
 
   struct engine_run runs[8];
   int nruns = 0;
-  for (int i = 0; bulk_engines[i] && nruns < 8; i++) {
-    const struct fmx_bulk_engine *e = bulk_engines[i];
+  uint32_t nengines = 0;
+  fmx_get_info(NULL, FMX_INFO_ENGINE_COUNT, NULL, 0, &nengines, sizeof nengines);
+  for (uint32_t i = 0; i < nengines && nruns < 8; i++) {
+    char name[32], reason[160];
+    if (fmx_get_info(NULL, FMX_INFO_ENGINE_NAME, &i, sizeof i, name, sizeof name) != FMX_SUCCESS) continue;
     if (opt.engines) {
       char list[256];
       snprintf(list, sizeof list, ",%s,", opt.engines);
       char want[72];
-      snprintf(want, sizeof want, ",%s,", e->name);
+      snprintf(want, sizeof want, ",%s,", name);
       if (!strstr(list, want)) continue;
     }
-    char reason[160];
-    if (e->probe(reason, sizeof reason) != 0) {
-      fprintf(stderr, "fmx_tune: engine %s not usable here (%s): not measured\n", e->name, reason);
+    if (fmx_get_info(NULL, FMX_INFO_ENGINE_STATUS, name, (uint32_t)strlen(name) + 1, reason, sizeof reason) !=
+            FMX_SUCCESS ||
+        strncmp(reason, "available", 9) != 0) {
+      fprintf(stderr, "fmx_tune: engine %s not usable here (%s): not measured\n", name, reason);
       continue;
     }
-    memset(&runs[nruns], 0, sizeof runs[nruns]);
-    runs[nruns++].e = e;
+    struct engine_run *r = &runs[nruns++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    int n = snprintf(r->cost_var, sizeof r->cost_var, "FMX_COST_");
+    for (const char *c = name; *c && n + 1 < (int)sizeof r->cost_var; c++)
+      r->cost_var[n++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+    r->cost_var[n] = '\0';
   }
   if (nruns == 0) die("no usable engine to measure%s", opt.engines ? " in --engines" : "");
 
   /* Where rendezvous starts to pay (unless --no-threshold), then the
    * engines from there: the threshold, the powers of two above it, to 64 MiB. */
   uint64_t thr = opt.no_threshold ? 0 : measure_threshold(perf, runs, nruns);
-  uint64_t from = thr ? thr : fmx_cfg.rndv_threshold;
+  uint64_t from = thr;
+  if (!from && fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &from, sizeof from) != FMX_SUCCESS)
+    die("cannot read the rendezvous threshold");
   uint64_t sizes[MAX_SIZES], max = opt.quick ? 16u << 20 : 64u << 20;
   int nsizes = 0;
   sizes[nsizes++] = from;
   for (uint64_t s = 4096; s <= max && nsizes < MAX_SIZES; s *= 2)
     if (s > from) sizes[nsizes++] = s;
   if (nsizes < 2) die("rendezvous threshold %" PRIu64 " leaves fewer than two sizes to measure", from);
-  int level = topo_shared_level(opt.cores[0], opt.cores[1]);
-  if (level < 0) level = TOPO_LEVEL_NUMA;
+  char level[16];
+  int32_t cores[2] = {opt.cores[0], opt.cores[1]};
+  if (fmx_get_info(NULL, FMX_INFO_CORES_SHARE, cores, sizeof cores, level, sizeof level) != FMX_SUCCESS)
+    die("cannot tell what cores %d,%d share", opt.cores[0], opt.cores[1]);
 
   for (int rep = 0; rep < opt.reps; rep++)
     for (int k = 0; k < nruns; k++) {
-      fprintf(stderr, "[fmx_tune] rep %d/%d: %s, %d sizes on cores %d,%d\n", rep + 1, opt.reps, runs[k].e->name, nsizes,
+      fprintf(stderr, "[fmx_tune] rep %d/%d: %s, %d sizes on cores %d,%d\n", rep + 1, opt.reps, runs[k].name, nsizes,
               opt.cores[0], opt.cores[1]);
-      run_perf(perf, runs[k].e->name, from, runs[k].best, sizes, nsizes);
+      run_perf(perf, runs[k].name, from, runs[k].best, sizes, nsizes);
     }
-  for (int k = 0; k < nruns; k++)
+  for (int k = 0; k < nruns; k++) {
     if (fit(sizes, runs[k].best, nsizes, &runs[k].model) != 0)
-      die("engine %s: the times do not grow with the size; machine too noisy? run again", runs[k].e->name);
+      die("engine %s: the times do not grow with the size; machine too noisy? run again", runs[k].name);
+    model_spec(&runs[k].model, level, runs[k].spec, sizeof runs[k].spec);
+  }
 
-  /* What was measured, what the model says, and what auto would pick. */
+  /* What was measured, what fmx's model says, and what auto would pick
+   * (the cheapest by the model; ties to the first engine, as fmx does). */
   printf("# cores %d,%d share: %s; best of %d; latency in us (model in brackets)\n", opt.cores[0], opt.cores[1],
-         bulk_level_name(level), opt.reps);
+         level, opt.reps);
   printf("%10s", "size");
-  for (int k = 0; k < nruns; k++) printf(" %20s", runs[k].e->name);
+  for (int k = 0; k < nruns; k++) printf(" %20s", runs[k].name);
   printf("  %-8s %s\n", "auto", "loss vs best");
   double worst = 0;
   for (int i = 0; i < nsizes; i++) {
-    struct bulk_model model[8];
-    int usable[8], bestk = 0;
+    int bestk = 0, pick = -1;
+    double pick_t = 0;
     printf("%10" PRIu64, sizes[i]);
     for (int k = 0; k < nruns; k++) {
-      model[k] = runs[k].model;
-      usable[k] = 1;
+      double t = cost_time(runs[k].spec, level, sizes[i]);
       if (runs[k].best[i] < runs[bestk].best[i]) bestk = k;
-      printf(" %10.1f [%7.1f]", runs[k].best[i], bulk_cost_time(&runs[k].model, sizes[i]));
+      if (t >= 0 && (pick < 0 || t < pick_t)) pick = k, pick_t = t;
+      printf(" %10.1f [%7.1f]", runs[k].best[i], t);
     }
-    int pick = bulk_cost_pick(model, usable, nruns, sizes[i]);
+    if (pick < 0) die("fmx does not read the cost specs written: %s", runs[0].spec);
     runs[pick].picked++;
     double loss = runs[pick].best[i] / runs[bestk].best[i] - 1;
     worst = loss > worst ? loss : worst;
-    printf("  %-8s %5.1f%%\n", runs[pick].e->name, loss * 100);
+    printf("  %-8s %5.1f%%\n", runs[pick].name, loss * 100);
   }
   for (int k = 0; k < nruns; k++)
     for (int j = 0; j < runs[k].model.n; j++)
-      printf("# %s from %" PRIu64 " B: startup %.2f us, %.0f MB/s\n", runs[k].e->name, runs[k].model.seg[j].from,
+      printf("# %s from %" PRIu64 " B: startup %.2f us, %.0f MB/s\n", runs[k].name, runs[k].model.seg[j].from,
              runs[k].model.seg[j].startup_us, runs[k].model.seg[j].mbps);
   printf("# the model's choice is at most %.1f%% slower than the best measured engine at these sizes\n", worst * 100);
   for (int k = 0; k < nruns; k++)
-    if (!runs[k].picked) printf("# %s is never the cheapest here: its cost is not written\n", runs[k].e->name);
+    if (!runs[k].picked) printf("# %s is never the cheapest here: its cost is not written\n", runs[k].name);
   write_file(path, runs, nruns, level, thr);
+  fmx_finalize();
   return 0;
 }

@@ -30,6 +30,12 @@ static const char *const level_names[] = {"CPU", "L1", "L2", "L3", "NUMA", "SYS"
 
 const char *bulk_level_name(int level) { return level >= 0 && level < NLEVELS ? level_names[level] : "?"; }
 
+int bulk_level_parse(const char *name) {
+  for (int i = 0; i < NLEVELS; i++)
+    if (strcmp(name, level_names[i]) == 0) return i;
+  return -1;
+}
+
 int bulk_cost_parse(const char *spec, int level, struct bulk_model *out) {
   out->n = 0;
   if (!spec || !*spec) return -1;
@@ -52,9 +58,7 @@ int bulk_cost_parse(const char *spec, int level, struct bulk_model *out) {
         sscanf(tok, " %7[A-Z0-9] : %lf : %lf %n", name, &st, &bw, &used) != 3)
       return -2;
     if (tok[used] != '\0') return -2;
-    int l = -1;
-    for (int i = 0; i < NLEVELS; i++)
-      if (strcmp(name, level_names[i]) == 0) l = i;
+    int l = bulk_level_parse(name);
     /* A cost is a time and a bandwidth: both finite, bandwidth positive. */
     if (l < 0 || !(st >= 0 && st < 1e9) || !(bw > 0 && bw < 1e9)) return -2;
     e[ne].level = l;

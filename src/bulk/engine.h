@@ -86,6 +86,8 @@ const struct fmx_bulk_engine *bulk_find(const char *name);
 int bulk_cost_parse(const char *spec, int level, struct bulk_model *out);
 /* The name of a topology level in cost specs ("L3", "NUMA", ...). */
 const char *bulk_level_name(int level);
+/* The level a cost spec names ("L3"), or -1. */
+int bulk_level_parse(const char *name);
 /* Predicted microseconds for len bytes: the segment with the largest
  * from <= len (the first segment below all of them). */
 double bulk_cost_time(const struct bulk_model *m, uint64_t len);

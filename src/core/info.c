@@ -9,6 +9,7 @@
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
 #include "core/transport.h"
+#include "platform/copy.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
 
@@ -72,9 +73,43 @@ static fmx_return_t topology(void *out, uint32_t out_len) {
   return info_put(out, out_len, &o, sizeof o);
 }
 
+static fmx_return_t cores_share(const void *in, uint32_t in_len, void *out, uint32_t out_len) {
+  int32_t cpu[2];
+  if (!in || in_len < sizeof cpu) return FMX_BAD_INFO_LENGTH;
+  memcpy(cpu, in, sizeof cpu);
+  if (cpu[0] < 0 || cpu[1] < 0) return FMX_BAD_INFO_KEY;
+  int level = topo_shared_level(cpu[0], cpu[1]);
+  return info_put_str(out, out_len, bulk_level_name(level < 0 ? TOPO_LEVEL_NUMA : level));
+}
+
+static fmx_return_t cost_time(const void *in, uint32_t in_len, void *out, uint32_t out_len) {
+  fmx_cost_query_t q;
+  if (!in || in_len < sizeof q) return FMX_BAD_INFO_LENGTH;
+  memcpy(&q, in, sizeof q);
+  if (!memchr(q.spec, '\0', sizeof q.spec) || !memchr(q.level, '\0', sizeof q.level)) return FMX_BAD_INFO_LENGTH;
+  struct bulk_model m;
+  int level = bulk_level_parse(q.level);
+  double t = level >= 0 && bulk_cost_parse(q.spec, level, &m) >= 0 ? bulk_cost_time(&m, q.len) : -1;
+  return info_put(out, out_len, &t, sizeof t);
+}
+
+static fmx_return_t copy_routine(uint32_t i, void *out, uint32_t out_len) {
+  size_t n;
+  const struct fmx_copy_routine *rt = copy_routines(&n);
+  if (i >= n) return FMX_BAD_INFO_KEY;
+  fmx_copy_routine_t o;
+  memset(&o, 0, sizeof o);
+  TEXT(o.name, rt[i].name);
+  o.copy = rt[i].fn;
+  o.nontemporal = rt[i].nontemporal;
+  o.usable = rt[i].usable();
+  return info_put(out, out_len, &o, sizeof o);
+}
+
 static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *out, uint32_t out_len, fmx_return_t *rc) {
   uint32_t n, i = 0;
-  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM;
+  size_t nrt;
+  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM || key == FMX_INFO_COPY_ROUTINE;
   if (indexed) {
     if (!in || in_len < sizeof i) {
       *rc = FMX_BAD_INFO_LENGTH;
@@ -99,6 +134,20 @@ static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *
       return 1;
     case FMX_INFO_TOPOLOGY:
       *rc = topology(out, out_len);
+      return 1;
+    case FMX_INFO_CORES_SHARE:
+      *rc = cores_share(in, in_len, out, out_len);
+      return 1;
+    case FMX_INFO_COST_TIME:
+      *rc = cost_time(in, in_len, out, out_len);
+      return 1;
+    case FMX_INFO_COPY_ROUTINE_COUNT:
+      copy_routines(&nrt);
+      n = (uint32_t)nrt;
+      *rc = info_put(out, out_len, &n, sizeof n);
+      return 1;
+    case FMX_INFO_COPY_ROUTINE:
+      *rc = copy_routine(i, out, out_len);
       return 1;
     default:
       return 0;

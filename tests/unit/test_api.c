@@ -347,6 +347,67 @@ static void test_introspection(void) {
   CHECK_EQ(fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &t, sizeof t), FMX_SUCCESS);
   CHECK(t.npus >= 1 && t.numa_nodes >= 1 && t.source[0]);
   CHECK_EQ(fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &t, 8), FMX_BAD_INFO_LENGTH);
+
+  /* What two CPUs share, in cost-spec names; bad input refused. */
+  int32_t cores[2] = {0, 0};
+  char level[16];
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CORES_SHARE, cores, sizeof cores, level, sizeof level), FMX_SUCCESS);
+  CHECK(strcmp(level, "CPU") == 0 || strcmp(level, "L1") == 0 || strcmp(level, "L2") == 0 || strcmp(level, "L3") == 0 ||
+        strcmp(level, "NUMA") == 0);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CORES_SHARE, cores, 4, level, sizeof level), FMX_BAD_INFO_LENGTH);
+  cores[1] = -1;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_CORES_SHARE, cores, sizeof cores, level, sizeof level), FMX_BAD_INFO_KEY);
+
+  /* The cost model: 2 us + 1 MiB at 1000 MB/s; the second line from 4 MiB;
+   * the entry of the nearest level when the asked one is missing. */
+  fmx_cost_query_t q;
+  double us = 0;
+  memset(&q, 0, sizeof q);
+  snprintf(q.spec, sizeof q.spec, "L3:2:1000;L3@4194304:0:500;NUMA:10:100");
+  snprintf(q.level, sizeof q.level, "L3");
+  q.len = 1000000;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &us, sizeof us), FMX_SUCCESS);
+  CHECK(us > 1001.9 && us < 1002.1);
+  q.len = 5000000;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &us, sizeof us), FMX_SUCCESS);
+  CHECK(us > 9999.9 && us < 10000.1);
+  snprintf(q.level, sizeof q.level, "L2");
+  q.len = 1000000;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &us, sizeof us), FMX_SUCCESS);
+  CHECK(us > 1001.9 && us < 1002.1);
+  const char *bad[] = {"", "L3", "L3:1", "L3:1:0", "L3:-1:100", "XX:1:100", "L3:1:100;junk", "L3:1:100x"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    snprintf(q.spec, sizeof q.spec, "%s", bad[k]);
+    snprintf(q.level, sizeof q.level, "L3");
+    CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &us, sizeof us), FMX_SUCCESS);
+    CHECK(us < 0);
+  }
+  snprintf(q.spec, sizeof q.spec, "L3:1:100");
+  snprintf(q.level, sizeof q.level, "L9");
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &us, sizeof us), FMX_SUCCESS);
+  CHECK(us < 0);
+  memset(q.level, 'A', sizeof q.level); /* not NUL-terminated */
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q, &us, sizeof us), FMX_BAD_INFO_LENGTH);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COST_TIME, &q, sizeof q - 1, &us, sizeof us), FMX_BAD_INFO_LENGTH);
+
+  /* The copy routines: each usable one copies. */
+  uint32_t nrt = 0;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE_COUNT, NULL, 0, &nrt, sizeof nrt), FMX_SUCCESS);
+  CHECK(nrt >= 1);
+  static char src[1 << 16], dst[1 << 16];
+  for (uint32_t k = 0; k < nrt; k++) {
+    fmx_copy_routine_t rt;
+    CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE, &k, sizeof k, &rt, sizeof rt), FMX_SUCCESS);
+    CHECK(rt.name[0] && rt.copy);
+    if (!rt.usable) continue;
+    for (size_t b = 0; b < sizeof src; b++) src[b] = (char)(b * 7 + k);
+    memset(dst, 0, sizeof dst);
+    rt.copy(dst, src, sizeof src);
+    CHECK(memcmp(dst, src, sizeof src) == 0);
+  }
+  fmx_copy_routine_t rt;
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE, &nrt, sizeof nrt, &rt, sizeof rt), FMX_BAD_INFO_KEY);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE, NULL, 0, &rt, sizeof rt), FMX_BAD_INFO_LENGTH);
 }
 
 int main(void) {

@@ -9,7 +9,7 @@
  * and copying its own src/dst pair. latency_us = wall time (first start to
  * last end) / copies per thread; bandwidth = threads x size / latency.
  *
- * cachepollution: the probe is a quarter of this core's L2 (topo_get), read
+ * cachepollution: the probe is a quarter of this core's L2 (FMX_INFO_TOPOLOGY), read
  * as one load per 64-byte line in a fixed random order (so the hardware
  * prefetchers cannot hide a miss). Each sample: read the probe twice (warm),
  * copy SIZE bytes with the routine ("none": no copy), time one probe pass.
@@ -32,9 +32,14 @@
 
 #include "kernels.h"
 #include "copymodes.h"
-#include "platform/copy.h"
-#include "platform/topo.h"
+#include "fmx.h"
 #include "util.h"
+
+typedef void (*copy_fn)(void *dst, const void *src, size_t len);
+
+/* The library's copy routines and topology (fmx_get_info), read once. */
+static fmx_copy_routine_t g_rt[16];
+static fmx_topology_t g_topo;
 
 #define REPS 3           /* copylimit: best of */
 #define TARGET_S 0.05    /* copylimit: one repetition's length */
@@ -208,7 +213,7 @@ static int verify_dst(const char *routine, int nthreads, int t, const uint8_t *d
   return 1;
 }
 
-static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
+static int copylimit(const fmx_copy_routine_t *rt, size_t nrt)
 {
   uint64_t maxsize = 0;
   for (uint32_t k = 0; k < perf_opt.nsizes; k++)
@@ -224,14 +229,14 @@ static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
     snprintf(cores + strlen(cores), sizeof cores - strlen(cores), "%s%d", t ? "," : "",
              perf_opt.cores[t]);
   note("%s copylimit: copy bandwidth per routine; threads pinned to cores %s; %s; best of %d"
-       " repetitions%s", perf_opt.prog, cores, topo_get()->cpu_model, REPS,
+       " repetitions%s", perf_opt.prog, cores, g_topo.cpu_model, REPS,
        perf_opt.verify ? "; verifying (outside the timings)" : "");
   note("latency = time per copy (each thread's, all at once); bandwidth = threads x size /"
        " latency");
   if (maxthreads < 2)
     note("one core allowed (or given): no 2-thread rows");
   for (size_t i = 0; i < nrt; i++)
-    if (!rt[i].usable())
+    if (!rt[i].usable)
       note("%s: not usable on this CPU, skipped", rt[i].name);
   if (!perf_opt.json)
     printf("%-13s %7s %10s %10s %13s %15s\n", "routine", "threads", "size", "iters",
@@ -241,12 +246,12 @@ static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
   const char *limit_rt = NULL;
   int limit_threads = 0;
   for (size_t i = 0; i < nrt; i++) {
-    if (!rt[i].usable())
+    if (!rt[i].usable)
       continue;
     for (uint32_t k = 0; k < perf_opt.nsizes; k++) {
       size_t size = (size_t)perf_opt.sizes[k];
       progress("copylimit", rt[i].name, size, 0, false);
-      uint64_t iters = perf_opt.iters ? perf_opt.iters : calibrate(rt[i].fn, src, dst, size);
+      uint64_t iters = perf_opt.iters ? perf_opt.iters : calibrate(rt[i].copy, src, dst, size);
       for (int nt = 1; nt <= maxthreads; nt++) {
         uint64_t seed[MAX_THREADS] = {0};
         for (int t = 0; perf_opt.verify && t < nt; t++) {
@@ -256,7 +261,7 @@ static int copylimit(const struct fmx_copy_routine *rt, size_t nrt)
         }
         double best = -1;
         for (int rep = 0; rep < REPS; rep++) {
-          double s = timed_run(rt[i].fn, src, dst, nt, size, iters);
+          double s = timed_run(rt[i].copy, src, dst, nt, size, iters);
           best = best < 0 || s < best ? s : best;
         }
         for (int t = 0; perf_opt.verify && t < nt; t++)
@@ -367,9 +372,9 @@ static void helper_copy(struct helper *h, uint8_t *dst, const uint8_t *src, size
     ;
 }
 
-static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
+static int cachepollution(const fmx_copy_routine_t *rt, size_t nrt)
 {
-  const struct topo_info *topo = topo_get();
+  const fmx_topology_t *topo = &g_topo;
   size_t probe = topo->l2.size ? (size_t)topo->l2.size / 4 / LINE * LINE : 64 << 10;
   probe = probe < 64 * LINE ? 64 * LINE : probe;
   size_t nlines = probe / LINE;
@@ -379,10 +384,10 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
 
   /* Participants: "none" (index 0), then each usable routine, then
    * "offload" (memcpy on the second core) when two cores are given. */
-  const struct fmx_copy_routine *who[16] = {NULL};
+  const fmx_copy_routine_t *who[16] = {NULL};
   size_t nwho = 1;
   for (size_t i = 0; i < nrt && nwho < 15; i++)
-    if (rt[i].usable())
+    if (rt[i].usable)
       who[nwho++] = &rt[i];
   struct helper h = {.core = perf_opt.ncores >= 2 ? perf_opt.cores[1] : -1};
   size_t offl = 0;
@@ -418,7 +423,7 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
   note("idle(us) = median pass after idling as long as that copy took; vs_idle = probe / idle:"
        " the copy's own share where time alone evicts the probe (a VM's neighbours)");
   for (size_t i = 0; i < nrt; i++)
-    if (!rt[i].usable())
+    if (!rt[i].usable)
       note("%s: not usable on this CPU, skipped", rt[i].name);
   if (!perf_opt.json)
     printf("%10s %-13s %-8s %8s %11s %9s %7s %11s %7s\n", "size", "routine", "stores", "iters",
@@ -435,14 +440,14 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
     progress("cachepollution", "", size, 0, false);
     for (size_t w = 1; w < nwho; w++) /* first touch of dst by each routine */
       if (who[w])
-        who[w]->fn(dst, src, size);
+        who[w]->copy(dst, src, size);
     double *idle = samples + n * nwho; /* per participant, after idling */
     for (uint64_t s = 0; s < n; s++)
       for (size_t w = 0; w < nwho; w++) {
         warm(pb, probe);
         double t0 = now();
         if (who[w])
-          who[w]->fn(dst, src, size);
+          who[w]->copy(dst, src, size);
         else if (w && w == offl)
           helper_copy(&h, dst, src, size);
         double took = now() - t0;
@@ -487,8 +492,16 @@ static int cachepollution(const struct fmx_copy_routine *rt, size_t nrt)
 
 int copymodes_run(void)
 {
-  size_t nrt;
-  const struct fmx_copy_routine *rt = copy_routines(&nrt);
+  fmx_return_t rc = fmx_init();
+  if (rc != FMX_SUCCESS && rc != FMX_ALREADY_INITIALIZED)
+    perf_die("fmx_init failed: %s (%d)", fmx_strerror(rc), (int)rc);
+  uint32_t n = 0;
+  size_t nrt = 0;
+  fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE_COUNT, NULL, 0, &n, sizeof n);
+  for (uint32_t i = 0; i < n && nrt < sizeof g_rt / sizeof g_rt[0]; i++)
+    if (fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE, &i, sizeof i, &g_rt[nrt], sizeof g_rt[nrt]) == FMX_SUCCESS) nrt++;
+  if (fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &g_topo, sizeof g_topo) != FMX_SUCCESS)
+    memset(&g_topo, 0, sizeof g_topo);
   g_tty = isatty(STDERR_FILENO);
-  return perf_opt.kernel == PERF_COPYLIMIT ? copylimit(rt, nrt) : cachepollution(rt, nrt);
+  return perf_opt.kernel == PERF_COPYLIMIT ? copylimit(g_rt, nrt) : cachepollution(g_rt, nrt);
 }
