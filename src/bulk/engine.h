@@ -137,24 +137,26 @@ void offload_shutdown(void);
 /* An application thread left ep_wait on an endpoint with watched work:
  * channel 0, asleep until then, looks again. */
 void offload_kick(void);
-/* r matched with OFFLOAD_AWAY (ep->lock held): whoever is idle moves it;
- * the application copies while it waits in fmx, channel 0 hands it to a
- * channel once the application has been away a moment. */
-void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r);
-/* The send s got its CTS (ep->lock held): a channel may fill for it
- * (FMX_OFFLOAD=on, FMX_BULK=offload: at once; auto: deferred, as receives). */
-void offload_send_cts(struct fmx_endpoint *ep, struct fmx_request *s);
+/* The channels, started if they are not: 0, or -1 (none can run). */
+int offload_up(void);
+/* Channel 0's work while it has no job, given by the core
+ * (core/progress.c): pending() says whether there is some, run() does one
+ * round of it, and may sleep only through the calls below, so that a job
+ * queued to channel 0 still wakes it. */
+void offload_set_idle(int (*pending)(void), void (*run)(void));
+/* run(): nap up to ns on channel 0's own condition while still(arg) and no
+ * job is queued; offload_kick ends it. */
+void offload_idle_nap(int (*still)(void *), void *arg, uint64_t ns);
+/* run(): channel 0 sleeps on the endpoint descriptor d (a job queued to it
+ * wakes d); 1 if a job is already queued (then do not sleep). */
+int offload_idle_watch(struct ep_desc *d);
+/* run(): done with that descriptor. */
+void offload_idle_done(void);
+/* Anyone: if channel 0 sleeps on d, wake it (d is no longer worth it). */
+void offload_idle_leave(struct ep_desc *d);
 /* Stop the channel's work on r (at most one step later) and release the
  * job; before a request completes with an error or its endpoint closes. */
 void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r);
-/* A receive r was posted unmatched (ep->lock held): if it may end up
- * offloaded, count it so channel 0 matches for the application meanwhile. */
-void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r);
-/* r matched, completed or cancelled: no longer counted. */
-void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r);
-/* The endpoint closes (its lock not held): off the watch list, and channel
- * 0 no longer inside it. */
-void offload_forget_ep(struct fmx_endpoint *ep);
 /* The copy routine for user-space copies into a destination of msg_len
  * bytes: FMX_COPY if forced (and usable), else non-temporal above
  * FMX_COPY_NT_THRESHOLD, else memcpy. */

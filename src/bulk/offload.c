@@ -19,15 +19,10 @@
  * lands in a buffer the user got back; a job not started yet is just taken
  * off its channel's queue.
  *
- * Watch: a rendezvous is only matched (an RTS, a CTS) when someone makes
- * progress on the endpoint. While an endpoint has large receives posted or
- * large sends waiting for their CTS (offload_watch), channel 0, when idle,
- * sleeps on that endpoint's futex as one more sleeper, and when woken makes
- * progress on it (trylock: never waits for the application; never while an
- * application thread waits in it), so a transfer starts while the
- * application computes. Whoever is idle moves the bytes: what the
- * application matches outside a wait is deferred (offload_defer) and handed
- * to a channel only once the application has been away for AWAY_NS.
+ * Channel 0, when it has no job, does the idle work the core gave it
+ * (offload_set_idle: core/progress.c makes progress on endpoints whose
+ * application computes); offload_idle_* let that work sleep where a job
+ * queued to channel 0 still wakes it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -80,11 +75,11 @@ static struct offload_chan *chans;
 static int nchans;
 static unsigned next_chan;
 static char pool_error[128];
-static struct list_node watched = {&watched, &watched}; /* endpoints with nwatch > 0 */
-static int nwatched;
+/* Channel 0's work while no job is queued (offload_set_idle). */
+static int (*idle_pending)(void);
+static void (*idle_run)(void);
 static struct offload_chan *chan0; /* set once the pool runs */
 
-static void watch_once(struct offload_chan *c);
 
 /* Waiting on the peer (ring slots it has not filled): yield a while, then
  * sleep on the endpoint's futex as one more sleeper (the peer wakes it per
@@ -152,9 +147,10 @@ static void *chan_main(void *arg) {
         pthread_mutex_unlock(&c->mu);
         return NULL;
       }
-      if (c->index == 0 && __atomic_load_n(&nwatched, __ATOMIC_ACQUIRE)) {
+      int (*pending)(void) = __atomic_load_n(&idle_pending, __ATOMIC_ACQUIRE);
+      if (c->index == 0 && pending && pending()) {
         pthread_mutex_unlock(&c->mu);
-        watch_once(c);
+        __atomic_load_n(&idle_run, __ATOMIC_ACQUIRE)();
         pthread_mutex_lock(&c->mu);
         continue;
       }
@@ -210,7 +206,7 @@ static void chan_cpus(cpu_set_t *set) {
 }
 
 /* A forked child inherits the parent's pool but none of its threads: it
- * forgets it (and what was watched) and starts its own when it needs one.
+ * forgets it and starts its own when it needs one.
  * pool_mu is held across fork so the child finds it consistent. */
 static void fork_prepare(void) { pthread_mutex_lock(&pool_mu); }
 static void fork_parent(void) { pthread_mutex_unlock(&pool_mu); }
@@ -218,8 +214,6 @@ static void fork_child(void) {
   chans = NULL;
   nchans = 0;
   __atomic_store_n(&chan0, NULL, __ATOMIC_RELAXED);
-  list_init(&watched);
-  nwatched = 0;
   pthread_mutex_unlock(&pool_mu);
 }
 static void register_atfork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
@@ -383,7 +377,7 @@ void offload_shutdown(void) {
   free(c);
 }
 
-/* ---- watch ------------------------------------------------------------ */
+/* ---- channel 0's idle work ------------------------------------------- */
 
 void offload_kick(void) {
   struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
@@ -393,164 +387,52 @@ void offload_kick(void) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* Whether a posted receive of len bytes may end up offloaded. */
-static int may_offload(uint64_t len) {
-  if (len < fmx_cfg.rndv_threshold) return 0; /* eager: nothing to offload (every post asks) */
-  if (fmx_cfg.offload_channels == 0 || strcmp(fmx_cfg.offload, "off") == 0) return 0;
-  if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0) return len >= fmx_cfg.rndv_threshold;
-  if (strcmp(fmx_cfg.bulk, "auto") != 0) return 0;
-  if (fmx_cfg.cost_offload[0]) return len >= fmx_cfg.rndv_threshold; /* the costs decide per message */
-  return len >= fmx_cfg.offload_threshold;
+void offload_set_idle(int (*pending)(void), void (*run)(void)) {
+  __atomic_store_n(&idle_run, run, __ATOMIC_RELEASE);
+  __atomic_store_n(&idle_pending, pending, __ATOMIC_RELEASE);
 }
 
-/* Count r in ep->nwatch (ep->lock held, the pool running); the first puts
- * the endpoint on the list and tells channel 0. The application is in fmx
- * right now: that counts as its last visit (wait_left_ns). */
-static void watch(struct fmx_endpoint *ep, struct fmx_request *r, uint8_t flags) {
-  r->flags |= flags;
-  if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
-  __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
-  pthread_mutex_lock(&pool_mu);
-  list_add_tail(&watched, &ep->watch_node);
-  __atomic_add_fetch(&nwatched, 1, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&pool_mu);
-  offload_kick();
-}
+int offload_up(void) { return pool_up(); }
 
-void offload_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (may_offload(r->len) && pool_up() == 0) watch(ep, r, REQ_F_WATCHED);
-}
-
-static void unlist(struct fmx_endpoint *ep) {
-  pthread_mutex_lock(&pool_mu);
-  if (list_linked(&ep->watch_node)) {
-    list_del(&ep->watch_node);
-    __atomic_sub_fetch(&nwatched, 1, __ATOMIC_RELEASE);
-  }
-  struct offload_chan *c = chans;
-  pthread_mutex_unlock(&pool_mu);
+void offload_idle_nap(int (*still)(void *), void *arg, uint64_t ns) {
+  struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
   if (!c) return;
   pthread_mutex_lock(&c->mu);
-  if (c->watching == ep->desc) ep_wake(ep->desc); /* asleep on us: go elsewhere */
+  if (!c->head && still(arg)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec += (long)(ns % 1000000000u);
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  }
   pthread_mutex_unlock(&c->mu);
 }
 
-void offload_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (pool_up() == 0) watch(ep, r, REQ_F_DEFERRED | REQ_F_WATCHED);
-}
-
-void offload_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
-  offload_unwatch(ep, s);
-  if (!s->engine->offload_send_step || s->partner->is_self) return;
-  if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0)
-    offload_start(ep, s);
-  else if (!offload_in_wait && may_offload(s->want))
-    offload_defer(ep, s);
-}
-
-void offload_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (!(r->flags & REQ_F_WATCHED)) return;
-  r->flags &= (uint8_t)~REQ_F_WATCHED;
-  if (__atomic_sub_fetch(&ep->nwatch, 1, __ATOMIC_RELAXED) == 0) unlist(ep);
-}
-
-void offload_forget_ep(struct fmx_endpoint *ep) {
-  /* Under the pool's lock: unlisting a neighbour rewrites our links. */
-  pthread_mutex_lock(&pool_mu);
-  int listed_ever = ep->watch_node.next != NULL;
-  pthread_mutex_unlock(&pool_mu);
-  if (!listed_ever) return; /* never initialised: nothing listed */
-  unlist(ep);
-  /* Channel 0 may be asleep on it or in its progress: wake it, wait. */
-  while (__atomic_load_n(&ep->watch_refs, __ATOMIC_ACQUIRE)) {
-    ep_wake(ep->desc);
-    sched_yield();
-  }
-}
-
-/* A gap longer than a small message's round trip (0.3-1 us here, more in a
- * VM): an application that left fmx_wait this long ago is doing something
- * else; one that left just now is about to call again (a ping-pong between
- * its waits) and matches itself. */
-#define AWAY_NS 10000
-
-/* Deferred transfers (ep->lock held): the application is away, a channel
- * takes over from where it got. */
-static void hand_over(struct fmx_endpoint *ep) {
-  struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &ep->bulk) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
-    if (!(r->flags & REQ_F_DEFERRED) || r->job) continue;
-    r->flags &= (uint8_t)~REQ_F_DEFERRED;
-    offload_unwatch(ep, r);
-    offload_start(ep, r);
-  }
-}
-
-/* Progress on a watched endpoint, unless the application is in it or just
- * left it: 1 if done (or not needed), 0 if it should be tried again soon. */
-static int try_progress(struct fmx_endpoint *ep) {
-  if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) return 1; /* it waits: it progresses itself */
-  if (sys_now_ns() - __atomic_load_n(&ep->wait_left_ns, __ATOMIC_RELAXED) < AWAY_NS) return 0;
-  if (ep_trylock(ep) != 0) return 0;
-  if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) && !ep->closing) {
-    hand_over(ep);
-    ep_progress_locked(ep);
-    hand_over(ep); /* what that progress matched */
-  }
-  ep_unlock(ep);
-  return 1;
-}
-
-/* Channel 0, idle: sleep on the first watched endpoint (rotating), then
- * make progress on it. */
-static void watch_once(struct offload_chan *c) {
-  pthread_mutex_lock(&pool_mu);
-  if (list_empty(&watched)) {
-    pthread_mutex_unlock(&pool_mu);
-    return;
-  }
-  struct fmx_endpoint *ep = list_entry(watched.next, struct fmx_endpoint, watch_node);
-  list_del(&ep->watch_node); /* to the back: several endpoints take turns */
-  list_add_tail(&watched, &ep->watch_node);
-  int several = watched.next->next != &watched;
-  __atomic_add_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
-  pthread_mutex_unlock(&pool_mu);
-  struct ep_desc *d = ep->desc;
+int offload_idle_watch(struct ep_desc *d) {
+  struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
+  if (!c) return 1;
   pthread_mutex_lock(&c->mu);
-  if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) {
-    /* The application waits in it and progresses itself: do not sleep on
-     * its futex (every slot a peer fills would wake us) but on our own,
-     * until it leaves the wait (offload_kick) or a job comes. */
-    if (!c->head) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 100000000;
-      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
-    pthread_mutex_unlock(&c->mu);
-    __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
-    return;
-  }
   c->watching = d;
   int queued = c->head != NULL;
   pthread_mutex_unlock(&c->mu);
-  __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
-  uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
-  if (ep_asym_fence) sys_membarrier_global(); /* as ep_wait: wakers skip their fence */
-  int progressed = try_progress(ep);
-  /* Asleep until a record arrives (or a job is queued to us, or the
-   * endpoint closes); a short nap when several endpoints take turns, and
-   * just AWAY_NS when the application held the lock or just left a wait. */
-  if (!queued && __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST) == seq)
-    sys_futex_wait(&d->wake_seq, seq, !progressed ? AWAY_NS : several ? 1000000 : 100000000);
-  __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
-  try_progress(ep);
+  return queued;
+}
+
+void offload_idle_done(void) {
+  struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
+  if (!c) return;
   pthread_mutex_lock(&c->mu);
   c->watching = NULL;
   pthread_mutex_unlock(&c->mu);
-  __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+}
+
+void offload_idle_leave(struct ep_desc *d) {
+  struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  if (c->watching == d) ep_wake(d); /* asleep on it: go elsewhere */
+  pthread_mutex_unlock(&c->mu);
 }
 
 static int offload_usable(struct fmx_endpoint *ep, struct partner *p) {

@@ -466,7 +466,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
   ep->desc->closed = 1;
   ep_unlock(ep);
   transport_local()->close(ep);
-  offload_forget_ep(ep);
+  progress_forget_ep(ep);
   pthread_mutex_lock(&lib_lock);
   list_del(&ep->link);
   pthread_mutex_unlock(&lib_lock);

@@ -209,9 +209,9 @@ struct fmx_endpoint {
   struct list_node completed;
   struct list_node bulk;      /* requests with a bulk transfer in progress */
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
-  /* Offload watch (offload.c): posted receives that a channel should
-   * match while the application computes, and the pool's list of such
-   * endpoints (under the pool's lock, with the channel's references). */
+  /* Offload watch (progress.c): posted receives that a channel should
+   * match while the application computes, and progress.c's list of such
+   * endpoints (under its lock, with channel 0's references). */
   uint32_t nwatch;
   int nwaiting; /* application threads inside ep_wait */
   uint64_t wait_left_ns; /* when the last one left */
@@ -276,5 +276,24 @@ void ep_progress_siblings(struct fmx_endpoint *ep);
  * progress pass), the timeout expires or fmx_wakeup is called. Returns the
  * last value of check. */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg);
+
+/* progress.c: progress while the application computes (offload channel 0
+ * makes it on watched endpoints). Called by proto with ep->lock held. */
+/* A receive r was posted unmatched, or a large send waits for its CTS: if
+ * it may end up offloaded, count it so channel 0 matches for the
+ * application meanwhile. */
+void progress_watch(struct fmx_endpoint *ep, struct fmx_request *r);
+/* r matched, completed or cancelled: no longer counted. */
+void progress_unwatch(struct fmx_endpoint *ep, struct fmx_request *r);
+/* r matched to be moved by whoever is idle (OFFLOAD_AWAY): the application
+ * copies while it waits in fmx; channel 0 hands it to a channel once the
+ * application has been away a moment. */
+void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r);
+/* The send s got its CTS: a channel may fill for it (FMX_OFFLOAD=on,
+ * FMX_BULK=offload: at once; auto: deferred, as receives). */
+void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s);
+/* The endpoint closes (its lock not held): off the watch list, and channel
+ * 0 no longer inside it. */
+void progress_forget_ep(struct fmx_endpoint *ep);
 
 #endif

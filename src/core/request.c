@@ -62,7 +62,7 @@ void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
     r->freed = 1;
     return;
   }
-  offload_unwatch(ep, r); /* a cancelled receive */
+  progress_unwatch(ep, r); /* a cancelled receive */
   if (r->segs && r->segs != &r->seg1) free(r->segs);
   if (r->rsegs) free(r->rsegs);
   if (r->deadline_ns) ep->ntimed--;
@@ -129,7 +129,7 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
   /* A channel moving it lets go first: nothing lands in a buffer the user
    * got back (a peer's death, a timeout, a coop helper past the end). */
   if (r->job) offload_detach(ep, r);
-  offload_unwatch(ep, r);
+  progress_unwatch(ep, r);
   r->state = REQ_DONE;
   r->status.code = code;
   list_del(&r->pnode);

@@ -193,14 +193,14 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
 
 /* While a thread waits here it is idle: what it matches it copies itself
  * (bulk_select offloads nothing automatically for it), and channel 0 does
- * not make progress on this endpoint for it (offload.c). */
+ * not make progress on this endpoint for it (core/progress.c). */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
   int outer = offload_in_wait++ == 0, counted = 0;
   int r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and
      * waits again): channel 0 leaves a watched endpoint alone for a moment
-     * (offload.c stamps the time itself when the watch begins). */
+     * (progress.c stamps the time itself when the watch begins). */
     int watched = __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
     if (watched) __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
     if (counted) __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);

@@ -109,7 +109,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
   m->total = h->msg_len;
   struct fmx_request *r = match_take_posted(&ep->mq, h->match);
   if (r) {
-    offload_unwatch(ep, r);
+    progress_unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);
     r->state = REQ_MATCHED;
     list_add_tail(&p->reqs, &r->pnode); /* a dying peer completes it */

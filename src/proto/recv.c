@@ -125,7 +125,7 @@ void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
   struct unexp_msg *u = match_find_unexp(&ep->mq, r->match, r->mask, 1);
   if (!u) {
     match_post(&ep->mq, r);
-    offload_watch(ep, r); /* a channel may match it while the application computes */
+    progress_watch(ep, r); /* a channel may match it while the application computes */
     return;
   }
   if (u->type == PROTO_EAGER) {

@@ -59,7 +59,7 @@ static int covers(const struct region_map *m, const struct proto_seg *segs, uint
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags) {
   CNT(ep, RECV_RNDV);
-  offload_unwatch(ep, r);
+  progress_unwatch(ep, r);
   r->state = REQ_MATCHED;
   r->partner = p;
   r->chan = ch;
@@ -120,7 +120,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   r->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &r->bnode);
   if (offload == OFFLOAD_NOW) offload_start(ep, r); /* else (no channels) we copy */
-  else if (offload == OFFLOAD_AWAY) offload_defer(ep, r);
+  else if (offload == OFFLOAD_AWAY) progress_defer(ep, r);
 }
 
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
@@ -136,7 +136,7 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
   s->done = 0;
   s->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &s->bnode);
-  offload_send_cts(ep, s); /* a channel may push for a sender that computes */
+  progress_send_cts(ep, s); /* a channel may push for a sender that computes */
 }
 
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {

@@ -234,7 +234,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
       o->hdr.len += 2 * sizeof(struct proto_seg);
     }
     o->hdr.sreq = req_id(r);
-    offload_watch(ep, r); /* channel 0 may take the CTS while the application computes */
+    progress_watch(ep, r); /* channel 0 may take the CTS while the application computes */
   }
   enqueue(ep, p, o);
 }

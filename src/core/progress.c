@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Progress while the application computes. A rendezvous is only matched
+ * (an RTS, a CTS) when someone makes progress on the endpoint. While an
+ * endpoint has large receives posted or large sends waiting for their CTS
+ * (progress_watch), offload channel 0, when it has no job, sleeps on that
+ * endpoint's futex as one more sleeper and, woken, makes progress on it
+ * (trylock: never waits for the application; never while an application
+ * thread waits in it), so a transfer starts while the application
+ * computes. Whoever is idle moves the bytes: what the application matches
+ * outside a wait is deferred (progress_defer) and handed to a channel
+ * (offload_start) only once the application has been away for AWAY_NS.
+ *
+ * The channels (bulk/offload.c) only run copy jobs; this is the idle work
+ * the core gives channel 0 (offload_set_idle).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "bulk/engine.h"
+#include "core/fmx_int.h"
+#include "platform/sys.h"
+
+/* A gap longer than a small message's round trip (0.3-1 us here, more in a
+ * VM): an application that left fmx_wait this long ago is doing something
+ * else; one that left just now is about to call again (a ping-pong between
+ * its waits) and matches itself. */
+#define AWAY_NS 10000
+
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct list_node watched = {&watched, &watched}; /* endpoints with nwatch > 0 */
+static int nwatched;
+
+static int idle_pending(void) { return __atomic_load_n(&nwatched, __ATOMIC_ACQUIRE) != 0; }
+static void idle_run(void);
+
+/* A forked child has no channel: it forgets what the parent watched. */
+static void fork_prepare(void) { pthread_mutex_lock(&watch_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&watch_mu); }
+static void fork_child(void) {
+  list_init(&watched);
+  nwatched = 0;
+  pthread_mutex_unlock(&watch_mu);
+}
+
+static void setup(void) {
+  offload_set_idle(idle_pending, idle_run);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* Whether a posted receive of len bytes may end up offloaded. */
+static int may_offload(uint64_t len) {
+  if (len < fmx_cfg.rndv_threshold) return 0; /* eager: nothing to offload (every post asks) */
+  if (fmx_cfg.offload_channels == 0 || strcmp(fmx_cfg.offload, "off") == 0) return 0;
+  if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0) return len >= fmx_cfg.rndv_threshold;
+  if (strcmp(fmx_cfg.bulk, "auto") != 0) return 0;
+  if (fmx_cfg.cost_offload[0]) return len >= fmx_cfg.rndv_threshold; /* the costs decide per message */
+  return len >= fmx_cfg.offload_threshold;
+}
+
+/* The channels, started if they are not, and channel 0 given its idle
+ * work: 0, or -1 (no channels). */
+static int channels_up(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, setup);
+  return offload_up();
+}
+
+/* Count r in ep->nwatch (ep->lock held, the channels running); the first
+ * puts the endpoint on the list and tells channel 0. The application is in
+ * fmx right now: that counts as its last visit (wait_left_ns). */
+static void watch(struct fmx_endpoint *ep, struct fmx_request *r, uint8_t flags) {
+  r->flags |= flags;
+  if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
+  __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
+  pthread_mutex_lock(&watch_mu);
+  list_add_tail(&watched, &ep->watch_node);
+  __atomic_add_fetch(&nwatched, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&watch_mu);
+  offload_kick();
+}
+
+void progress_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (may_offload(r->len) && channels_up() == 0) watch(ep, r, REQ_F_WATCHED);
+}
+
+static void unlist(struct fmx_endpoint *ep) {
+  pthread_mutex_lock(&watch_mu);
+  if (list_linked(&ep->watch_node)) {
+    list_del(&ep->watch_node);
+    __atomic_sub_fetch(&nwatched, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&watch_mu);
+  offload_idle_leave(ep->desc);
+}
+
+void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (channels_up() == 0) watch(ep, r, REQ_F_DEFERRED | REQ_F_WATCHED);
+}
+
+void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
+  progress_unwatch(ep, s);
+  if (!s->engine->offload_send_step || s->partner->is_self) return;
+  if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0)
+    offload_start(ep, s);
+  else if (!offload_in_wait && may_offload(s->want))
+    progress_defer(ep, s);
+}
+
+void progress_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (!(r->flags & REQ_F_WATCHED)) return;
+  r->flags &= (uint8_t)~REQ_F_WATCHED;
+  if (__atomic_sub_fetch(&ep->nwatch, 1, __ATOMIC_RELAXED) == 0) unlist(ep);
+}
+
+void progress_forget_ep(struct fmx_endpoint *ep) {
+  /* Under the list's lock: unlisting a neighbour rewrites our links. */
+  pthread_mutex_lock(&watch_mu);
+  int listed_ever = ep->watch_node.next != NULL;
+  pthread_mutex_unlock(&watch_mu);
+  if (!listed_ever) return; /* never initialised: nothing listed */
+  unlist(ep);
+  /* Channel 0 may be asleep on it or in its progress: wake it, wait. */
+  while (__atomic_load_n(&ep->watch_refs, __ATOMIC_ACQUIRE)) {
+    ep_wake(ep->desc);
+    sched_yield();
+  }
+}
+
+/* Deferred transfers (ep->lock held): the application is away, a channel
+ * takes over from where it got. */
+static void hand_over(struct fmx_endpoint *ep) {
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &ep->bulk) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+    if (!(r->flags & REQ_F_DEFERRED) || r->job) continue;
+    r->flags &= (uint8_t)~REQ_F_DEFERRED;
+    progress_unwatch(ep, r);
+    offload_start(ep, r);
+  }
+}
+
+/* Progress on a watched endpoint, unless the application is in it or just
+ * left it: 1 if done (or not needed), 0 if it should be tried again soon. */
+static int try_progress(struct fmx_endpoint *ep) {
+  if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) return 1; /* it waits: it progresses itself */
+  if (sys_now_ns() - __atomic_load_n(&ep->wait_left_ns, __ATOMIC_RELAXED) < AWAY_NS) return 0;
+  if (ep_trylock(ep) != 0) return 0;
+  if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) && !ep->closing) {
+    hand_over(ep);
+    ep_progress_locked(ep);
+    hand_over(ep); /* what that progress matched */
+  }
+  ep_unlock(ep);
+  return 1;
+}
+
+static int app_waits(void *arg) {
+  struct fmx_endpoint *ep = arg;
+  return __atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED) != 0;
+}
+
+/* Channel 0, idle: sleep on the first watched endpoint (rotating), then
+ * make progress on it. */
+static void idle_run(void) {
+  pthread_mutex_lock(&watch_mu);
+  if (list_empty(&watched)) {
+    pthread_mutex_unlock(&watch_mu);
+    return;
+  }
+  struct fmx_endpoint *ep = list_entry(watched.next, struct fmx_endpoint, watch_node);
+  list_del(&ep->watch_node); /* to the back: several endpoints take turns */
+  list_add_tail(&watched, &ep->watch_node);
+  int several = watched.next->next != &watched;
+  __atomic_add_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock(&watch_mu);
+  struct ep_desc *d = ep->desc;
+  if (app_waits(ep)) {
+    /* The application waits in it and progresses itself: do not sleep on
+     * its futex (every slot a peer fills would wake us) but on channel 0's
+     * own, until it leaves the wait (offload_kick) or a job comes. */
+    offload_idle_nap(app_waits, ep, 100000000);
+    __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+    return;
+  }
+  int queued = offload_idle_watch(d);
+  __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+  uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);
+  if (ep_asym_fence) sys_membarrier_global(); /* as ep_wait: wakers skip their fence */
+  int progressed = try_progress(ep);
+  /* Asleep until a record arrives (or a job is queued to us, or the
+   * endpoint closes); a short nap when several endpoints take turns, and
+   * just AWAY_NS when the application held the lock or just left a wait. */
+  if (!queued && __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST) == seq)
+    sys_futex_wait(&d->wake_seq, seq, !progressed ? AWAY_NS : several ? 1000000 : 100000000);
+  __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+  try_progress(ep);
+  offload_idle_done();
+  __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
+}
