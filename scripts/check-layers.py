@@ -69,12 +69,8 @@ DEBT = {
     ("src/shm/listen.c", "core/fmx_int.h"),
     ("src/shm/shm.c", "core/fmx_int.h"),
     # Proto works on the core's requests and endpoint objects.
-    ("src/proto/proto_int.h", "core/fmx_int.h"),
+    ("src/proto/proto.h", "core/fmx_int.h"),
     ("src/proto/proto_int.h", "core/match.h"),
-    # The core includes proto's internal header.
-    ("src/core/api.c", "proto/proto_int.h"),
-    ("src/core/endpoint.c", "proto/proto_int.h"),
-    ("src/core/request.c", "proto/proto_int.h"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "platform/sys.h"
-#include "proto/proto_int.h"
+#include "proto/proto.h"
 
 #define API __attribute__((visibility("default")))
 

@@ -14,7 +14,7 @@
 #include "core/transport.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
-#include "proto/proto_int.h"
+#include "proto/proto.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static int lib_initialized;

@@ -7,7 +7,7 @@
 
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
-#include "proto/proto_int.h"
+#include "proto/proto.h"
 #include "platform/sys.h"
 
 /* Zero a request with plain stores: the memset gcc inlines for its size is

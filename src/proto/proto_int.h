@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Protocol entry points used by the core and the transports. */
+/* The protocol's own declarations, shared by its files (proto.h: what the
+ * core asks of it). */
 #ifndef FMX_PROTO_PROTO_INT_H
 #define FMX_PROTO_PROTO_INT_H
 
-#include "core/fmx_int.h"
 #include "core/match.h"
+#include "proto/proto.h"
 
 struct channel;
 
 /* send.c */
-/* Start a send request (eager or rendezvous); the request is queued if the
- * ring has no room. */
-void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r);
-int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
-                   uint64_t match);
 /* Send a control record that belongs to no request (a FIN refusing an
  * RTS): queued in memory of its own when the ring is full; without that
  * memory the connection is given up (proto_abort). */
@@ -21,25 +17,15 @@ void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct pro
 /* Send the receive r's CTS or FIN to r->partner: kept in r while it waits
  * for ring room (never allocates; r is freed only once it has gone). */
 void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const struct proto_hdr *h);
-/* A queued record leaves with its partner (which went down). */
-void proto_out_drop(struct fmx_endpoint *ep, struct out_rec *o);
 /* We lack memory for something p sent that must be kept (an unexpected
  * message, a control record): rather than lose it silently, the
  * connection goes down on both sides, every request with p completing
  * with `code` here and at the peer. `what` names it in the log. */
 void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, const char *what);
-/* Push what waits in the partner's queue, in order. */
-void proto_flush(struct fmx_endpoint *ep, struct partner *p);
 /* Eager records may carry at most this much (threshold and ring permitting). */
 uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p);
 
 /* recv.c */
-/* A record arrived from p on channel ch; payload follows hdr. */
-void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
-                   const void *payload);
-/* Post a receive: take an unexpected message or queue it. */
-void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r);
-void proto_unexp_free(struct unexp_msg *u);
 /* An unexpected message from h's fields with a `bytes` buffer (not filled);
  * NULL when out of memory, and the connection with p is then down
  * (proto_abort). */
@@ -59,9 +45,6 @@ void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
 /* Another record came on ch: a medium message in flight there was cut
  * short (malformed), its receive fails. Nothing when none is. */
 void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch);
-/* Forget what arrives from p (it failed or goes away); its receives are
- * completed by whoever fails p. */
-void medium_reset(struct partner *p);
 
 /* rndv.c */
 void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
@@ -72,7 +55,5 @@ void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct par
                       fmx_return_t code);
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
-/* Bounded work on every transfer in progress. */
-void rndv_progress(struct fmx_endpoint *ep);
 
 #endif
