@@ -19,7 +19,7 @@
 
 #include "transport/record.h"
 #include "shm/pool.h"
-#include "shm/ring.h"
+#include "shm/eager_ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
 #define CHAN_VERSION 5 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool, ring headers in chan_hdr */

@@ -10,7 +10,7 @@
 #include "core/fmx_int.h"
 #include "platform/topo.h"
 #include "shm/channel.h"
-#include "shm/ring.h"
+#include "shm/eager_ring.h"
 
 static fmx_endpoint_t open_ep(uint32_t eid, uint32_t key) {
   fmx_endpoint_t ep;

@@ -12,7 +12,7 @@
 #include "core/fmx_int.h"
 #include "transport/record.h"
 #include "shm/channel.h"
-#include "shm/ring.h"
+#include "shm/eager_ring.h"
 
 static fmx_endpoint_t a, b;
 static fmx_endpoint_addr_t a_to_b, b_to_a;

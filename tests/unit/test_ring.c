@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "shm/ring.h"
+#include "shm/eager_ring.h"
 
 /* A ring's header and cells in one zeroed allocation (as a fresh memfd). */
 #define SH(mem) ((struct shm_ring_shared *)(mem))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "shm/ring.h"
+#include "shm/eager_ring.h"
 
 #include <string.h>
 

@@ -23,8 +23,8 @@
  * only when its cached copy says the ring is full. Offsets only, never
  * pointers, live in the shared part.
  */
-#ifndef FMX_SHM_RING_H
-#define FMX_SHM_RING_H
+#ifndef FMX_SHM_EAGER_RING_H
+#define FMX_SHM_EAGER_RING_H
 
 #include <stddef.h>
 #include <stdint.h>
