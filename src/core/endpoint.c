@@ -121,7 +121,7 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * hardware threads. */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  ep->crowded = ep->nlive > (uint32_t)npus;
+  __atomic_store_n(&ep->crowded, ep->nlive > (uint32_t)npus, __ATOMIC_RELAXED); /* waits read it unlocked */
 }
 
 void ep_partner_reap(struct fmx_endpoint *ep) {
