@@ -2,6 +2,10 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+# make fuzz: seconds per fuzz target; make check runs each CHECK_FUZZ_SECONDS
+FUZZ_SECONDS ?= 600
+CHECK_FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 PYTEST     ?= python3 -m pytest
 CMAKE_FLAGS ?= -DFMX_WERROR=ON
@@ -10,8 +14,8 @@ BENCH_PY   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 REPS       ?= 3
 IMPI_VENV  ?= /opt/fmx-bench/impi
 
-.PHONY: all deps build build-asan build-tsan demo check check-layers check-unit check-system clean \
-        bench bench-deps check-bench
+.PHONY: all deps build build-asan build-tsan build-fuzz demo check check-layers check-unit check-system clean \
+        bench bench-deps check-bench fuzz check-fuzz
 
 all: build
 
@@ -30,6 +34,18 @@ build-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DFMX_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(TSAN_BUILD) -j$(JOBS)
 
+# libFuzzer targets (tests/fuzz): clang, ASan+UBSan, every library file instrumented.
+build-fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DFMX_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+
+# Long runs (FUZZ_SECONDS per target); the corpus stays in $(FUZZ_BUILD)/corpus.
+fuzz: build-fuzz
+	sh scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+check-fuzz: build-fuzz
+	sh scripts/run-fuzz.sh $(FUZZ_BUILD) $(CHECK_FUZZ_SECONDS)
+
 demo: build
 	./$(BUILD)/fmx_info
 	./$(BUILD)/fmx_perf pingpong --sizes 0,8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M
@@ -41,6 +57,7 @@ check: check-layers build build-asan build-tsan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) --no-print-directory check-unit check-system BUILD=$(ASAN_BUILD)
 	TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check-unit BUILD=$(TSAN_BUILD)
+	$(MAKE) --no-print-directory check-fuzz
 	$(MAKE) --no-print-directory check-bench
 
 # The include arrows between layers (written in the script).
@@ -67,4 +84,4 @@ check-bench:
 	$(MAKE) --no-print-directory bench QUICK=1
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -3,7 +3,8 @@
 # Runs apt-get only as root and only if something is missing.
 set -e
 # Open MPI: fmx_perf_mpi is built and tested against it (the same kernels as fmx_perf).
-PKGS="cmake gcc make pkg-config libhwloc-dev hwloc util-linux iproute2 procps openmpi-bin libopenmpi-dev"
+# clang: the libFuzzer targets (make check-fuzz, make fuzz).
+PKGS="cmake gcc make pkg-config libhwloc-dev hwloc util-linux iproute2 procps openmpi-bin libopenmpi-dev clang"
 sh "$(dirname "$0")/apt-install-missing.sh" deps $PKGS
 if ! python3 -m pytest --version >/dev/null 2>&1; then
   echo "[deps] installing pytest"

@@ -125,6 +125,12 @@ fail:
   return NULL;
 }
 
+/* An area of len bytes at off, 64-aligned, past the header and inside a
+ * file of size bytes. */
+static int area_ok(uint64_t off, uint64_t len, uint64_t size) {
+  return off >= sizeof(struct chan_hdr) && off % 64 == 0 && off <= size && len <= size - off;
+}
+
 struct channel *chan_attach(int fd, const char **why) {
   /* Sealed and sized before it is mapped: a peer that could truncate it
    * would make every later access of ours fault (SIGBUS). */
@@ -151,10 +157,11 @@ struct channel *chan_attach(int fd, const char **why) {
   uint64_t slots = h.nslots * sizeof(struct bulk_slot);
   int ok = h.magic == CHAN_MAGIC && h.version == CHAN_VERSION && h.size == size && h.ring_bytes >= 4096 &&
            h.ring_bytes < size && h.nslots >= 1 && h.nslots <= 1024;
+  /* Each area inside the file, written so that no sum can wrap: a forged
+   * offset near 2^64 once passed `off + len <= size` (fuzz_shared). */
   for (int d = 0; ok && d < 2; d++)
-    ok = h.ring_off[d] >= sizeof h && h.ring_off[d] % 64 == 0 && h.ring_off[d] + ring_fp <= size &&
-         h.slots_off[d] >= sizeof h && h.slots_off[d] % 64 == 0 && h.slots_off[d] + slots <= size &&
-         h.coop_off[d] >= sizeof h && h.coop_off[d] % 64 == 0 && h.coop_off[d] + sizeof(struct coop_area) <= size;
+    ok = area_ok(h.ring_off[d], ring_fp, size) && area_ok(h.slots_off[d], slots, size) &&
+         area_ok(h.coop_off[d], sizeof(struct coop_area), size);
   if (!ok || view(c, &h, 1, 0)) {
     munmap(c->base, size);
     free(c);

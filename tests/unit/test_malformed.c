@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "base/config.h"
@@ -95,6 +96,33 @@ static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
   CHECK_EQ(cancelled, 1);
   CHECK_EQ(fmx_close_endpoint(c), FMX_SUCCESS);
   CHECK_EQ(fmx_close_endpoint(d), FMX_SUCCESS);
+}
+
+/* A channel header whose area offsets are forged so that offset + length
+ * wraps past 2^64 (found by tests/fuzz/fuzz_shared): refused, never
+ * mapped into a view. Each of the ring, slots and coop offsets, each
+ * direction. */
+static void forged_channel_offsets(void) {
+  int fd;
+  struct channel *c = chan_create(&fd);
+  CHECK(c != NULL);
+  chan_destroy(c);
+  struct chan_hdr good;
+  CHECK_EQ(pread(fd, &good, sizeof good, 0), (ssize_t)sizeof good);
+  const char *why = NULL;
+  struct channel *ok = chan_attach(fd, &why); /* the untouched header is fine */
+  CHECK(ok != NULL);
+  chan_destroy(ok);
+  for (int field = 0; field < 3; field++)
+    for (int d = 0; d < 2; d++) {
+      struct chan_hdr h = good;
+      uint64_t *off = field == 0 ? &h.ring_off[d] : field == 1 ? &h.slots_off[d] : &h.coop_off[d];
+      *off = ~0ull - 255; /* 64-aligned, and off + len wraps to a small number */
+      CHECK_EQ(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+      CHECK(chan_attach(fd, &why) == NULL);
+      CHECK(why != NULL);
+    }
+  close(fd);
 }
 
 int main(void) {
@@ -352,6 +380,7 @@ int main(void) {
   pool_ref_out_of_range(1ull << 40, 64);
   pool_ref_out_of_range(0, 1u << 30);
 
+  forged_channel_offsets();
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_DONE("test_malformed");
   return 0;

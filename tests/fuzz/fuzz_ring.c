@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target: the eager ring's consumer against a producer that writes
+ * what it likes. The input is a program for a malicious peer: push records
+ * with any header (type, flags, len, the rest), push references with any
+ * buffer index, rewrite any 8 bytes of the cells (headers and stamps after
+ * they are published), and let the consumer take what it finds. Whatever
+ * the consumer returns must lie inside the ring: it is read whole (ASan
+ * watches the cells, an exact-size allocation).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm/eager_ring.h"
+
+#define NCELLS 64
+
+static size_t take(const uint8_t **d, size_t *n, void *out, size_t want) {
+  size_t k = want < *n ? want : *n;
+  memcpy(out, *d, k);
+  memset((uint8_t *)out + k, 0, want - k);
+  *d += k;
+  *n -= k;
+  return k;
+}
+
+static volatile uint64_t sink;
+
+static void consume(struct shm_ring *c, const uint8_t *cells) {
+  for (int i = 0; i < 2 * NCELLS; i++) {
+    const struct proto_hdr *h = shm_ring_peek(c);
+    if (!h) return;
+    const uint8_t *p = (const uint8_t *)h;
+    if (p < cells || p + sizeof *h > cells + NCELLS * RING_CELL) abort();
+    if (c->cur_ref == RING_NO_REF) {
+      const uint8_t *data = shm_ring_data(h);
+      uint32_t len = h->len;
+      if (data < cells || data + len > cells + NCELLS * RING_CELL) abort();
+      uint64_t s = 0;
+      for (uint32_t k = 0; k < len; k++) s += data[k];
+      sink += s;
+    }
+    shm_ring_pop(c);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  struct shm_ring_shared *sh = aligned_alloc(64, sizeof *sh);
+  uint8_t *cells = aligned_alloc(64, NCELLS * RING_CELL);
+  if (!sh || !cells) abort();
+  memset(cells, 0, NCELLS * RING_CELL);
+  shm_ring_format(sh, NCELLS * RING_CELL);
+  struct shm_ring prod, cons;
+  if (shm_ring_attach(&prod, sh, cells, NCELLS * RING_CELL) < 0 || shm_ring_attach(&cons, sh, cells, NCELLS * RING_CELL) < 0)
+    abort();
+  static uint8_t payload[NCELLS * RING_CELL];
+  while (size > 0) {
+    uint8_t op;
+    take(&data, &size, &op, 1);
+    switch (op % 4) {
+      case 0: { /* a record with any header; its payload from the input */
+        struct proto_hdr h;
+        take(&data, &size, &h, sizeof h);
+        uint16_t len;
+        take(&data, &size, &len, sizeof len);
+        h.len = len % (NCELLS * RING_CELL / 2);
+        size_t got = take(&data, &size, payload, h.len);
+        struct iovec iov = {payload, got};
+        h.len = (uint32_t)got;
+        shm_ring_push(&prod, &h, &iov, 1);
+        break;
+      }
+      case 1: { /* a reference with any index */
+        struct proto_hdr h;
+        uint64_t ref, at;
+        take(&data, &size, &h, sizeof h);
+        take(&data, &size, &ref, sizeof ref);
+        shm_ring_push_ref(&prod, &h, ref, &at);
+        break;
+      }
+      case 2: { /* rewrite 8 bytes anywhere in the cells */
+        uint16_t off;
+        uint64_t v;
+        take(&data, &size, &off, sizeof off);
+        take(&data, &size, &v, sizeof v);
+        memcpy(cells + (off % (NCELLS * RING_CELL / 8)) * 8, &v, sizeof v);
+        break;
+      }
+      default:
+        consume(&cons, cells);
+    }
+  }
+  consume(&cons, cells);
+  free(cells);
+  free(sh);
+  return 0;
+}
