@@ -201,7 +201,7 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
     ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
     if (dm) ep->counters[CNT_XMEM_SEND_BYTES] += (uint64_t)n;
   }
-  if (p->desc) ep_wake(p->desc); /* the receiver may wait for our stripe */
+  ep_partner_wake(p); /* the receiver may wait for our stripe */
   return BULK_MORE;
 }
 

@@ -19,7 +19,7 @@ static int ring_probe(char *reason, size_t len) {
 static int ring_usable(struct fmx_endpoint *ep, struct partner *p) { return 1; }
 
 static void wake_peer(struct partner *p) {
-  if (p->desc) ep_wake(p->desc);
+  ep_partner_wake(p);
 }
 
 /* Copy the full slots at the head that belong to r (id me) into it, from

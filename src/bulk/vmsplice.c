@@ -71,7 +71,7 @@ static int vms_usable(struct fmx_endpoint *ep, struct partner *p) {
 }
 
 static void wake_peer(struct partner *p) {
-  if (p->desc) ep_wake(p->desc);
+  ep_partner_wake(p);
 }
 
 /* Receiver: take the pipe of the channel the RTS came on; -1 when another

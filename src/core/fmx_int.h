@@ -94,7 +94,6 @@ struct partner {
   int failing; /* ep_partner_fail is draining its rings */
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
-  struct ep_desc *desc;    /* the peer's descriptor, to wake it */
   const struct fmx_transport_ops *tp; /* the transport serving it */
   void *tpd;                          /* its private state (tp->partner_size bytes) */
   int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
@@ -263,6 +262,9 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_wake(struct ep_desc *d);
+/* Wake p's endpoint if it sleeps (its transport's wake; bulk engines call
+ * it after filling a slot or a stripe the peer may wait for). */
+void ep_partner_wake(struct partner *p);
 /* More partners in use (ourselves included) than the host has hardware
  * threads: ranks outnumber cores, and a copy made twice is time taken from
  * another rank (proto's eager limit, bulk's engine choice). */

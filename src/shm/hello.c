@@ -180,11 +180,11 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     p->pid = pid;
     p->same_process = pid == getpid();
     ep->nsiblings += p->same_process;
-    p->desc = map_desc(desc_fd);
+    shm_peer(p)->desc = map_desc(desc_fd);
     int pfd = sys_pidfd_open(pid);
     p->pidfd = pfd >= 0 ? pfd : -1;
     const char *why;
-    if (!p->desc || shm_peer_attach(ep, p, pool_fd, &why) < 0) {
+    if (!shm_peer(p)->desc || shm_peer_attach(ep, p, pool_fd, &why) < 0) {
       ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       return NULL;
     }

@@ -149,8 +149,8 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
     sp->tx_medium_left = h->msg_len - h->len;
   else if (h->type == PROTO_FRAG)
     sp->tx_medium_left -= h->len < sp->tx_medium_left ? h->len : sp->tx_medium_left;
-  if (p->desc && __atomic_load_n(&p->desc->sleepers, __ATOMIC_SEQ_CST)) CNT(ep, WAKES);
-  ep_wake(p->desc);
+  if (sp->desc && __atomic_load_n(&sp->desc->sleepers, __ATOMIC_SEQ_CST)) CNT(ep, WAKES);
+  ep_wake(sp->desc);
   return 0;
 }
 
@@ -188,7 +188,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
       if (gone) break;
     }
     /* The sender may wait for a pool buffer: we returned some. */
-    if (returned) ep_wake(p->desc);
+    if (returned) ep_wake(shm_peer(p)->desc);
     /* Nothing came: has the peer given up on us? Checked only when idle,
      * so everything it pushed before is delivered first. */
     if (ch->rx.local == before && p->state == PARTNER_ALIVE &&
@@ -215,7 +215,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
     ch->rx_freed += ch->rx.local - before;
     if (ch->rx_freed >= ch->rx.ncells / 4) {
       ch->rx_freed = 0;
-      ep_wake(p->desc);
+      ep_wake(shm_peer(p)->desc);
     }
   }
 }
@@ -226,8 +226,10 @@ static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t c
   (void)ep;
   if (!p->nchan) return;
   __atomic_store_n(p->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
-  ep_wake(p->desc);
+  ep_wake(shm_peer(p)->desc);
 }
+
+static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 
 static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   struct shm_peer *sp = shm_peer(p);
@@ -239,8 +241,8 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
     chan_destroy(p->chan[c]);
   }
   p->nchan = 0;
-  if (p->desc) munmap(p->desc, EP_DESC_SIZE);
-  p->desc = NULL;
+  if (sp->desc) munmap(sp->desc, EP_DESC_SIZE);
+  sp->desc = NULL;
   if (p->pidfd >= 0) close(p->pidfd);
   p->pidfd = -1;
 }
@@ -301,6 +303,7 @@ const struct fmx_transport_ops shm_transport = {
     .max_payload = shm_max_payload,
     .poll = shm_poll,
     .abort = shm_abort,
+    .wake = shm_wake,
     .release = shm_release,
     .ep_fini = shm_ep_fini,
 };

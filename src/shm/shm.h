@@ -21,6 +21,7 @@ struct shm_ep {
 /* Per partner (transport_state). */
 struct shm_peer {
   struct shm_ep *ep;         /* our endpoint's state */
+  struct ep_desc *desc;      /* its endpoint's descriptor, mapped: to wake it */
   struct shm_pool *pool;     /* ours, to lend buffers from */
   uint32_t pool_held[POOL_CLASSES]; /* our buffers it holds, per class */
   struct shm_pool_view peer; /* its pool, to copy out of */

@@ -78,6 +78,9 @@ struct fmx_transport_ops {
   size_t (*max_payload)(struct partner *p);
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
   void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
+  /* Wake the peer if it sleeps: it may wait for what we just wrote outside
+   * a record (a bulk slot, a stripe). NULL: nothing to wake (self). */
+  void (*wake)(struct partner *p);
   void (*release)(struct fmx_endpoint *ep, struct partner *p);
   void (*ep_fini)(struct fmx_endpoint *ep);
   void (*fini)(void);

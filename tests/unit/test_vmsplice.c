@@ -13,7 +13,10 @@
 #include "base/config.h"
 #include "core/tunables.h"
 #include "shm/channel.h"
+#include "transport/transport.h"
 
+/* A peer with nothing to wake (no descriptor): a bare pipe is all it has. */
+static const struct fmx_transport_ops bare = {.name = "bare"};
 static struct fmx_endpoint ep;
 static struct partner peer;
 static struct channel chan;
@@ -26,6 +29,7 @@ static void setup(int fds[2]) {
   memset(&peer, 0, sizeof peer);
   peer.chan[0] = &chan;
   peer.nchan = 1;
+  peer.tp = &bare;
 }
 
 static void req_init(struct fmx_request *r, int kind, void *buf, size_t len) {
