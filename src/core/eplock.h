@@ -47,17 +47,21 @@ int ep_trylock_slow(struct ep_lock *l);
  * and never becomes an owner or turns a bias off. */
 void ep_lock_library_thread(void);
 
-static inline void ep_lock_take(struct ep_lock *l) {
-  if (l->owner == &epl_token) {
-    __atomic_store_n(&l->owner_in, 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the other side fences for us */
-    if (__atomic_load_n(&l->mode, __ATOMIC_ACQUIRE) == EPL_BIASED) {
-      l->held_fast = 1;
-      return;
-    }
-    __atomic_store_n(&l->owner_in, 0, __ATOMIC_RELEASE);
+/* The owner's way in: 1 if it holds the lock now (the bias stands). */
+static inline int ep_lock_fast(struct ep_lock *l) {
+  if (l->owner != &epl_token) return 0;
+  __atomic_store_n(&l->owner_in, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the other side fences for us */
+  if (__atomic_load_n(&l->mode, __ATOMIC_ACQUIRE) == EPL_BIASED) {
+    l->held_fast = 1;
+    return 1;
   }
-  ep_lock_slow(l);
+  __atomic_store_n(&l->owner_in, 0, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static inline void ep_lock_take(struct ep_lock *l) {
+  if (!ep_lock_fast(l)) ep_lock_slow(l);
 }
 
 static inline void ep_lock_give(struct ep_lock *l) {
@@ -70,18 +74,7 @@ static inline void ep_lock_give(struct ep_lock *l) {
 }
 
 /* 0 taken, nonzero busy. */
-static inline int ep_lock_try(struct ep_lock *l) {
-  if (l->owner == &epl_token) {
-    __atomic_store_n(&l->owner_in, 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&l->mode, __ATOMIC_ACQUIRE) == EPL_BIASED) {
-      l->held_fast = 1;
-      return 0;
-    }
-    __atomic_store_n(&l->owner_in, 0, __ATOMIC_RELEASE);
-  }
-  return ep_trylock_slow(l);
-}
+static inline int ep_lock_try(struct ep_lock *l) { return ep_lock_fast(l) ? 0 : ep_trylock_slow(l); }
 
 #define ep_lock(ep) ep_lock_take(&(ep)->lock)
 #define ep_unlock(ep) ep_lock_give(&(ep)->lock)
