@@ -185,11 +185,7 @@ API fmx_return_t fmx_wait(fmx_endpoint_t ep, fmx_request_t *request, uint32_t ti
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
   struct wait_one w = {*request, status, 0};
-  /* Done already (an eager send, a message taken meanwhile): no wait. */
-  ep_lock(ep);
-  int done = wait_one_check(ep, &w);
-  ep_unlock(ep);
-  if (!done) ep_wait(ep, timeout_ms, wait_one_check, &w);
+  ep_wait(ep, timeout_ms, wait_one_check, &w);
   if (w.outcome < 0) return FMX_BAD_REQUEST;
   if (w.outcome) *request = NULL;
   *result = w.outcome == 1;

@@ -274,9 +274,9 @@ void ep_progress_locked(struct fmx_endpoint *ep);
 void ep_progress_siblings(struct fmx_endpoint *ep);
 
 /* wait.c */
-/* Blocks until check(ep, arg) returns non-zero (called under ep->lock after a
- * progress pass), the timeout expires or fmx_wakeup is called. Returns the
- * last value of check. */
+/* Blocks until check(ep, arg) returns non-zero (called under ep->lock: once
+ * before any progress, then after each progress pass), the timeout expires
+ * or fmx_wakeup is called. Returns the last value of check. */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg);
 
 /* progress.c: progress while the application computes (offload channel 0

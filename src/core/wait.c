@@ -60,28 +60,19 @@ static int has_local_work(struct fmx_endpoint *ep) {
  * busy: 1 if we must not sleep (local work), 2 if only short sleeps (a
  * request deadline may fall meanwhile), 3 (odd: no sleep either) if we must make
  * progress on the other endpoints of this process (ep_progress_siblings).
- * start (the wait's first look only): what is already done (an eager send,
- * a message taken meanwhile) is checked before any progress pass; with a
- * rendezvous in flight the wait's start is stamped there, under the lock
- * (adapt.c times the transfer from it); else it stays 0, and a small
- * message's wait, which ends before the 16th poll reads the clock, never
- * pays for one. */
+ * start (the wait's first poll only): with a rendezvous in flight the
+ * wait's start is stamped there, under the lock (adapt.c times the transfer
+ * from it); else it stays 0, and a small message's wait, which ends before
+ * the 16th poll reads the clock, never pays for one. */
 static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy,
                      uint64_t *start) {
   ep_lock(ep);
-  int r = 0;
-  if (start) {
-    if ((r = check(ep, arg)) != 0) {
-      ep_unlock(ep);
-      return r;
-    }
-    if (!list_empty(&ep->bulk)) {
-      *start = sys_now_ns();
-      if (offload_in_wait == 1) adapt_wait_ns = *start; /* the outermost wait (ep_wait counted it) */
-    }
+  if (start && !list_empty(&ep->bulk)) {
+    *start = sys_now_ns();
+    if (offload_in_wait == 1) adapt_wait_ns = *start; /* the outermost wait (ep_wait counted it) */
   }
   ep_progress_locked(ep);
-  r = check(ep, arg);
+  int r = check(ep, arg);
   int work = busy || ep->nsiblings ? has_local_work(ep) : 0;
   if (busy) *busy = work ? work : ep->ntimed ? 2 : 0;
   ep_unlock(ep);
@@ -107,9 +98,6 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
   __atomic_store_n(&ep->spin_ns, next, __ATOMIC_RELAXED);
 }
 
-/* The wait's first look, check first: an eager send is done before its
- * wait begins, and a ping-pong's receive often is too. It ends the wait
- * without the spin's bookkeeping (nwaiting, the clock). */
 static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg,
                      int *counted) {
   uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
@@ -122,14 +110,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
     if (spin < max_spin) adapt_spin(ep, spin, max_spin, 0, 0);
     return r;
   }
-  /* The clock is read at the 16th poll (or now, a rendezvous in flight:
-   * poll_once stamped it): a small message's wait ends before, and pays for
-   * no clock read. The timeout counts from there, 16 polls late. */
-  uint64_t deadline = UINT64_MAX, spin_end = 0;
-  if (start) {
-    if (timeout_ms != FMX_TIMEOUT_INFINITE) deadline = start + timeout_ms * 1000000ull;
-    spin_end = start + spin;
-  }
+  uint64_t deadline = 0, spin_end = 0; /* from the first clock read below */
   if (counted) {
     __atomic_add_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
     *counted = 1;
@@ -156,10 +137,15 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
       continue;
     }
     uint64_t now = sys_now_ns();
-    if (!start) {
-      start = now;
-      if (offload_in_wait == 1) adapt_wait_ns = start;
-      if (timeout_ms != FMX_TIMEOUT_INFINITE) deadline = start + timeout_ms * 1000000ull;
+    if (!spin_end) {
+      /* The first clock read, at the 16th poll: a small message's wait ends
+       * before and pays for none. The wait counts from here, 16 polls late,
+       * unless poll_once stamped its start (a rendezvous in flight). */
+      if (!start) {
+        start = now;
+        if (offload_in_wait == 1) adapt_wait_ns = start;
+      }
+      deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : start + timeout_ms * 1000000ull;
       spin_end = start + spin;
     }
     if (now >= deadline) return 0;
@@ -202,8 +188,15 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
  * (bulk_select offloads nothing automatically for it), and channel 0 does
  * not make progress on this endpoint for it (core/progress.c). */
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg) {
+  /* Done already (an eager send, a message taken meanwhile): checked before
+   * any progress pass, and the wait ends without its bookkeeping
+   * (nwaiting, the spin's length, the clock). */
+  ep_lock(ep);
+  int r = check(ep, arg);
+  ep_unlock(ep);
+  if (r) return r;
   int outer = offload_in_wait++ == 0, counted = 0;
-  int r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
+  r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and
      * waits again): channel 0 leaves a watched endpoint alone for a moment
