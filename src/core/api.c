@@ -13,7 +13,7 @@
  * with a length, no segment running past the end of the address space,
  * and a total that fits in 64 bits (two segments of 2^63 bytes once
  * wrapped to a 0-byte message and were delivered as a success). */
-static fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs) {
+static fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs, uint64_t *len) {
   if (nsegs > FMX_MAX_SEGMENTS) return FMX_SEGMENTS_BAD_COUNT;
   if (nsegs && !segs) return FMX_BAD_ADDRESS;
   uint64_t total = 0;
@@ -24,20 +24,16 @@ static fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs) {
     if (total + segs[i].len < total) return FMX_BAD_ADDRESS;
     total += segs[i].len;
   }
+  *len = total;
   return FMX_SUCCESS;
-}
-
-static uint64_t seg_total(const fmx_seg_t *segs, uint32_t nsegs) {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < nsegs; i++) n += segs[i].len;
-  return n;
 }
 
 static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoint_addr_t dest,
                                 uint64_t match, void *context, fmx_request_t *request, int sync) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request) return FMX_BAD_REQUEST;
-  fmx_return_t rc = check_segs(segs, nsegs);
+  uint64_t len;
+  fmx_return_t rc = check_segs(segs, nsegs, &len);
   if (rc) return rc;
   ep_lock(ep);
   struct partner *p = ep_partner_from_addr(ep, dest);
@@ -45,41 +41,28 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
     ep_unlock(ep);
     return FMX_BAD_ADDRESS;
   }
-  /* A request on the free list cannot fail to be made: with one there, a
-   * small message goes before its request (proto_send_now). */
-  uint64_t len = seg_total(segs, nsegs);
-  if (!sync && ep->free_reqs && p->state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match)) {
-    struct fmx_request *r = req_alloc(ep, REQ_SEND);
-    r->match = match;
-    r->len = len;
-    r->partner = p;
-    r->status = (fmx_status_t){.context = context, .source = dest, .match_info = match, .msg_length = r->len,
-                               .xfer_length = r->len};
-    *request = r;
-    req_complete(ep, r, FMX_SUCCESS);
-    ep_unlock(ep);
-    return FMX_SUCCESS;
-  }
+  /* A small message goes before its request, which is then only a
+   * receipt: one on the free list, so that making it cannot fail. */
+  int sent = !sync && ep->free_reqs && p->state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match);
   struct fmx_request *r = req_alloc(ep, REQ_SEND);
-  if (!r || req_set_segs(r, segs, nsegs) < 0) {
+  if (!r || (!sent && req_set_segs(r, segs, nsegs) < 0)) {
     if (r) req_free(ep, r);
     ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
   r->match = match;
+  r->len = len;
   r->partner = p;
-  r->status.context = context;
-  r->status.source = dest;
-  r->status.match_info = match;
-  r->status.msg_length = r->len;
-  r->status.xfer_length = r->len;
+  r->status = (fmx_status_t){.context = context, .source = dest, .match_info = match, .msg_length = len,
+                             .xfer_length = len};
   if (sync) r->flags |= REQ_F_SYNC;
   *request = r;
-  if (p->state != PARTNER_ALIVE) {
+  if (sent)
+    req_complete(ep, r, FMX_SUCCESS);
+  else if (p->state != PARTNER_ALIVE)
     req_complete(ep, r, p->state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
-  } else {
+  else
     proto_send_start(ep, r);
-  }
   ep_unlock(ep);
   return FMX_SUCCESS;
 }
@@ -98,7 +81,8 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
                            void *context, fmx_request_t *request) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request) return FMX_BAD_REQUEST;
-  fmx_return_t rc = check_segs(segs, nsegs);
+  uint64_t len;
+  fmx_return_t rc = check_segs(segs, nsegs, &len);
   if (rc) return rc;
   rc = (fmx_return_t)match_check(&ep->mq, match, mask);
   if (rc) return rc;

@@ -107,17 +107,8 @@ int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg) {
   return 0;
 }
 
-static void memcpy_fn(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
-
 void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req, copy_fn fn) {
-  if (!fn && r->nseg == 1 && len <= r->segs[0].len && off <= r->segs[0].len - len) {
-    /* One segment, a plain copy: most small messages. */
-    uint8_t *s = (uint8_t *)r->segs[0].ptr + off;
-    if (len) memcpy(to_req ? s : buf, to_req ? buf : s, len);
-    return;
-  }
   uint8_t *b = buf;
-  if (!fn) fn = memcpy_fn;
   for (uint32_t i = 0; i < r->nseg && len; i++) {
     fmx_seg_t *s = &r->segs[i];
     if (off >= s->len) {
@@ -125,10 +116,11 @@ void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int 
       continue;
     }
     uint64_t n = s->len - off < len ? s->len - off : len;
-    if (to_req)
-      fn((uint8_t *)s->ptr + off, b, n);
+    uint8_t *dst = to_req ? (uint8_t *)s->ptr + off : b, *src = to_req ? b : (uint8_t *)s->ptr + off;
+    if (fn)
+      fn(dst, src, n);
     else
-      fn(b, (uint8_t *)s->ptr + off, n);
+      memcpy(dst, src, n); /* no call through a pointer for the common small copy */
     b += n;
     len -= n;
     off = 0;

@@ -10,6 +10,14 @@
 #include "transport/transport.h"
 #include "proto/proto_int.h"
 
+/* The non-empty segments as an iovec (a record's payload); their count. */
+static int iov_of(const fmx_seg_t *segs, uint32_t nseg, struct iovec *iov) {
+  int n = 0;
+  for (uint32_t i = 0; i < nseg; i++)
+    if (segs[i].len) iov[n++] = (struct iovec){segs[i].ptr, segs[i].len};
+  return n;
+}
+
 static uint64_t frag_size(struct partner *p) {
   uint64_t ring = p->tp->max_payload(p), f = fmx_cfg.eager_frag;
   if (f < 64) f = 64;
@@ -78,8 +86,7 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
     CNT(ep, SEND_MEDIUM);
   } else {
     if (r && o->hdr.type == PROTO_EAGER) {
-      for (uint32_t i = 0; i < r->nseg; i++)
-        if (r->segs[i].len) iov[n++] = (struct iovec){r->segs[i].ptr, r->segs[i].len};
+      n = iov_of(r->segs, r->nseg, iov);
     } else if (r && o->hdr.type == PROTO_RTS) {
       for (uint32_t i = 0; i < r->nseg; i++)
         segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
@@ -193,10 +200,7 @@ int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *
   if (!list_empty(&p->outq) || len > frag_size(p) || len > proto_eager_max(ep, p)) return 0;
   struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)len, .match = match, .msg_len = len};
   struct iovec iov[FMX_MAX_SEGMENTS];
-  int n = 0;
-  for (uint32_t i = 0; i < nseg; i++)
-    if (segs[i].len) iov[n++] = (struct iovec){segs[i].ptr, segs[i].len};
-  if (p->tp->push(ep, p, &h, iov, n) < 0) return 0;
+  if (p->tp->push(ep, p, &h, iov, iov_of(segs, nseg, iov)) < 0) return 0;
   CNT(ep, SEND_EAGER);
   return 1;
 }

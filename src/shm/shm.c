@@ -159,6 +159,9 @@ static size_t shm_max_payload(struct partner *p) {
   return buf > ring ? buf : ring;
 }
 
+/* Wake the peer if it sleeps (the transport's wake op). */
+static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
+
 /* The payload of the record the ring's last peek returned: inline, or the
  * sender's pool buffer it names (NULL: out of its pool). */
 static const void *payload_of(struct partner *p, struct shm_ring *r, const struct proto_hdr *h, uint32_t len) {
@@ -188,7 +191,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
       if (gone) break;
     }
     /* The sender may wait for a pool buffer: we returned some. */
-    if (returned) ep_wake(shm_peer(p)->desc);
+    if (returned) shm_wake(p);
     /* Nothing came: has the peer given up on us? Checked only when idle,
      * so everything it pushed before is delivered first. */
     if (ch->rx.local == before && p->state == PARTNER_ALIVE &&
@@ -215,7 +218,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
     ch->rx_freed += ch->rx.local - before;
     if (ch->rx_freed >= ch->rx.ncells / 4) {
       ch->rx_freed = 0;
-      ep_wake(shm_peer(p)->desc);
+      shm_wake(p);
     }
   }
 }
@@ -226,10 +229,8 @@ static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t c
   (void)ep;
   if (!p->nchan) return;
   __atomic_store_n(p->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
-  ep_wake(shm_peer(p)->desc);
+  shm_wake(p);
 }
-
-static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 
 static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   struct shm_peer *sp = shm_peer(p);
