@@ -20,6 +20,7 @@
 
 #include "core/fmx_int.h"
 #include "fmx.h"
+#include "fuzz_input.h"
 #include "shm/channel.h"
 #include "shm/connect.h"
 #include "shm/hello.h"
@@ -42,25 +43,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-static size_t take(const uint8_t **d, size_t *n, void *out, size_t want) {
-  size_t k = want < *n ? want : *n;
-  memcpy(out, *d, k);
-  memset((uint8_t *)out + k, 0, want - k);
-  *d += k;
-  *n -= k;
-  return k;
-}
-
-/* A sealed memfd of 4 KiB x (1 + sz % 8) starting with up to 256 input bytes. */
+/* A memfd of 4 KiB x (1 + sz % 8) starting with up to 256 input bytes,
+ * sealed or not as sz's top bit says. */
 static int forged(const uint8_t **d, size_t *n) {
   uint8_t sz = 0, page[256];
-  take(d, n, &sz, 1);
-  size_t k = take(d, n, page, sizeof page);
-  int fd = memfd_create("fuzz", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, 4096 * (1 + sz % 8)) != 0) abort();
-  if (k && pwrite(fd, page, k, 0) != (ssize_t)k) abort();
-  if (sz & 0x80) fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
-  return fd;
+  fuzz_take(d, n, &sz, 1);
+  size_t k = fuzz_take(d, n, page, sizeof page);
+  return fuzz_memfd(4096 * (1 + sz % 8), page, k, sz & 0x80);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -72,11 +61,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (fmx_open_endpoint(0, FMX_ANY_ENDPOINT, KEY_E, NULL, 0, &E) != FMX_SUCCESS) abort();
   }
   uint8_t mode = 0, which = 0;
-  take(&data, &size, &mode, 1);
-  take(&data, &size, &which, 1);
+  fuzz_take(&data, &size, &mode, 1);
+  fuzz_take(&data, &size, &which, 1);
   struct shm_hello h;
   if (mode & 1) {
-    take(&data, &size, &h, sizeof h);
+    fuzz_take(&data, &size, &h, sizeof h);
   } else {
     h = tmpl;
     h.flags = which & 0x40 ? SHM_F_PIPES : 0;
@@ -84,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < (mode >> 1) % 8; i++) { /* 32-bit patches */
       uint8_t at;
       uint32_t v;
-      take(&data, &size, &at, 1);
-      take(&data, &size, &v, sizeof v);
+      fuzz_take(&data, &size, &at, 1);
+      fuzz_take(&data, &size, &v, sizeof v);
       memcpy((uint8_t *)&h + (at % (sizeof h / 4)) * 4, &v, sizeof v);
     }
   }

@@ -12,18 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_input.h"
 #include "shm/eager_ring.h"
 
 #define NCELLS 64
-
-static size_t take(const uint8_t **d, size_t *n, void *out, size_t want) {
-  size_t k = want < *n ? want : *n;
-  memcpy(out, *d, k);
-  memset((uint8_t *)out + k, 0, want - k);
-  *d += k;
-  *n -= k;
-  return k;
-}
 
 static volatile uint64_t sink;
 
@@ -59,15 +51,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static uint8_t payload[NCELLS * RING_CELL];
   while (size > 0) {
     uint8_t op;
-    take(&data, &size, &op, 1);
+    fuzz_take(&data, &size, &op, 1);
     switch (op % 4) {
       case 0: { /* a record with any header; its payload from the input */
         struct proto_hdr h;
-        take(&data, &size, &h, sizeof h);
+        fuzz_take(&data, &size, &h, sizeof h);
         uint16_t len;
-        take(&data, &size, &len, sizeof len);
+        fuzz_take(&data, &size, &len, sizeof len);
         h.len = len % (NCELLS * RING_CELL / 2);
-        size_t got = take(&data, &size, payload, h.len);
+        size_t got = fuzz_take(&data, &size, payload, h.len);
         struct iovec iov = {payload, got};
         h.len = (uint32_t)got;
         shm_ring_push(&prod, &h, &iov, 1);
@@ -76,16 +68,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 1: { /* a reference with any index */
         struct proto_hdr h;
         uint64_t ref, at;
-        take(&data, &size, &h, sizeof h);
-        take(&data, &size, &ref, sizeof ref);
+        fuzz_take(&data, &size, &h, sizeof h);
+        fuzz_take(&data, &size, &ref, sizeof ref);
         shm_ring_push_ref(&prod, &h, ref, &at);
         break;
       }
       case 2: { /* rewrite 8 bytes anywhere in the cells */
         uint16_t off;
         uint64_t v;
-        take(&data, &size, &off, sizeof off);
-        take(&data, &size, &v, sizeof v);
+        fuzz_take(&data, &size, &off, sizeof off);
+        fuzz_take(&data, &size, &v, sizeof v);
         memcpy(cells + (off % (NCELLS * RING_CELL / 8)) * 8, &v, sizeof v);
         break;
       }

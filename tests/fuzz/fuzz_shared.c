@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fmx.h"
+#include "fuzz_input.h"
 #include "shm/channel.h"
 #include "shm/pool.h"
 
@@ -52,15 +53,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-static int sealed_memfd(size_t len, const uint8_t *page, size_t n) {
-  int fd = memfd_create("fuzz", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-  if (fd < 0) abort();
-  if (ftruncate(fd, (off_t)len) != 0) abort();
-  if (n && pwrite(fd, page, n, 0) != (ssize_t)n) abort();
-  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) abort();
-  return fd;
-}
-
 static void use_pool(int fd, const uint8_t *data, size_t size) {
   const char *why;
   struct shm_pool_view v;
@@ -89,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fd;
   if (mode & 1) { /* raw: 4 KiB x (1 + mode / 2 % 8) holding the input */
     size_t len = 4096 * (1 + (mode >> 1) % 8), n = size < 4096 ? size : 4096;
-    fd = sealed_memfd(len, data, n);
+    fd = fuzz_memfd(len, data, n, 1);
   } else { /* one of our headers, patched */
     int is_pool = (mode >> 1) & 1;
     memcpy(page, is_pool ? pool_hdr : chan_hdr, sizeof page);
@@ -98,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       memcpy(&at, data + off, sizeof at);
       memcpy(page + (at % 512), data + off + 2, 8);
     }
-    fd = sealed_memfd(is_pool ? pool_size : chan_size, page, sizeof page);
+    fd = fuzz_memfd(is_pool ? pool_size : chan_size, page, sizeof page, 1);
     size_t skip = size < 320 ? size : 320;
     data += skip, size -= skip;
   }
