@@ -13,6 +13,6 @@ shift 2
 top=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$(dirname "$OUT")"
 exec $CC -O2 -g -std=gnu11 -D_GNU_SOURCE -I"$top/tools" \
-  "$top/tools/fmx_perf_mpi.c" "$top/tools/perf/kernels.c" "$top/tools/perf/options.c" \
+  "$top/tools/fmx_perf_mpi.c" "$top/tools/perf/kernels.c" "$top/tools/perf/run.c" "$top/tools/perf/options.c" \
   "$top/tools/perf/comm_mpi.c" \
   -o "$OUT" "$@" -lm
