@@ -141,7 +141,8 @@ enum fmx_info_key {
   FMX_INFO_CORES_SHARE = 15,     /* in: int32_t[2] CPUs; out: char[], the closest level
                                     both share, as cost specs name it: "CPU" (one
                                     core), "L1", "L2", "L3", "NUMA" (no cache
-                                    shared, or unknown) */
+                                    shared, or a CPU the topology lacks), "SYS"
+                                    (different NUMA nodes) */
   FMX_INFO_COST_TIME = 16,       /* in: fmx_cost_query_t; out: double, the time in us
                                     the cost spec predicts; negative if the spec is
                                     malformed or names no level */
