@@ -277,7 +277,7 @@ int offload_probe(char *reason, size_t len) {
 }
 
 /* The pool, started if it is not: 0, or -1. */
-static int pool_up(void) {
+int offload_up(void) {
   pthread_mutex_lock(&pool_mu);
   int rc = pool_up_locked();
   pthread_mutex_unlock(&pool_mu);
@@ -391,8 +391,6 @@ void offload_set_idle(int (*pending)(void), void (*run)(void)) {
   __atomic_store_n(&idle_run, run, __ATOMIC_RELEASE);
   __atomic_store_n(&idle_pending, pending, __ATOMIC_RELEASE);
 }
-
-int offload_up(void) { return pool_up(); }
 
 void offload_idle_nap(int (*still)(void *), void *arg, uint64_t ns) {
   struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
