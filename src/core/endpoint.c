@@ -58,28 +58,9 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
   return FMX_SUCCESS;
 }
 
-/* Wake a peer that may sleep on its descriptor. Dekker pattern: we publish
- * (a record, a freed slot), then read `sleepers`; the sleeper counts itself
- * in `sleepers`, then looks again. One side needs a full fence between its
- * store and its load. With membarrier the sleeper pays it (a system call on
- * the slow path it is taking anyway, ep_wait) and every send skips its
- * mfence, which on x86 would wait for the published line to leave the store
- * buffer. Without membarrier (old kernels), the waker fences. */
-void ep_wake(struct ep_desc *d) {
-  if (!d) return;
-#ifdef __SANITIZE_THREAD__
-  /* TSan does not model fences: an RMW gives the same order, slower. */
-  if (__atomic_fetch_add(&d->sleepers, 0, __ATOMIC_SEQ_CST)) {
-#else
-  if (!ep_asym_fence)
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  else
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler barrier only */
-  if (__atomic_load_n(&d->sleepers, __ATOMIC_RELAXED)) {
-#endif
-    __atomic_fetch_add(&d->wake_seq, 1, __ATOMIC_SEQ_CST);
-    sys_futex_wake(&d->wake_seq);
-  }
+void ep_wake_sleepers(struct ep_desc *d) {
+  __atomic_fetch_add(&d->wake_seq, 1, __ATOMIC_SEQ_CST);
+  sys_futex_wake(&d->wake_seq);
 }
 
 /* ---- partners ---------------------------------------------------------- */

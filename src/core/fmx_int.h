@@ -138,7 +138,7 @@ struct out_rec {
 };
 
 struct fmx_request {
-  uint32_t index;
+  _Alignas(16) uint32_t index; /* 16: req_zero's stores (calloc gives that) */
   uint32_t gen;
   uint8_t kind;
   uint8_t state;
@@ -238,6 +238,10 @@ struct fmx_endpoint {
 
 /* request.c */
 struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind);
+/* A request done at birth, status code FMX_SUCCESS, on the completed list:
+ * the receipt of a send already pushed. Taken from ep->free_reqs, which the
+ * caller saw non-empty, so it cannot fail. */
+struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind);
 void req_free(struct fmx_endpoint *ep, struct fmx_request *r);
 uint64_t req_id(const struct fmx_request *r);
 struct fmx_request *req_lookup(struct fmx_endpoint *ep, uint64_t id, int kind);
@@ -261,7 +265,31 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
-void ep_wake(struct ep_desc *d);
+/* Wake a peer that may sleep on its descriptor (1 if it did). Dekker
+ * pattern: we publish (a record, a freed slot), then read `sleepers`; the
+ * sleeper counts itself in `sleepers`, then looks again. One side needs a
+ * full fence between its store and its load. With membarrier the sleeper
+ * pays it (a system call on the slow path it is taking anyway, ep_wait)
+ * and every send skips its mfence, which on x86 would wait for the
+ * published line to leave the store buffer. Without membarrier (old
+ * kernels), the waker fences. Inline: every push calls it. */
+extern int ep_asym_fence; /* membarrier gives the sleeper the fence (endpoint.c) */
+void ep_wake_sleepers(struct ep_desc *d);
+static inline int ep_wake(struct ep_desc *d) {
+  if (!d) return 0;
+#ifdef __SANITIZE_THREAD__
+  /* TSan does not model fences: an RMW gives the same order, slower. */
+  if (!__atomic_fetch_add(&d->sleepers, 0, __ATOMIC_SEQ_CST)) return 0;
+#else
+  if (!ep_asym_fence)
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  else
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler barrier only */
+  if (!__atomic_load_n(&d->sleepers, __ATOMIC_RELAXED)) return 0;
+#endif
+  ep_wake_sleepers(d);
+  return 1;
+}
 /* Wake p's endpoint if it sleeps (its transport's wake; bulk engines call
  * it after filling a slot or a stripe the peer may wait for). */
 void ep_partner_wake(struct partner *p);
@@ -269,7 +297,6 @@ void ep_partner_wake(struct partner *p);
  * threads: ranks outnumber cores, and a copy made twice is time taken from
  * another rank (proto's eager limit, bulk's engine choice). */
 static inline int ep_crowded(const struct fmx_endpoint *ep) { return ep->crowded; }
-extern int ep_asym_fence;
 void ep_progress_locked(struct fmx_endpoint *ep);
 void ep_progress_siblings(struct fmx_endpoint *ep);
 

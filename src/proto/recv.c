@@ -20,7 +20,10 @@ void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match,
 void proto_eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
                           const void *data, uint64_t len) {
   proto_fill_status(r, p, match, len);
-  req_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
+  if (r->nseg == 1) { /* the common case, without req_copy's walk */
+    if (r->status.xfer_length) memcpy(r->segs[0].ptr, data, r->status.xfer_length);
+  } else
+    req_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
   CNT(ep, RECV_EAGER);
   if (r->status.xfer_length < len) CNT(ep, TRUNCATED);
   req_complete(ep, r, r->status.xfer_length < len ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
@@ -65,7 +68,7 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
                    const void *payload) {
   /* Nothing comes between the fragments of a medium message. */
-  if (h->type != PROTO_FRAG) medium_cut(ep, p, ch);
+  if (h->type != PROTO_FRAG && (p->medium[0].busy | p->medium[1].busy)) medium_cut(ep, p, ch);
   switch (h->type) {
     case PROTO_EAGER: {
       if (h->msg_len > h->len) {

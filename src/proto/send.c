@@ -34,15 +34,17 @@ static uint64_t frag_size(struct partner *p) {
  * so a message longer than one fragment goes rendezvous, one copy, when the
  * peer's memory can be read (alltoall of 64 KiB among 8 ranks on 2 cores:
  * 207 us instead of 358 us, Open MPI's 206 us; docs/performance.md). */
-uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) {
+static uint64_t eager_max(struct fmx_endpoint *ep, struct partner *p, uint64_t frag) {
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
   if (p->same_process && !p->is_self) {
     uint64_t ring = p->tp->max_payload(p);
     if (t > ring) t = ring;
   }
-  if (ep_crowded(ep) && !ep->rndv_explicit && !p->is_self && p->cma_ok && t > frag_size(p)) t = frag_size(p);
+  if (ep_crowded(ep) && !ep->rndv_explicit && !p->is_self && p->cma_ok && t > frag) t = frag;
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
+
+uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) { return eager_max(ep, p, frag_size(p)); }
 
 /* Push what is left of a medium message, a fragment at a time: 1 when all
  * of it is in the ring, 0 when the ring is full (o->off says how far). The
@@ -197,7 +199,9 @@ void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const str
  * 1 pushed; 0 take the common path (proto_send_start). */
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
                    uint64_t match) {
-  if (!list_empty(&p->outq) || len > frag_size(p) || len > proto_eager_max(ep, p)) return 0;
+  if (!list_empty(&p->outq)) return 0;
+  uint64_t frag = frag_size(p); /* one call through the transport's table */
+  if (len > frag || len > eager_max(ep, p, frag)) return 0;
   struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)len, .match = match, .msg_len = len};
   struct iovec iov[FMX_MAX_SEGMENTS];
   if (p->tp->push(ep, p, &h, iov, iov_of(segs, nseg, iov)) < 0) return 0;

@@ -149,8 +149,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
     sp->tx_medium_left = h->msg_len - h->len;
   else if (h->type == PROTO_FRAG)
     sp->tx_medium_left -= h->len < sp->tx_medium_left ? h->len : sp->tx_medium_left;
-  if (sp->desc && __atomic_load_n(&sp->desc->sleepers, __ATOMIC_SEQ_CST)) CNT(ep, WAKES);
-  ep_wake(sp->desc);
+  if (ep_wake(sp->desc)) CNT(ep, WAKES);
   return 0;
 }
 
