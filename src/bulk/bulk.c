@@ -115,8 +115,8 @@ static void partner_costs(struct partner *p, int my_cpu) {
   p->cost_ready = 1;
 }
 
-static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct partner *p) {
-  return bulk_cma.usable(ep, p) ? &bulk_cma : &bulk_ring;
+static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+  return bulk_cma.usable(ep, p, c) ? &bulk_cma : &bulk_ring;
 }
 
 /* No measured cost: from the topology. Two cores that share an L2 or an L3
@@ -129,15 +129,16 @@ static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct
  * nothing from the sending endpoint, ring needs a thread progressing it.
  * Else cma, else ring. */
 
-static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, uint64_t len) {
+static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c,
+                                            uint64_t len) {
   uint64_t l2 = topo_get()->l2.size;
-  if (!bulk_cma.usable(ep, p)) return &bulk_ring;
+  if (!bulk_cma.usable(ep, p, c)) return &bulk_ring;
   if (l2 && len >= l2 && p->level >= TOPO_LEVEL_L2 && p->level <= TOPO_LEVEL_L3 && !p->same_process) return &bulk_ring;
   return &bulk_cma;
 }
 
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mapped,
-                                          int *offload, int *adapt) {
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c,
+                                          uint64_t len, int mapped, int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
   *offload = 0;
   if (adapt) *adapt = 0;
@@ -149,7 +150,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
   if (e == &bulk_offload) {
     /* Forced: cma run by a channel; ring where cma is refused. */
     *offload = OFFLOAD_NOW;
-    e = cma_or_ring(ep, p);
+    e = cma_or_ring(ep, p, c);
   } else if (!e) {
     /* Measured costs (fmx_tune) decide among the engines usable with this
      * peer; offload competes as one more. Whoever is idle moves the bytes:
@@ -158,20 +159,20 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
      * hand it to a channel. */
     int usable[BULK_MAX_ENGINES] = {0}, n = 0, off = -1;
     for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++) {
-      usable[n] = bulk_engines[n]->usable(ep, p);
+      usable[n] = bulk_engines[n]->usable(ep, p, c);
       if (bulk_engines[n] == &bulk_offload) off = n;
     }
     int may_offload = off >= 0 && usable[off] && !offload_in_wait;
     if (off >= 0) usable[off] = 0;
     /* The sender's buffer mapped here: one copy by plain loads and stores,
-     * by whoever is in fmx (coop through the mapping, shm/xmem.h). No
+     * by whoever is in fmx (coop through the mapping, region/region.h). No
      * engine measured without a mapping competes with that. */
     int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
-    e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(ep, p, len);
+    e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(ep, p, c, len);
     /* Ranks outnumber cores: one copy (cma) beats any engine that copies
      * twice, whatever a pair measures alone (alltoall, 8 ranks on 2 cores,
      * docs/performance.md); and no round of adapt tries the others. */
-    int crowded = !mapped && i < 0 && ep_crowded(ep) && bulk_cma.usable(ep, p);
+    int crowded = !mapped && i < 0 && ep_crowded(ep) && bulk_cma.usable(ep, p, c);
     if (crowded) e = &bulk_cma;
     if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
         !p->same_process) {
@@ -190,16 +191,16 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
       if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {
         *offload = OFFLOAD_AWAY;
-        e = cma_or_ring(ep, p);
+        e = cma_or_ring(ep, p, c);
       }
     } else if (may_offload && len >= fmx_cfg.offload_threshold) {
       /* The topology's switch, on whichever engine was chosen. */
       *offload = OFFLOAD_AWAY;
-      if (!e->offload_step) e = untuned(ep, p, len);
+      if (!e->offload_step) e = untuned(ep, p, c, len);
     }
   }
   if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = OFFLOAD_NOW;
-  if (!(mapped && e->maps_peer) && !e->usable(ep, p)) {
+  if (!(mapped && e->maps_peer) && !e->usable(ep, p, c)) {
     if (e != &bulk_ring) {
       CNT(ep, BULK_FALLBACK);
       log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,

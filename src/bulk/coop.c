@@ -25,7 +25,7 @@
 #include "bulk/engine.h"
 #include "base/config.h"
 #include "platform/sys.h"
-#include "shm/channel.h"
+#include "bulk/conn.h"
 
 #define GEN_MASK 0xffffffull
 #define INDEX_MASK ((1ull << COOP_GEN_SHIFT) - 1)
@@ -37,7 +37,9 @@ static int coop_probe(char *reason, size_t len) {
   return bulk_cma.probe(reason, len);
 }
 
-static int coop_usable(struct fmx_endpoint *ep, struct partner *p) { return fmx_cfg.cma && p->cma_ok && !p->is_self; }
+static int coop_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+  return c && fmx_cfg.cma && p->cma_ok && !p->is_self;
+}
 
 /* [off, off + len) of stripe k; len 0 past the end. */
 static void stripe_range(uint64_t k, uint64_t smax, uint64_t total, uint64_t *off, uint64_t *len) {
@@ -81,10 +83,10 @@ static void fail(struct coop_area *a, fmx_return_t code) {
 /* Receiver: publish the transfer. Returns 0, or -1 if the area is taken by
  * another transfer from this peer (the message then goes cma). */
 static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct coop_area *a = r->chan->rx_coop;
+  struct coop_area *a = r->conn->rx_coop;
   if (a->busy || r->nseg > COOP_MAX_SEGS) return -1;
-  uint32_t gen = (++r->chan->coop_gen) & GEN_MASK;
-  if (!gen) gen = (++r->chan->coop_gen) & GEN_MASK;
+  uint32_t gen = (++r->conn->coop_gen) & GEN_MASK;
+  if (!gen) gen = (++r->conn->coop_gen) & GEN_MASK;
   r->xfer_tag = gen;
   a->busy = 1;
   a->sreq = r->sreq;
@@ -114,7 +116,7 @@ static int peer_gone(const struct partner *p) {
 /* Receiver, once done or failed: close the counter; after a failure wait
  * (bounded) until the stripes already taken are accounted for. */
 static void finish(struct fmx_request *r, int failed) {
-  struct coop_area *a = r->chan->rx_coop;
+  struct coop_area *a = r->conn->rx_coop;
   uint64_t w = __atomic_exchange_n(&a->stripe, ((uint64_t)r->xfer_tag << COOP_GEN_SHIFT) | CLOSED, __ATOMIC_ACQ_REL);
   if (failed && (w >> COOP_GEN_SHIFT) == r->xfer_tag) {
     uint64_t off, len, taken = 0;
@@ -140,7 +142,7 @@ static void finish(struct fmx_request *r, int failed) {
  * stripe and pull it. 0 when none is left, else the stripe's length (its
  * bytes in *moved, 0 if the pull failed: the area then carries the error). */
 static uint64_t pull_stripe(struct fmx_request *r, uint64_t *moved) {
-  struct coop_area *a = r->chan->rx_coop;
+  struct coop_area *a = r->conn->rx_coop;
   int64_t k = take(a, r->xfer_tag, r->want);
   if (k < 0) return 0;
   uint64_t off, len;
@@ -153,7 +155,7 @@ static uint64_t pull_stripe(struct fmx_request *r, uint64_t *moved) {
 }
 
 static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct coop_area *a = r->chan->rx_coop;
+  struct coop_area *a = r->conn->rx_coop;
   uint64_t moved = 0;
   pull_stripe(r, &moved);
   ep->counters[CNT_BULK_COOP_BYTES] += moved;
@@ -175,7 +177,8 @@ static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
  * the message. */
 static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   struct partner *p = s->partner;
-  struct coop_area *a = p->chan[0]->tx_coop;
+  if (!s->conn) return BULK_DONE; /* nothing to help through: the receiver pulls alone */
+  struct coop_area *a = s->conn->tx_coop;
   /* The receiver's buffer in its fmx_mem_alloc memory: map it and store
    * straight into it (every piece is checked against the mapping). */
   struct proto_seg xw[2] = {a->xmem[0], a->xmem[1]};
@@ -201,7 +204,7 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
     ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
     if (dm) ep->counters[CNT_XMEM_SEND_BYTES] += (uint64_t)n;
   }
-  ep_partner_wake(p); /* the receiver may wait for our stripe */
+  if (s->conn->wake) s->conn->wake(s->conn->wake_arg); /* the receiver may wait for our stripe */
   return BULK_MORE;
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "bulk/conn.h"
 #include "core/fmx_int.h"
 
 /* progress return values */
@@ -31,8 +32,9 @@ struct fmx_bulk_engine {
   const char *cost_var; /* that tunable's name, for messages */
   /* Peer-independent probe (a real attempt); 0 usable, else -1 and reason. */
   int (*probe)(char *reason, size_t len);
-  /* Usable with this peer (from its connect-time probe)? */
-  int (*usable)(struct fmx_endpoint *ep, struct partner *p);
+  /* Usable with this peer (from its connect-time probe), over c, what the
+   * connection lends the engines (NULL: nothing; bulk/conn.h)? */
+  int (*usable)(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c);
   /* Needs a CTS so the sender pushes (ring) or joins (coop), or the
    * receiver pulls alone (cma). */
   int needs_cts;
@@ -102,8 +104,9 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 /* *adapt (may be NULL) is set when adapt.c chose it: time the transfer. */
 /* mapped: the sender's buffer is mapped here (an fmx_mem_alloc region):
  * auto then takes coop, which copies through the mapping. */
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mapped,
-                                          int *offload, int *adapt);
+/* c: what the connection the RTS came on lends the engines (bulk/conn.h). */
+const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c,
+                                          uint64_t len, int mapped, int *offload, int *adapt);
 
 /* Offload channels (offload.c). */
 /* Nonzero while this thread waits in ep_wait: it is idle and copies what it

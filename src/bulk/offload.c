@@ -433,7 +433,7 @@ void offload_idle_leave(struct ep_desc *d) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static int offload_usable(struct fmx_endpoint *ep, struct partner *p) {
+static int offload_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
   return fmx_cfg.offload_channels > 0 && strcmp(fmx_cfg.offload, "off") != 0 && !p->is_self;
 }
 

@@ -9,17 +9,17 @@
 
 #include "bulk/engine.h"
 #include "base/config.h"
-#include "shm/channel.h"
+#include "bulk/conn.h"
 
 static int ring_probe(char *reason, size_t len) {
   strncpy(reason, "available", len);
   return 0;
 }
 
-static int ring_usable(struct fmx_endpoint *ep, struct partner *p) { return 1; }
+static int ring_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) { return c != NULL; }
 
-static void wake_peer(struct partner *p) {
-  ep_partner_wake(p);
+static void wake_peer(struct bulk_conn *c) {
+  if (c->wake) c->wake(c->wake_arg);
 }
 
 /* Copy the full slots at the head that belong to r (id me) into it, from
@@ -28,8 +28,8 @@ static void wake_peer(struct partner *p) {
  * no drop and waits). The caller holds the channel's rx_busy. */
 static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
                         uint64_t *done, uint64_t *moved) {
-  struct bulk_slots *s = &r->chan->rx_slots;
-  const struct shm_pool_view *pool = r->chan->peer_pool;
+  struct bulk_slots *s = &r->conn->rx_slots;
+  const struct pool_view *pool = r->conn->peer_pool;
   uint64_t me = req_id(r);
   int any = 0;
   /* Out of the slot into the user's buffer: non-temporal above the
@@ -55,7 +55,7 @@ static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*dr
     s->next++;
     any = 1;
   }
-  if (any) wake_peer(r->partner);
+  if (any) wake_peer(r->conn);
   return *done == r->want ? BULK_DONE : BULK_MORE;
 }
 
@@ -63,9 +63,9 @@ static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*dr
  * offload channel); the other tries again later. */
 static int consume(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
                    uint64_t *done, uint64_t *moved) {
-  if (__atomic_exchange_n(&r->chan->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  if (__atomic_exchange_n(&r->conn->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
   int rc = consume_held(ep, r, drop, done, moved);
-  __atomic_store_n(&r->chan->rx_busy, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&r->conn->rx_busy, 0, __ATOMIC_RELEASE);
   return rc;
 }
 
@@ -91,7 +91,8 @@ static int ring_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *mo
 /* Fill the free slots with the send sr's bytes from *done on, one transfer
  * per channel direction at a time (tx_owner). The caller holds tx_busy. */
 static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
-  struct channel *c = sr->partner->chan[0];
+  struct bulk_conn *c = sr->conn;
+  if (!c) return -FMX_MESSAGE_ABORTED; /* asked for over a connection that lends no slots */
   uint64_t me = req_id(sr);
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
   c->tx_owner = me;
@@ -119,7 +120,7 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
     *done += len;
     *moved += len;
   }
-  if (*moved) wake_peer(sr->partner);
+  if (*moved) wake_peer(c);
   if (*done == sr->want) {
     c->tx_owner = 0;
     return BULK_DONE;
@@ -130,7 +131,8 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
 /* Whoever holds tx_busy fills (the application, or an offload channel for
  * a sender that computes: this is also the engine's offload_send_step). */
 static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
-  struct channel *c = sr->partner->chan[0];
+  struct bulk_conn *c = sr->conn;
+  if (!c) return -FMX_MESSAGE_ABORTED;
   if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
   int rc = fill_held(sr, done, moved);
   __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);

@@ -36,7 +36,7 @@
 
 #include "bulk/engine.h"
 #include "base/config.h"
-#include "shm/channel.h"
+#include "bulk/conn.h"
 
 #define VMS_IOV 64
 
@@ -66,19 +66,19 @@ static int vms_probe(char *reason, size_t len) {
   return 0;
 }
 
-static int vms_usable(struct fmx_endpoint *ep, struct partner *p) {
-  return p->nchan > 0 && p->chan[0]->pipe_tx >= 0 && p->chan[0]->pipe_rx >= 0;
+static int vms_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+  return c && c->pipe_tx >= 0 && c->pipe_rx >= 0;
 }
 
-static void wake_peer(struct partner *p) {
-  ep_partner_wake(p);
+static void wake_peer(struct bulk_conn *c) {
+  if (c->wake) c->wake(c->wake_arg);
 }
 
 /* Receiver: take the pipe of the channel the RTS came on; -1 when another
  * receive uses it, an earlier one broke it, or there is none (then ring). */
 static int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct channel *c = r->chan;
-  if (c->pipe_rx < 0 || c->pipe_rx_broken) return -1;
+  struct bulk_conn *c = r->conn;
+  if (!c || c->pipe_rx < 0 || c->pipe_rx_broken) return -1;
   if (c->pipe_rx_owner) {
     struct fmx_request *o = req_lookup(ep, c->pipe_rx_owner, REQ_RECV);
     if (o && o->engine == &bulk_vmsplice && o->state == REQ_MATCHED) return -1; /* in flight */
@@ -92,7 +92,7 @@ static int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r) {
 }
 
 static int vms_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct channel *c = r->chan;
+  struct bulk_conn *c = r->conn;
   struct iovec iov[VMS_IOV];
   uint64_t len = r->want - r->done;
   if (len > fmx_cfg.chunk_max) len = fmx_cfg.chunk_max;
@@ -108,15 +108,15 @@ static int vms_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
   }
   r->done += (uint64_t)got;
   ep->counters[CNT_BULK_VMSPLICE_BYTES] += (uint64_t)got;
-  wake_peer(r->partner); /* room in the pipe */
+  wake_peer(c); /* room in the pipe */
   if (r->done < r->want) return BULK_MORE;
   c->pipe_rx_owner = 0;
   return BULK_DONE;
 }
 
 static int vms_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
-  struct channel *c = s->partner->chan[0];
-  if (c->pipe_tx < 0) return -FMX_MESSAGE_ABORTED; /* asked for by a peer that has no pipe from us */
+  struct bulk_conn *c = s->conn;
+  if (!c || c->pipe_tx < 0) return -FMX_MESSAGE_ABORTED; /* asked for by a peer that has no pipe from us */
   uint64_t me = req_id(s);
   if (c->pipe_tx_owner && c->pipe_tx_owner != me) {
     struct fmx_request *o = req_lookup(ep, c->pipe_tx_owner, REQ_SEND);
@@ -158,7 +158,7 @@ static int vms_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
     moved = 1;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (moved) wake_peer(s->partner);
+  if (moved) wake_peer(c);
   if (rc < 0) {
     c->pipe_tx_owner = 0;
     return rc;

@@ -196,7 +196,7 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
  * completes with REMOTE_ENDPOINT_UNREACHABLE. Channels stay mapped until the
  * endpoint closes so no stale pointer can fault. */
 /* What a transport calls for each record it takes from p. */
-static int deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *lane, const struct proto_hdr *h,
+static int deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
   proto_deliver(ep, p, lane, h, payload);
   return p->state != PARTNER_ALIVE;

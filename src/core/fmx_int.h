@@ -17,6 +17,7 @@
 #include "region/region.h"
 
 struct channel;
+struct bulk_conn;
 struct fmx_bulk_engine;
 struct fmx_transport_ops;
 struct offload_job;
@@ -74,7 +75,7 @@ struct adapt_class {
  * out of memory, its fragments are swallowed). */
 struct medium_rx {
   int busy;             /* a message in flight */
-  struct channel *chan; /* the lane it comes on (NULL for a transport with one) */
+  struct bulk_conn *lane; /* the lane it comes on (NULL for a transport with one) */
   uint64_t sreq, total, got;
   struct fmx_request *req;
   struct unexp_msg *unexp;
@@ -104,7 +105,7 @@ struct partner {
   int cma_ok;
   struct list_node outq;   /* records waiting for ring room, in order */
   struct medium_rx medium[2]; /* per channel we poll */
-  struct region_cache *xmem;    /* its fmx_mem_alloc regions mapped here (shm/xmem.c) */
+  struct region_cache *xmem;    /* its fmx_mem_alloc regions mapped here (region/region.c) */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
   /* Cold fields last: the ones above are read per message, and their
@@ -160,7 +161,7 @@ struct fmx_request {
   struct out_rec out;
   /* rendezvous */
   const struct fmx_bulk_engine *engine;
-  struct channel *chan;   /* the channel the RTS came on (receiver) */
+  struct bulk_conn *conn; /* what the connection lends the engines: the RTS's lane (receiver), the transport's conn (sender, at the CTS) */
   struct proto_seg *rsegs; /* remote segments (receiver) */
   uint32_t nrseg;
   uint64_t sreq;          /* sender's id (receiver side) */

@@ -20,7 +20,7 @@
 
 struct fmx_request;
 struct partner;
-struct channel;
+struct bulk_conn;
 
 #define MATCH_BUCKETS 1024 /* power of two */
 
@@ -34,7 +34,7 @@ struct unexp_msg {
   uint8_t flags;
   uint32_t nseg;           /* RTS: remote segments in data */
   uint64_t sreq;
-  struct channel *chan;
+  struct bulk_conn *lane;
   void *data;              /* EAGER: payload; RTS: struct proto_seg[nseg] */
 };
 

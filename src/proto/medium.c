@@ -16,10 +16,10 @@
 #include "base/log.h"
 #include "proto/proto_int.h"
 
-/* The message in flight on lane ch, or NULL. */
-static struct medium_rx *slot_of(struct partner *p, struct channel *ch) {
+/* The message in flight on lane lane, or NULL. */
+static struct medium_rx *slot_of(struct partner *p, struct bulk_conn *lane) {
   for (int i = 0; i < 2; i++)
-    if (p->medium[i].busy && p->medium[i].chan == ch) return &p->medium[i];
+    if (p->medium[i].busy && p->medium[i].lane == lane) return &p->medium[i];
   return NULL;
 }
 
@@ -39,14 +39,14 @@ static void bad(struct fmx_endpoint *ep, struct partner *p, const char *why) {
   log_warn_once("FMX-BAD-FRAGMENT", "endpoint %u: %s from endpoint %u dropped", ep->eid, why, p->eid);
 }
 
-/* The message in flight on ch will never be whole: its receive fails. */
+/* The message in flight on lane will never be whole: its receive fails. */
 static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
   if (m->req) req_complete(ep, m->req, FMX_MESSAGE_ABORTED);
   drop(m);
 }
 
-void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch) {
-  struct medium_rx *m = slot_of(p, ch);
+void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane) {
+  struct medium_rx *m = slot_of(p, lane);
   if (!m) return;
   bad(ep, p, "medium message cut short by another record");
   abort_one(ep, m);
@@ -92,7 +92,7 @@ static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t l
   m->got += len;
 }
 
-void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                   const void *payload) {
   if (h->len == 0 || h->msg_len > PROTO_EAGER_MAX) {
     bad(ep, p, "malformed medium message");
@@ -104,7 +104,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     return;
   }
   m->busy = 1;
-  m->chan = ch;
+  m->lane = lane;
   m->sreq = h->sreq;
   m->total = h->msg_len;
   struct fmx_request *r = match_take_posted(&ep->mq, h->match);
@@ -115,15 +115,15 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch
     list_add_tail(&p->reqs, &r->pnode); /* a dying peer completes it */
     m->req = r;
   } else {
-    m->unexp = proto_unexp_new(ep, p, ch, h, h->msg_len);
+    m->unexp = proto_unexp_new(ep, p, lane, h, h->msg_len);
     if (!m->unexp) return; /* no memory: the connection is down, and its slots cleared */
   }
   take(m, 0, payload, h->len);
 }
 
-void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+void medium_next(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                  const void *payload) {
-  struct medium_rx *m = slot_of(p, ch);
+  struct medium_rx *m = slot_of(p, lane);
   if (!m || h->sreq != m->sreq || h->msg_len != m->got || h->len == 0 || h->len > m->total - m->got) {
     bad(ep, p, "fragment out of place");
     if (m) abort_one(ep, m);

@@ -5,7 +5,7 @@
 
 #include "core/fmx_int.h"
 
-struct channel;
+struct bulk_conn;
 
 /* Start a send request (eager or rendezvous); the request is queued if the
  * ring has no room. */
@@ -17,9 +17,9 @@ int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *
                    uint64_t match);
 /* Post a receive: take an unexpected message or queue it. */
 void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r);
-/* A record arrived from p on channel ch; payload follows hdr (the
+/* A record arrived from p on lane; payload follows hdr (the
  * transports' delivery, given them by the core). */
-void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload);
 /* Push what waits in the partner's queue, in order. */
 void proto_flush(struct fmx_endpoint *ep, struct partner *p);

@@ -7,7 +7,7 @@
 #include "core/match.h"
 #include "proto/proto.h"
 
-struct channel;
+struct bulk_conn;
 
 /* send.c */
 /* Send a control record that belongs to no request (a FIN refusing an
@@ -29,7 +29,7 @@ uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p);
 /* An unexpected message from h's fields with a `bytes` buffer (not filled);
  * NULL when out of memory, and the connection with p is then down
  * (proto_abort). */
-struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,
                                   const struct proto_hdr *h, size_t bytes);
 /* A matched receive takes a message from p: status fields. */
 void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len);
@@ -38,16 +38,16 @@ void proto_eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct
                           const void *data, uint64_t len);
 
 /* medium.c: eager messages in fragments, receiving side */
-void medium_first(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                   const void *payload);
-void medium_next(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+void medium_next(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                  const void *payload);
-/* Another record came on ch: a medium message in flight there was cut
+/* Another record came on lane: a medium message in flight there was cut
  * short (malformed), its receive fails. Nothing when none is. */
-void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct channel *ch);
+void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane);
 
 /* rndv.c */
-void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
+void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct bulk_conn *lane,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags);
 /* The matched receive r cannot take the rendezvous sreq from p: it
  * completes with code, and an error FIN tells the sender. */

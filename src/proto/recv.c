@@ -34,7 +34,7 @@ void proto_unexp_free(struct unexp_msg *u) {
   free(u);
 }
 
-struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,
                                   const struct proto_hdr *h, size_t bytes) {
   struct unexp_msg *u = sys_zalloc(sizeof *u);
   void *data = bytes && u ? sys_alloc(bytes) : NULL;
@@ -51,28 +51,28 @@ struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, st
   u->flags = h->flags;
   u->nseg = h->nseg;
   u->sreq = h->sreq;
-  u->chan = ch;
+  u->lane = lane;
   u->data = data;
   return u;
 }
 
-static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct channel *ch,
+static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,
                              const struct proto_hdr *h, const void *payload) {
-  struct unexp_msg *u = proto_unexp_new(ep, p, ch, h, h->len);
+  struct unexp_msg *u = proto_unexp_new(ep, p, lane, h, h->len);
   if (!u) return; /* the connection is down */
   if (h->len) memcpy(u->data, payload, h->len);
   CNT(ep, UNEXPECTED);
   match_add_unexp(&ep->mq, u);
 }
 
-void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *ch, const struct proto_hdr *h,
+void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
   /* Nothing comes between the fragments of a medium message. */
-  if (h->type != PROTO_FRAG && (p->medium[0].busy | p->medium[1].busy)) medium_cut(ep, p, ch);
+  if (h->type != PROTO_FRAG && (p->medium[0].busy | p->medium[1].busy)) medium_cut(ep, p, lane);
   switch (h->type) {
     case PROTO_EAGER: {
       if (h->msg_len > h->len) {
-        medium_first(ep, p, ch, h, payload);
+        medium_first(ep, p, lane, h, payload);
         return;
       }
       if (h->msg_len != h->len) goto bad;
@@ -80,7 +80,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
       if (r)
         proto_eager_complete(ep, r, p, h->match, payload, h->len);
       else
-        queue_unexpected(ep, p, ch, h, payload);
+        queue_unexpected(ep, p, lane, h, payload);
       return;
     }
     case PROTO_RTS: {
@@ -89,7 +89,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
         goto bad;
       struct fmx_request *r = match_take_posted(&ep->mq, h->match);
       if (!r) {
-        queue_unexpected(ep, p, ch, h, payload);
+        queue_unexpected(ep, p, lane, h, payload);
         return;
       }
       proto_fill_status(r, p, h->match, h->msg_len);
@@ -99,7 +99,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
         return;
       }
       if (h->len) memcpy(segs, payload, h->len);
-      rndv_recv_start(ep, r, p, ch, h->msg_len, h->sreq, segs, h->nseg, h->flags);
+      rndv_recv_start(ep, r, p, lane, h->msg_len, h->sreq, segs, h->nseg, h->flags);
       return;
     }
     case PROTO_CTS:
@@ -109,7 +109,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct channel *c
       rndv_on_fin(ep, p, h);
       return;
     case PROTO_FRAG:
-      medium_next(ep, p, ch, h, payload);
+      medium_next(ep, p, lane, h, payload);
       return;
     case PROTO_CLOSE:
       log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", ep->eid, p->eid);
@@ -138,7 +138,7 @@ void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
     if (u->partner->state != PARTNER_ALIVE) {
       req_complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     } else {
-      rndv_recv_start(ep, r, u->partner, u->chan, u->msg_len, u->sreq, u->data, u->nseg, u->flags);
+      rndv_recv_start(ep, r, u->partner, u->lane, u->msg_len, u->sreq, u->data, u->nseg, u->flags);
       u->data = NULL; /* now owned by the request */
     }
   }

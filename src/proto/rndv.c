@@ -56,13 +56,13 @@ static int covers(const struct region_map *m, const struct proto_seg *segs, uint
   return 1;
 }
 
-void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct channel *ch,
+void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct bulk_conn *lane,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags) {
   CNT(ep, RECV_RNDV);
   progress_unwatch(ep, r);
   r->state = REQ_MATCHED;
   r->partner = p;
-  r->chan = ch;
+  r->conn = lane;
   r->sreq = sreq;
   r->rsegs = segs;
   r->nrseg = nseg;
@@ -90,7 +90,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
     r->xsrc = &region_identity;
     r->engine = &bulk_cma;
   } else {
-    r->engine = bulk_select(ep, p, r->want, r->xsrc != NULL, &offload, &adapt);
+    r->engine = bulk_select(ep, p, lane, r->want, r->xsrc != NULL, &offload, &adapt);
   }
   if (!r->engine->maps_peer) r->xsrc = NULL; /* it never reads through the mapping */
   r->adapt_seq = ++ep->rndv_starts;
@@ -130,6 +130,7 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
     return;
   }
   s->engine = bulk_for_cts(h->flags);
+  s->conn = p->tp->conn ? p->tp->conn(p) : NULL; /* where a sender-side engine works */
   s->xfer_tag = (uint32_t)h->match;
   s->rreq = h->rreq;
   s->want = h->msg_len;

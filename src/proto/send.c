@@ -220,7 +220,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   list_add_tail(&p->reqs, &r->pnode);
   int eager = !(r->flags & REQ_F_SYNC) && r->len <= proto_eager_max(ep, p);
   /* A rendezvous from fmx_mem_alloc memory announces its region, so the
-   * receiver may map it (shm/xmem.h). A message longer than one fragment
+   * receiver may map it (region/region.h). A message longer than one fragment
    * from it goes rendezvous: the receiver copies it once, where the medium
    * class copies it twice (one copy won from 32 KiB, even at 16 KiB:
    * docs/tuning.md, FMX_XMEM). xref.len stays 0 when nothing is found. */

@@ -22,6 +22,14 @@
 
 #include "fmx.h"
 
+/* A span of a process's memory, {addr, len}: a peer's segments as the
+ * records carry them (transport/record.h), the engines' remote
+ * description, a region announced on the wire. */
+struct proto_seg {
+  uint64_t addr;
+  uint64_t len;
+};
+
 /* A region as a peer announces it ({fd, ino}, {base, len} on the wire:
  * proto/proto.h). */
 struct region_ref {

@@ -56,8 +56,8 @@ int chan_pipes_create(struct channel *c, int peer_fds[2]) {
     close(d0[1]);
     return -1;
   }
-  c->pipe_tx = d0[1];
-  c->pipe_rx = d1[0];
+  c->bulk.pipe_tx = d0[1];
+  c->bulk.pipe_rx = d1[0];
   peer_fds[0] = d0[0];
   peer_fds[1] = d1[1];
   return 0;
@@ -74,8 +74,8 @@ int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd) {
   /* The connector made them non-blocking; a peer that did not must not
    * block our progress. */
   if (fcntl(rx_fd, F_SETFL, O_RDONLY | O_NONBLOCK) < 0 || fcntl(tx_fd, F_SETFL, O_WRONLY | O_NONBLOCK) < 0) return -1;
-  c->pipe_rx = rx_fd;
-  c->pipe_tx = tx_fd;
+  c->bulk.pipe_rx = rx_fd;
+  c->bulk.pipe_tx = tx_fd;
   return 0;
 }
 
@@ -87,10 +87,10 @@ static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_
   if (shm_ring_attach(&c->tx, &live->ring[tx_dir], b + h->ring_off[tx_dir], ring_fp) ||
       shm_ring_attach(&c->rx, &live->ring[rx_dir], b + h->ring_off[rx_dir], ring_fp))
     return -1;
-  slots_view(&c->tx_slots, b, h, tx_dir);
-  slots_view(&c->rx_slots, b, h, rx_dir);
-  c->tx_coop = (struct coop_area *)(b + h->coop_off[tx_dir]);
-  c->rx_coop = (struct coop_area *)(b + h->coop_off[rx_dir]);
+  slots_view(&c->bulk.tx_slots, b, h, tx_dir);
+  slots_view(&c->bulk.rx_slots, b, h, rx_dir);
+  c->bulk.tx_coop = (struct coop_area *)(b + h->coop_off[tx_dir]);
+  c->bulk.rx_coop = (struct coop_area *)(b + h->coop_off[rx_dir]);
   c->tx_abort = &((struct chan_hdr *)b)->abort[tx_dir];
   c->rx_abort = &((struct chan_hdr *)b)->abort[rx_dir];
   return 0;
@@ -111,7 +111,7 @@ struct channel *chan_create(int *fd) {
   c->base = sys_map_shared(*fd, size);
   if (!c->base) goto fail_fd;
   c->size = size;
-  c->pipe_tx = c->pipe_rx = -1;
+  c->bulk.pipe_tx = c->bulk.pipe_rx = -1;
   memcpy(c->base, &h, sizeof h);
   format(c);
   if (view(c, &h, 0, 1)) goto fail_map;
@@ -150,7 +150,7 @@ struct channel *chan_attach(int fd, const char **why) {
     return NULL;
   }
   c->size = size;
-  c->pipe_tx = c->pipe_rx = -1;
+  c->bulk.pipe_tx = c->bulk.pipe_rx = -1;
   struct chan_hdr h;
   memcpy(&h, c->base, sizeof h); /* one snapshot: the peer may keep writing */
   uint64_t ring_fp = shm_ring_cells_bytes(h.ring_bytes);
@@ -175,8 +175,8 @@ void chan_destroy(struct channel *c) {
   if (!c) return;
   free(c->lent.pos);
   free(c->lent.buf);
-  if (c->pipe_tx >= 0) close(c->pipe_tx);
-  if (c->pipe_rx >= 0) close(c->pipe_rx);
+  if (c->bulk.pipe_tx >= 0) close(c->bulk.pipe_tx);
+  if (c->bulk.pipe_rx >= 0) close(c->bulk.pipe_rx);
   munmap(c->base, c->size);
   free(c);
 }

@@ -7,7 +7,7 @@
  *
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
  * direction has a ring, the ring engine's slot headers (their data lies in
- * the sender's pool, shm/pool.h) and the coop engine's transfer descriptor
+ * the sender's pool, region/pool.h) and the coop engine's transfer descriptor
  * (bulk/coop.c). Nothing is page-aligned but the start: a channel costs
  * the pages its rings touch, and the coop pages only once used.
  */
@@ -17,8 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bulk/conn.h"
 #include "transport/record.h"
-#include "shm/pool.h"
+#include "region/pool.h"
 #include "shm/eager_ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
@@ -42,63 +43,9 @@ struct chan_hdr {
   struct shm_ring_shared ring[2];
 };
 
-/* One bulk slot's header in shared memory; its data is `len` bytes in
- * buffer `buf` of the sender's pool. `full` is the handover word: the
- * sender sets it (release) after the data, the receiver clears it after it
- * gave the buffer back. */
-struct bulk_slot {
-  uint32_t full;
-  uint32_t pad;
-  uint64_t rreq;
-  uint64_t off;
-  uint64_t len;
-  uint64_t buf;
-  uint8_t pad2[24];
-};
-_Static_assert(sizeof(struct bulk_slot) == 64, "bulk slot header layout");
-
-/* The coop engine's transfer descriptor, one per direction: the receiver
- * publishes its destination segments here, then receiver and sender take
- * stripes by advancing `stripe` with compare-and-swap. `stripe` holds the
- * transfer's generation in its high 24 bits, so a late taker of an old
- * transfer can never take a stripe of the next one. Written by the
- * receiver (everything but stripe/done/error before `stripe` is released),
- * read by the sender, which checks every field it uses. */
-#define COOP_MAX_SEGS 256
-#define COOP_GEN_SHIFT 40
-struct coop_area {
-  uint64_t stripe;     /* gen << COOP_GEN_SHIFT | next stripe index */
-  uint64_t done;       /* bytes copied, by both sides */
-  uint64_t error;      /* first fmx_return_t a taker hit, 0 if none */
-  uint64_t sreq;       /* the sender's request id */
-  uint64_t total;      /* bytes to move */
-  uint64_t stripe_max; /* largest stripe, bytes (a multiple of 4096) */
-  uint32_t nseg;       /* receiver's segments below */
-  uint32_t busy;       /* receiver's own flag: the area holds a transfer */
-  uint8_t pad[8];
-  /* The receiver's fmx_mem_alloc region holding segs ({fd, inode}, {base,
-   * len}, shm/xmem.h), len 0 when none: the sender may map it and copy its
-   * stripes with plain stores. */
-  struct proto_seg xmem[2];
-  struct proto_seg segs[COOP_MAX_SEGS];
-};
-_Static_assert(sizeof(struct coop_area) == 96 + 16 * COOP_MAX_SEGS, "coop area layout");
-
-struct bulk_slots {
-  struct bulk_slot *hdr;
-  uint64_t n;
-  uint64_t next; /* next slot to fill (sender) or drain (receiver) */
-};
-
 struct channel {
   void *base;
   size_t size;
-  /* The pools its records' payloads and ring-engine chunks lie in: ours
-   * (with the partner's count of buffers lent), the peer's. Set when the
-   * partner adopts it (shm/hello.c). */
-  struct shm_pool *pool;
-  uint32_t *pool_held; /* [POOL_CLASSES] */
-  const struct shm_pool_view *peer_pool;
   /* Our records on tx that name a buffer of our pool, in push order: each
    * buffer goes back to the pool once the tail is past its record. */
   struct {
@@ -107,20 +54,13 @@ struct channel {
     uint32_t head, n, cap;
   } lent;
   struct shm_ring tx, rx;
-  struct bulk_slots tx_slots, rx_slots;
-  struct coop_area *tx_coop, *rx_coop; /* sender side uses tx, receiver rx */
   uint32_t *tx_abort, *rx_abort;       /* chan_hdr.abort of our direction and of the peer's */
-  uint32_t coop_gen;                   /* receiver: last generation used */
   uint64_t rx_freed; /* cells consumed since we last woke the sender */
-  uint64_t tx_owner; /* ring engine: id of the send filling tx_slots, 0 if none */
-  int rx_busy;       /* ring engine: someone (application or offload channel) is copying out of rx_slots */
-  int tx_busy;       /* ring engine: someone is filling tx_slots */
-  /* vmsplice engine: one pipe per direction, created by the connector and
-   * passed in the hello (-1 when the connection has none). */
-  int pipe_tx, pipe_rx;    /* write end of our direction, read end of the peer's */
-  uint64_t pipe_tx_owner;  /* id of the send pushing into pipe_tx, 0 if none */
-  uint64_t pipe_rx_owner;  /* id of the receive reading pipe_rx, 0 if none */
-  int pipe_rx_broken;      /* a receive failed mid-transfer: stale bytes, never again */
+  /* What the bulk engines use of it (slots, coop areas, pipes, the pools
+   * its records' payloads and the ring engine's chunks lie in: set when
+   * the partner adopts it, shm/hello.c): the lane the shm transport hands
+   * the core with each record. */
+  struct bulk_conn bulk;
   int ours;                /* we created it (we connected) */
 };
 

@@ -168,10 +168,10 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     shm_close_fds(rfds);
     return rc;
   }
-  if (ch && !(rep.flags & SHM_F_PIPES) && ch->pipe_tx >= 0) {
-    close(ch->pipe_tx);
-    close(ch->pipe_rx);
-    ch->pipe_tx = ch->pipe_rx = -1;
+  if (ch && !(rep.flags & SHM_F_PIPES) && ch->bulk.pipe_tx >= 0) {
+    close(ch->bulk.pipe_tx);
+    close(ch->bulk.pipe_rx);
+    ch->bulk.pipe_tx = ch->bulk.pipe_rx = -1;
   }
   ep_lock(ep);
   struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], rfds[1], ch);

@@ -16,7 +16,7 @@
  * P + 1).
  *
  * A record whose payload lies elsewhere (the endpoint's send pool,
- * shm/pool.h) is one cell: its header, then the 8-byte reference the
+ * region/pool.h) is one cell: its header, then the 8-byte reference the
  * transport gave, and its stamp has bit 63 flipped (RING_REF).
  *
  * tail counts consumed cells (on its own cache line), read by the producer

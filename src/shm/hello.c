@@ -193,9 +193,11 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
   }
   if (ch) {
     struct shm_peer *sp = shm_peer(p);
-    ch->pool = sp->pool;
-    ch->pool_held = sp->pool_held;
-    ch->peer_pool = &sp->peer;
+    ch->bulk.pool = sp->pool;
+    ch->bulk.pool_held = sp->pool_held;
+    ch->bulk.peer_pool = &sp->peer;
+    ch->bulk.wake = shm_conn_wake;
+    ch->bulk.wake_arg = p;
     /* The channel made by the lower endpoint id is the one both send on. */
     uint32_t maker = ch->ours ? ep->eid : p->eid, low = ep->eid < p->eid ? ep->eid : p->eid;
     if (p->nchan == 1 && maker == low) sp->switch_tx = 1;

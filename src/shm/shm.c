@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm transport: records travel through the channel's rings, their
  * payload inline when short, else in a buffer of the sender's pool
- * (shm/pool.h) that the record names. */
+ * (region/pool.h) that the record names. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +27,8 @@ static void chan_reclaim(struct channel *ch) {
   if (!ch->lent.n) return;
   uint64_t tail = __atomic_load_n(&ch->tx.sh->tail, __ATOMIC_ACQUIRE);
   while (ch->lent.n && ch->lent.pos[ch->lent.head] < tail) {
-    pool_put(ch->pool, ch->lent.buf[ch->lent.head]);
-    ch->pool_held[POOL_REC]--;
+    pool_put(ch->bulk.pool, ch->lent.buf[ch->lent.head]);
+    ch->bulk.pool_held[POOL_REC]--;
     if (++ch->lent.head == ch->lent.cap) ch->lent.head = 0;
     ch->lent.n--;
   }
@@ -37,10 +37,10 @@ static void chan_reclaim(struct channel *ch) {
 /* Every buffer of ch back, consumed or not (the partner is gone). */
 static void chan_reclaim_all(struct channel *ch) {
   for (; ch->lent.n; ch->lent.n--) {
-    pool_put(ch->pool, ch->lent.buf[ch->lent.head]);
+    pool_put(ch->bulk.pool, ch->lent.buf[ch->lent.head]);
     if (++ch->lent.head == ch->lent.cap) ch->lent.head = 0;
   }
-  if (ch->pool_held) ch->pool_held[POOL_REC] = 0;
+  if (ch->bulk.pool_held) ch->bulk.pool_held[POOL_REC] = 0;
 }
 
 /* The pool is empty: what every partner's receiver consumed comes back. */
@@ -54,7 +54,7 @@ static void reclaim_everywhere(struct fmx_endpoint *ep) {
 
 static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct proto_hdr *h, const struct iovec *iov,
                        int iovcnt) {
-  struct shm_pool *pool = ch->pool;
+  struct buf_pool *pool = ch->bulk.pool;
   if (!shm_ring_ref_fits(&ch->tx)) return -1;
   if (!ch->lent.cap) {
     uint32_t cap = (uint32_t)pool->cls[POOL_REC].n;
@@ -68,10 +68,10 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
    * through the pool ran about 0.94x as fast as after every 16th), or when the
    * partner holds its share. What a rank's pool touches stays bounded by
    * the pool. */
-  if (ch->lent.n >= ch->lent.cap / 4 || ch->pool_held[POOL_REC] >= ch->lent.cap / 2) chan_reclaim(ch);
+  if (ch->lent.n >= ch->lent.cap / 4 || ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) chan_reclaim(ch);
   /* No partner holds more than half: one that stops taking its messages
    * cannot stop our sends to the others. */
-  if (ch->pool_held[POOL_REC] >= ch->lent.cap / 2) return -1;
+  if (ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) return -1;
   int64_t b = pool_get(pool);
   if (b < 0) {
     reclaim_everywhere(ep);
@@ -84,7 +84,7 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
   ch->lent.pos[tail] = pos;
   ch->lent.buf[tail] = (uint32_t)b;
   ch->lent.n++;
-  ch->pool_held[POOL_REC]++;
+  ch->bulk.pool_held[POOL_REC]++;
   return 0;
 }
 
@@ -161,6 +161,11 @@ static size_t shm_max_payload(struct partner *p) {
 /* Wake the peer if it sleeps (the transport's wake op). */
 static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 
+void shm_conn_wake(void *partner) { shm_wake(partner); }
+
+/* The bulk engines work on the channel our records go on. */
+static struct bulk_conn *shm_conn(struct partner *p) { return p->nchan ? &p->chan[0]->bulk : NULL; }
+
 /* The payload of the record the ring's last peek returned: inline, or the
  * sender's pool buffer it names (NULL: out of its pool). */
 static const void *payload_of(struct partner *p, struct shm_ring *r, const struct proto_hdr *h, uint32_t len) {
@@ -184,7 +189,7 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
         ch->rx.broken = 1; /* names a buffer its pool does not have */
         break;
       }
-      int gone = deliver(ep, p, ch, &hdr, payload);
+      int gone = deliver(ep, p, &ch->bulk, &hdr, payload);
       returned |= ref != RING_NO_REF; /* the pop returns its buffer */
       shm_ring_pop(&ch->rx);
       if (gone) break;
@@ -304,6 +309,7 @@ const struct fmx_transport_ops shm_transport = {
     .poll = shm_poll,
     .abort = shm_abort,
     .wake = shm_wake,
+    .conn = shm_conn,
     .release = shm_release,
     .ep_fini = shm_ep_fini,
 };

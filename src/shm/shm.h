@@ -5,14 +5,14 @@
 #ifndef FMX_SHM_SHM_H
 #define FMX_SHM_SHM_H
 
-#include "shm/pool.h"
+#include "region/pool.h"
 #include "transport/transport.h"
 
 extern const struct fmx_transport_ops shm_transport;
 
 /* Per endpoint (transport_ep_state): its send pool. */
 struct shm_ep {
-  struct shm_pool pool;
+  struct buf_pool pool;
   int pool_ready;
   uint32_t ring_for;    /* ep->nlive when ring_cells was set */
   uint64_t ring_cells;  /* the cells of a ring our sends use (shm.c) */
@@ -22,9 +22,9 @@ struct shm_ep {
 struct shm_peer {
   struct shm_ep *ep;         /* our endpoint's state */
   struct ep_desc *desc;      /* its endpoint's descriptor, mapped: to wake it */
-  struct shm_pool *pool;     /* ours, to lend buffers from */
+  struct buf_pool *pool;     /* ours, to lend buffers from */
   uint32_t pool_held[POOL_CLASSES]; /* our buffers it holds, per class */
-  struct shm_pool_view peer; /* its pool, to copy out of */
+  struct pool_view peer; /* its pool, to copy out of */
   /* Both ends connected at once: two channels. Both ends move their
    * sending to the one the lower endpoint id made (shm.c, switch_tx), so
    * the other's rings stop taking pages. */
@@ -42,5 +42,8 @@ int shm_pool_fd(struct fmx_endpoint *ep);
 /* Link a new partner to our pool and map its pool from pool_fd: 0, or -1
  * with *why set. */
 int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, const char **why);
+/* Wake the partner (a struct partner *) if it sleeps: what a channel's
+ * bulk_conn calls when an engine filled a slot or a stripe. */
+void shm_conn_wake(void *partner);
 
 #endif

@@ -17,7 +17,7 @@
  *          nseg = sender segments; payload = nseg x {u64 addr, u64 len}.
  *          flags & PROTO_F_XMEM: the segments lie in one fmx_mem_alloc
  *          region, announced by 2 more {u64, u64}: {fd, inode}, {base, len}
- *          (shm/xmem.h); the receiver may map it and copy directly.
+ *          (region/region.h); the receiver may map it and copy directly.
  *   CTS    receiver -> sender, ring and coop engines: sreq, rreq, msg_len =
  *          bytes wanted (already truncated to the receive buffer); flags &
  *          PROTO_F_COOP: the coop engine (the transfer is published in the
@@ -71,10 +71,7 @@ struct proto_hdr {
 };
 _Static_assert(sizeof(struct proto_hdr) == 40, "record header layout is shared");
 
-struct proto_seg {
-  uint64_t addr;
-  uint64_t len;
-};
+/* struct proto_seg, a segment as the records carry it: region/region.h. */
 
 const char *proto_type_str(unsigned type);
 

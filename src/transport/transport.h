@@ -14,15 +14,16 @@
 
 struct fmx_endpoint;
 struct partner;
-struct channel;
+struct bulk_conn;
 struct fmx_transport_ops;
 
 /* How a transport hands the protocol a record that arrived from p (the
  * core gives it to poll: transports never call up by name). lane: the
- * transport's connection it came on, opaque to the protocol (shm: a
- * channel; NULL when the transport has one). Returns nonzero once p is no
+ * transport's connection it came on, opaque to the protocol: what that
+ * connection lends the bulk engines (bulk/conn.h; shm: its channel's), or
+ * NULL when the transport lends them nothing. Returns nonzero once p is no
  * longer alive: deliver nothing more from it. */
-typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, struct channel *lane,
+typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,
                                     const struct proto_hdr *h, const void *payload);
 
 /* The transport's private state of partner p: partner_size bytes, zeroed
@@ -53,6 +54,9 @@ void transport_wake_own(struct fmx_endpoint *ep);
  *   max_payload  the largest payload one record may carry to the partner
  *   poll     deliver every record waiting from the partner, in order, with
  *            the deliver callback it is given
+ *   conn     what the connection our records to p go on lends the bulk
+ *            engines (the sender's side of a rendezvous): NULL, or the op
+ *            NULL, when nothing
  *   abort    tell the peer we give up on the connection (code: why),
  *            without a record: it fails its side once it has taken what we
  *            pushed (NULL: no peer to tell)
@@ -77,6 +81,7 @@ struct fmx_transport_ops {
               int iovcnt);
   size_t (*max_payload)(struct partner *p);
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
+  struct bulk_conn *(*conn)(struct partner *p);
   void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
   /* Wake the peer if it sleeps: it may wait for what we just wrote outside
    * a record (a bulk slot, a stripe). NULL: nothing to wake (self). */

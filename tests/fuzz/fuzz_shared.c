@@ -21,7 +21,7 @@
 #include "fmx.h"
 #include "fuzz_input.h"
 #include "shm/channel.h"
-#include "shm/pool.h"
+#include "region/pool.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,7 +39,7 @@ static void first_page(int fd, uint8_t *out, size_t *size) {
 /* Valid headers to start from: a pool and a channel of ours. */
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (fmx_init() != FMX_SUCCESS) abort();
-  struct shm_pool p;
+  struct buf_pool p;
   const uint64_t n[POOL_CLASSES] = {4, 2}, sz[POOL_CLASSES] = {4096, 8192};
   if (pool_create(&p, n, sz) != 0) abort();
   first_page(p.fd, pool_hdr, &pool_size);
@@ -55,7 +55,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void use_pool(int fd, const uint8_t *data, size_t size) {
   const char *why;
-  struct shm_pool_view v;
+  struct pool_view v;
   if (pool_view_attach(&v, fd, &why) != 0) return;
   /* the references a record may carry: (index, len) pairs from the input */
   for (size_t off = 0; off + 12 <= size && off < 64 * 12; off += 12) {

@@ -331,7 +331,7 @@ def memfd(size, sealed, head=b""):
     return fd
 desc_head = struct.pack("<2I", 0x464D5844, 1)
 d = memfd(4096, what != "desc-unsealed", desc_head)
-# struct pool_hdr (src/shm/pool.h): magic, version, size, state_off, then per class n, size, off
+# struct pool_hdr (src/region/pool.h): magic, version, size, state_off, then per class n, size, off
 pool_head = struct.pack("<2I8Q", 0x464D5850, 1, 1 << 20, 4096, 4, 4096, 8192, 64, 1 << 16, 8192 + 4 * 4096)  # past its end
 p = memfd(1 << 20, what != "pool-unsealed", pool_head)
 rep = struct.pack("<8I3QiI", 0x464D5848, 3, 2, 0, 0, 236, 7, 0, 1, 0, 0, -1, 0)

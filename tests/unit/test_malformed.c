@@ -184,7 +184,7 @@ int main(void) {
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
 
-  /* 3c. fmx_mem_alloc regions announced by an RTS (PROTO_F_XMEM, shm/xmem.h):
+  /* 3c. fmx_mem_alloc regions announced by an RTS (PROTO_F_XMEM, region/region.h):
    *  - the flag without room for the region in the payload: dropped;
    *  - a region that cannot be mapped (no such fd; a wrong inode): counted,
    *    and cma moves the message from the segments as without a region;
@@ -293,7 +293,7 @@ int main(void) {
   CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);
   struct fmx_request *sreq = (struct fmx_request *)sr;
   struct partner *pb = ep_partner_from_addr(b, b_to_a);
-  struct coop_area *area = pb->chan[0]->tx_coop;
+  struct coop_area *area = pb->chan[0]->bulk.tx_coop;
   uint32_t gen = 77;
   memset(area, 0xff, sizeof *area);
   area->stripe = (uint64_t)gen << COOP_GEN_SHIFT;

@@ -22,8 +22,9 @@ static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
   ep.cpu = my_cpu;
   p.cpu = peer_cpu;
   p.cma_ok = cma_ok;
+  struct bulk_conn conn = {.pipe_tx = -1, .pipe_rx = -1}; /* slots and coop areas; no pipes */
   int off = 0;
-  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, len, 0, &off, NULL);
+  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, len, 0, &off, NULL);
   snprintf(name, sizeof name, "%s%s", e->name, off ? "+offload" : "");
   return name;
 }

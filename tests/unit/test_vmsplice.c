@@ -12,14 +12,12 @@
 #include "check.h"
 #include "base/config.h"
 #include "core/tunables.h"
-#include "shm/channel.h"
-#include "transport/transport.h"
 
-/* A peer with nothing to wake (no descriptor): a bare pipe is all it has. */
-static const struct fmx_transport_ops bare = {.name = "bare"};
+/* A connection that lends the engine a bare pipe and nothing to wake: the
+ * engine sees no transport. */
 static struct fmx_endpoint ep;
 static struct partner peer;
-static struct channel chan;
+static struct bulk_conn chan;
 
 static void setup(int fds[2]) {
   CHECK_EQ(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
@@ -27,9 +25,6 @@ static void setup(int fds[2]) {
   chan.pipe_rx = fds[0];
   chan.pipe_tx = fds[1];
   memset(&peer, 0, sizeof peer);
-  peer.chan[0] = &chan;
-  peer.nchan = 1;
-  peer.tp = &bare;
 }
 
 static void req_init(struct fmx_request *r, int kind, void *buf, size_t len) {
@@ -43,7 +38,7 @@ static void req_init(struct fmx_request *r, int kind, void *buf, size_t len) {
   r->len = len;
   r->want = len;
   r->partner = &peer;
-  r->chan = &chan;
+  r->conn = &chan;
   r->engine = &bulk_vmsplice;
   list_init(&r->bnode);
 }
@@ -59,7 +54,7 @@ int main(void) {
    * drains it; both finish, every byte in place. */
   int fds[2];
   setup(fds);
-  CHECK(bulk_vmsplice.usable(&ep, &peer));
+  CHECK(bulk_vmsplice.usable(&ep, &peer, &chan));
   size_t len = 3 << 20;
   char *src = malloc(len), *dst = malloc(len);
   for (size_t i = 0; i < len; i++) src[i] = (char)(i * 131 + 7);

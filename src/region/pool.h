@@ -23,8 +23,8 @@
  * gives its buffers back, and no partner holds more than half the pool, so
  * one peer that stops taking its messages cannot stop our sends to others.
  */
-#ifndef FMX_SHM_POOL_H
-#define FMX_SHM_POOL_H
+#ifndef FMX_REGION_POOL_H
+#define FMX_REGION_POOL_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -65,7 +65,7 @@ struct pool_class {
 /* Our own pool (the owner's view). Records' buffers are taken under the
  * endpoint's lock (every push holds it); chunks also by offload channels,
  * which never take it: their class has `lock`. */
-struct shm_pool {
+struct buf_pool {
   pthread_mutex_t lock;   /* POOL_CHUNK's lists */
   void *base;
   size_t size;
@@ -78,7 +78,7 @@ struct shm_pool {
 };
 
 /* A peer's pool, mapped to copy out of. */
-struct shm_pool_view {
+struct pool_view {
   void *base;
   size_t size;
   uint64_t n[POOL_CLASSES], bsize[POOL_CLASSES];
@@ -87,38 +87,38 @@ struct shm_pool_view {
 };
 
 /* Create our pool: n[c] buffers of size[c] bytes in class c. 0 or -errno. */
-int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]);
-void pool_destroy(struct shm_pool *p);
+int pool_create(struct buf_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]);
+void pool_destroy(struct buf_pool *p);
 /* Lend a free chunk to the partner whose count of chunks lent is *held
  * (kept here): its index, or -1 when none is free or the partner holds
  * half the class. */
-int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held);
+int64_t pool_take_chunk(struct buf_pool *p, uint32_t *held);
 /* The partner counted in held[POOL_CHUNK] went away: its chunks come back
  * (its peer will not return them). */
-void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]);
+void pool_forget(struct buf_pool *p, uint32_t held[POOL_CLASSES]);
 /* Records' buffers (POOL_REC, under the endpoint's lock): a free one, or
  * -1; and one given back (its record consumed, or never sent). */
-static inline int64_t pool_get(struct shm_pool *p) {
+static inline int64_t pool_get(struct buf_pool *p) {
   struct pool_class *k = &p->cls[POOL_REC];
   return k->nfree ? (int64_t)k->free_stack[--k->nfree] : -1;
 }
-static inline void pool_put(struct shm_pool *p, uint32_t i) {
+static inline void pool_put(struct buf_pool *p, uint32_t i) {
   struct pool_class *k = &p->cls[POOL_REC];
   k->free_stack[k->nfree++] = i;
 }
-static inline uint8_t *pool_buf(const struct shm_pool *p, uint64_t i) {
+static inline uint8_t *pool_buf(const struct buf_pool *p, uint64_t i) {
   const struct pool_class *c = &p->cls[i >= p->cls[POOL_CHUNK].first];
   return c->data + (i - c->first) * c->size;
 }
-static inline uint64_t pool_class_size(const struct shm_pool *p, int c) { return p->cls[c].size; }
+static inline uint64_t pool_class_size(const struct buf_pool *p, int c) { return p->cls[c].size; }
 
 /* Map a peer's pool from its fd (sealed, every number checked). 0, or -1
  * with *why set. */
-int pool_view_attach(struct shm_pool_view *v, int fd, const char **why);
-void pool_view_detach(struct shm_pool_view *v);
+int pool_view_attach(struct pool_view *v, int fd, const char **why);
+void pool_view_detach(struct pool_view *v);
 /* The peer's buffer i holding len bytes, or NULL when i or len is out of
  * its pool (a peer bug or an attack). */
-static inline const uint8_t *pool_view_buf(const struct shm_pool_view *v, uint64_t i, uint64_t len) {
+static inline const uint8_t *pool_view_buf(const struct pool_view *v, uint64_t i, uint64_t len) {
   if (!v->base) return NULL;
   int c = i >= v->n[POOL_REC];
   uint64_t k = c ? i - v->n[POOL_REC] : i;
@@ -126,7 +126,7 @@ static inline const uint8_t *pool_view_buf(const struct shm_pool_view *v, uint64
   return v->data[c] + k * v->bsize[c];
 }
 /* Done with the peer's buffer i (checked by pool_view_buf). */
-static inline void pool_view_release(const struct shm_pool_view *v, uint64_t i) {
+static inline void pool_view_release(const struct pool_view *v, uint64_t i) {
   __atomic_store_n(&v->state[i].lent, 0, __ATOMIC_RELEASE);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "shm/pool.h"
+#include "region/pool.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@ static int layout(struct pool_hdr *h, const uint64_t n[POOL_CLASSES], const uint
   return 0;
 }
 
-int pool_create(struct shm_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]) {
+int pool_create(struct buf_pool *p, const uint64_t n[POOL_CLASSES], const uint64_t size[POOL_CLASSES]) {
   struct pool_hdr h;
   memset(p, 0, sizeof *p);
   p->fd = -1;
@@ -69,7 +69,7 @@ nomem:
   return -ENOMEM;
 }
 
-void pool_destroy(struct shm_pool *p) {
+void pool_destroy(struct buf_pool *p) {
   if (p->base) {
     munmap(p->base, p->size);
     pthread_mutex_destroy(&p->lock);
@@ -84,7 +84,7 @@ void pool_destroy(struct shm_pool *p) {
   p->fd = -1;
 }
 
-static int is_back(const struct shm_pool *p, uint32_t i) {
+static int is_back(const struct buf_pool *p, uint32_t i) {
   return p->holder[i] == NULL || __atomic_load_n(&p->state[i].lent, __ATOMIC_ACQUIRE) == 0;
 }
 
@@ -92,7 +92,7 @@ static int is_back(const struct shm_pool *p, uint32_t i) {
  * first out, so the sender writes lines the receiver read a whole class
  * ago (out of its cache) and not the ones it just read: the ring engine
  * moved 16 MiB 15% slower with chunks reused last in, first out. */
-static void back(struct shm_pool *p, struct pool_class *k, uint32_t i) {
+static void back(struct buf_pool *p, struct pool_class *k, uint32_t i) {
   if (p->holder[i]) (*p->holder[i])--;
   p->holder[i] = NULL;
   k->free_stack[(k->free_head + k->nfree++) % k->n] = i;
@@ -102,7 +102,7 @@ static void back(struct shm_pool *p, struct pool_class *k, uint32_t i) {
  * buffer on while they are back (peers mostly return in order); when that
  * frees nothing and none is free, or `all`, every lent one (one slow peer
  * must not hide the others' returns). */
-static void reclaim(struct shm_pool *p, struct pool_class *k, int all) {
+static void reclaim(struct buf_pool *p, struct pool_class *k, int all) {
   int any = 0;
   while (k->nout && is_back(p, k->out[k->out_head])) {
     back(p, k, k->out[k->out_head]);
@@ -122,7 +122,7 @@ static void reclaim(struct shm_pool *p, struct pool_class *k, int all) {
   k->nout = kept;
 }
 
-int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held) {
+int64_t pool_take_chunk(struct buf_pool *p, uint32_t *held) {
   struct pool_class *k = &p->cls[POOL_CHUNK];
   uint64_t share = k->n / 2;
   pthread_mutex_lock(&p->lock);
@@ -149,7 +149,7 @@ int64_t pool_take_chunk(struct shm_pool *p, uint32_t *held) {
   return i;
 }
 
-void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]) {
+void pool_forget(struct buf_pool *p, uint32_t held[POOL_CLASSES]) {
   if (!p->base) return;
   pthread_mutex_lock(&p->lock);
   for (uint64_t i = 0; i < p->nbuf; i++)
@@ -158,7 +158,7 @@ void pool_forget(struct shm_pool *p, uint32_t held[POOL_CLASSES]) {
   pthread_mutex_unlock(&p->lock);
 }
 
-int pool_view_attach(struct shm_pool_view *v, int fd, const char **why) {
+int pool_view_attach(struct pool_view *v, int fd, const char **why) {
   memset(v, 0, sizeof *v);
   uint64_t fsize;
   int err = sys_memfd_check(fd, 4096, 1ull << 40, &fsize);
@@ -193,7 +193,7 @@ int pool_view_attach(struct shm_pool_view *v, int fd, const char **why) {
   return 0;
 }
 
-void pool_view_detach(struct shm_pool_view *v) {
+void pool_view_detach(struct pool_view *v) {
   if (v->base) munmap(v->base, v->size);
   memset(v, 0, sizeof *v);
 }

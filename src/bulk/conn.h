@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a connection lends the bulk engines: a transport that has shared
+ * memory with its peer (shm: a channel, shm/channel.h) fills one of these
+ * per connection and hands it on as an opaque resource (the lane its
+ * records come on, and transport op `conn` for our sends). The engines see
+ * this and never the transport's own state.
+ *
+ * The shared formats below are the engines' own: the transport only makes
+ * room for them in the memory both sides map, one per direction.
+ */
+#ifndef FMX_BULK_CONN_H
+#define FMX_BULK_CONN_H
+
+#include <stdint.h>
+
+#include "region/pool.h"
+#include "region/region.h"
+
+/* One ring-engine slot's header in shared memory; its data is `len` bytes
+ * in buffer `buf` of the sender's pool. `full` is the handover word: the
+ * sender sets it (release) after the data, the receiver clears it after it
+ * gave the buffer back. */
+struct bulk_slot {
+  uint32_t full;
+  uint32_t pad;
+  uint64_t rreq;
+  uint64_t off;
+  uint64_t len;
+  uint64_t buf;
+  uint8_t pad2[24];
+};
+_Static_assert(sizeof(struct bulk_slot) == 64, "bulk slot header layout");
+
+/* The coop engine's transfer descriptor, one per direction: the receiver
+ * publishes its destination segments here, then receiver and sender take
+ * stripes by advancing `stripe` with compare-and-swap. `stripe` holds the
+ * transfer's generation in its high 24 bits, so a late taker of an old
+ * transfer can never take a stripe of the next one. Written by the
+ * receiver (everything but stripe/done/error before `stripe` is released),
+ * read by the sender, which checks every field it uses. */
+#define COOP_MAX_SEGS 256
+#define COOP_GEN_SHIFT 40
+struct coop_area {
+  uint64_t stripe;     /* gen << COOP_GEN_SHIFT | next stripe index */
+  uint64_t done;       /* bytes copied, by both sides */
+  uint64_t error;      /* first fmx_return_t a taker hit, 0 if none */
+  uint64_t sreq;       /* the sender's request id */
+  uint64_t total;      /* bytes to move */
+  uint64_t stripe_max; /* largest stripe, bytes (a multiple of 4096) */
+  uint32_t nseg;       /* receiver's segments below */
+  uint32_t busy;       /* receiver's own flag: the area holds a transfer */
+  uint8_t pad[8];
+  /* The receiver's fmx_mem_alloc region holding segs ({fd, inode}, {base,
+   * len}, region/region.h), len 0 when none: the sender may map it and
+   * copy its stripes with plain stores. */
+  struct proto_seg xmem[2];
+  struct proto_seg segs[COOP_MAX_SEGS];
+};
+_Static_assert(sizeof(struct coop_area) == 96 + 16 * COOP_MAX_SEGS, "coop area layout");
+
+/* A direction's slots, as one side sees them. */
+struct bulk_slots {
+  struct bulk_slot *hdr;
+  uint64_t n;
+  uint64_t next; /* next slot to fill (sender) or drain (receiver) */
+};
+
+struct bulk_conn {
+  /* Pools: ours, whose chunks the ring engine fills (with the partner's
+   * count of buffers held, [POOL_CLASSES]), and the peer's, mapped here. */
+  struct buf_pool *pool;
+  uint32_t *pool_held;
+  const struct pool_view *peer_pool;
+  /* ring engine */
+  struct bulk_slots tx_slots, rx_slots;
+  uint64_t tx_owner; /* id of the send filling tx_slots, 0 if none */
+  int rx_busy;       /* someone (application or offload channel) is copying out of rx_slots */
+  int tx_busy;       /* someone is filling tx_slots */
+  /* coop engine: the sender uses tx, the receiver rx */
+  struct coop_area *tx_coop, *rx_coop;
+  uint32_t coop_gen; /* receiver: last generation used */
+  /* vmsplice engine: one pipe per direction, -1 when the connection has
+   * none. */
+  int pipe_tx, pipe_rx;   /* write end of our direction, read end of the peer's */
+  uint64_t pipe_tx_owner; /* id of the send pushing into pipe_tx, 0 if none */
+  uint64_t pipe_rx_owner; /* id of the receive reading pipe_rx, 0 if none */
+  int pipe_rx_broken;     /* a receive failed mid-transfer: stale bytes, never again */
+  /* Wake the peer, who may sleep waiting for a slot, a stripe or pipe
+   * room: the transport's, with its argument. */
+  void (*wake)(void *arg);
+  void *wake_arg;
+};
+
+#endif
