@@ -169,7 +169,11 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
                  (int)cred->pid, ep->closing ? "unused (closing)" : "or pool not a sealed memfd of its form");
     }
   }
-  count(ep, rep.status == FMX_SUCCESS);
+  /* A peer that offered to share a channel we no longer have is asked for
+   * one (BUSY, NEEDCHAN) and connects again at once: not a refusal (it was
+   * counted as one: "connections refused" read 1 after a plain 2-rank
+   * run). */
+  if (!(rep.flags & SHM_F_NEEDCHAN)) count(ep, rep.status == FMX_SUCCESS);
   int ours[2] = {ep->desc_fd, shm_pool_fd(ep)};
   shm_hello_send(fd, &rep, ours, rep.status == FMX_SUCCESS ? 2 : 0);
   shm_close_fds(fds);

@@ -66,7 +66,8 @@ static void test_second_connect_shares_the_channel(void) {
 
 /* b connects to a, then closes; a new endpoint takes b's id. a, which has
  * not noticed yet, offers to share the old channel; the newcomer has none
- * with a and asks for one: the connect succeeds with a new channel. */
+ * with a and asks for one: the connect succeeds with a new channel, and
+ * the newcomer counts one connection, none refused. */
 static void test_stale_partner_gets_a_new_channel(void) {
   fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 21), b = open_ep(FMX_ANY_ENDPOINT, 22);
   uint32_t eb = eid_of(b);
@@ -79,6 +80,8 @@ static void test_stale_partner_gets_a_new_channel(void) {
   CHECK(p && p->nchan == 1 && p->chan[0]->ours);
   message(a, a_to_b2, b2, 100);
   message(a, a_to_b2, b2, 200000);
+  CHECK_EQ(b2->counters[CNT_CONNECT_OK], 1);
+  CHECK_EQ(b2->counters[CNT_CONNECT_REFUSED], 0);
   CHECK_EQ(fmx_close_endpoint(a), FMX_SUCCESS);
   CHECK_EQ(fmx_close_endpoint(b2), FMX_SUCCESS);
 }
