@@ -56,7 +56,9 @@ static int cma_probe(char *reason, size_t len) {
   return -1;
 }
 
-static int cma_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) { return fmx_cfg.cma && p->cma_ok; }
+static int cma_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+  return fmx_cfg.cma && p->cma_ok;
+}
 
 /* One call per FMX_CHUNK_MAX: small first chunks only add system calls
  * here (the kernel pins each call's pages itself, nothing overlaps), and

@@ -83,6 +83,7 @@ static void fail(struct coop_area *a, fmx_return_t code) {
 /* Receiver: publish the transfer. Returns 0, or -1 if the area is taken by
  * another transfer from this peer (the message then goes cma). */
 static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (!r->conn) return -1; /* a connection with no coop area */
   struct coop_area *a = r->conn->rx_coop;
   if (a->busy || r->nseg > COOP_MAX_SEGS) return -1;
   uint32_t gen = (++r->conn->coop_gen) & GEN_MASK;

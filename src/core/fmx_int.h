@@ -161,7 +161,9 @@ struct fmx_request {
   struct out_rec out;
   /* rendezvous */
   const struct fmx_bulk_engine *engine;
-  struct bulk_conn *conn; /* what the connection lends the engines: the RTS's lane (receiver), the transport's conn (sender, at the CTS) */
+  /* What the connection lends the engines (bulk/conn.h): the RTS's lane
+   * (receiver), the transport's conn op (sender, at the CTS). */
+  struct bulk_conn *conn;
   struct proto_seg *rsegs; /* remote segments (receiver) */
   uint32_t nrseg;
   uint64_t sreq;          /* sender's id (receiver side) */

@@ -16,7 +16,7 @@
 #include "base/log.h"
 #include "proto/proto_int.h"
 
-/* The message in flight on lane lane, or NULL. */
+/* The message in flight on this lane, or NULL. */
 static struct medium_rx *slot_of(struct partner *p, struct bulk_conn *lane) {
   for (int i = 0; i < 2; i++)
     if (p->medium[i].busy && p->medium[i].lane == lane) return &p->medium[i];
