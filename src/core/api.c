@@ -44,19 +44,9 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
   /* A small message goes before its request, which is then only a
    * receipt, done at birth: one on the free list, so that making it cannot
    * fail. */
-  if (!sync && ep->free_reqs && p->state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match)) {
-    struct fmx_request *r = req_receipt(ep, REQ_SEND);
-    r->match = match;
-    r->len = len;
-    r->partner = p;
-    r->status = (fmx_status_t){.context = context, .source = dest, .match_info = match, .msg_length = len,
-                               .xfer_length = len};
-    *request = r;
-    ep_unlock(ep);
-    return FMX_SUCCESS;
-  }
-  struct fmx_request *r = req_alloc(ep, REQ_SEND);
-  if (!r || req_set_segs(r, segs, nsegs) < 0) {
+  int sent = !sync && ep->free_reqs && p->state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match);
+  struct fmx_request *r = sent ? req_receipt(ep, REQ_SEND) : req_alloc(ep, REQ_SEND);
+  if (!sent && (!r || req_set_segs(r, segs, nsegs) < 0)) {
     if (r) req_free(ep, r);
     ep_unlock(ep);
     return FMX_NO_RESOURCES;
@@ -68,9 +58,9 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
                              .xfer_length = len};
   if (sync) r->flags |= REQ_F_SYNC;
   *request = r;
-  if (p->state != PARTNER_ALIVE)
+  if (!sent && p->state != PARTNER_ALIVE)
     req_complete(ep, r, p->state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
-  else
+  else if (!sent)
     proto_send_start(ep, r);
   ep_unlock(ep);
   return FMX_SUCCESS;
@@ -178,12 +168,7 @@ API fmx_return_t fmx_wait(fmx_endpoint_t ep, fmx_request_t *request, uint32_t ti
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
   struct wait_one w = {*request, status, 0};
-  /* Done already (an eager send's receipt): ep_wait's own first look,
-   * without the calls around it. */
-  ep_lock(ep);
-  int done = wait_one_check(ep, &w);
-  ep_unlock(ep);
-  if (!done) ep_wait(ep, timeout_ms, wait_one_check, &w);
+  ep_wait(ep, timeout_ms, wait_one_check, &w);
   if (w.outcome < 0) return FMX_BAD_REQUEST;
   if (w.outcome) *request = NULL;
   *result = w.outcome == 1;

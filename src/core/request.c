@@ -69,7 +69,7 @@ static void done_listed(struct fmx_endpoint *ep, struct fmx_request *r) {
   /* Another thread of ours may sleep on this completion. No fence needed:
    * we hold ep->lock, and a waiter counts itself in sleepers before its
    * last locked check, so the lock orders the two. */
-  if (__atomic_load_n(&ep->desc->sleepers, __ATOMIC_RELAXED)) ep_wake(ep->desc);
+  if (__atomic_load_n(&ep->desc->sleepers, __ATOMIC_RELAXED)) ep_wake_sleepers(ep->desc);
 }
 
 struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind) {
@@ -88,7 +88,7 @@ void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
     r->freed = 1;
     return;
   }
-  if (r->flags & REQ_F_WATCHED) progress_unwatch(ep, r); /* a cancelled receive */
+  progress_unwatch(ep, r); /* a cancelled receive */
   if (r->segs && r->segs != &r->seg1) free(r->segs);
   if (r->rsegs) free(r->rsegs);
   if (r->deadline_ns) ep->ntimed--;
@@ -153,7 +153,7 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
   /* A channel moving it lets go first: nothing lands in a buffer the user
    * got back (a peer's death, a timeout, a coop helper past the end). */
   if (r->job) offload_detach(ep, r);
-  if (r->flags & REQ_F_WATCHED) progress_unwatch(ep, r);
+  progress_unwatch(ep, r);
   r->state = REQ_DONE;
   r->status.code = code;
   list_del(&r->pnode);
