@@ -92,4 +92,10 @@ struct bulk_conn {
   void *wake_arg;
 };
 
+/* An engine wrote what the peer may wait for (a slot, a stripe, pipe
+ * room): wake it if it sleeps. */
+static inline void bulk_conn_wake(const struct bulk_conn *c) {
+  if (c->wake) c->wake(c->wake_arg);
+}
+
 #endif

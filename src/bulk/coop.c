@@ -205,7 +205,7 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
     ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
     if (dm) ep->counters[CNT_XMEM_SEND_BYTES] += (uint64_t)n;
   }
-  if (s->conn->wake) s->conn->wake(s->conn->wake_arg); /* the receiver may wait for our stripe */
+  bulk_conn_wake(s->conn); /* the receiver may wait for our stripe */
   return BULK_MORE;
 }
 

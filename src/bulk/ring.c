@@ -18,10 +18,6 @@ static int ring_probe(char *reason, size_t len) {
 
 static int ring_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) { return c != NULL; }
 
-static void wake_peer(struct bulk_conn *c) {
-  if (c->wake) c->wake(c->wake_arg);
-}
-
 /* Copy the full slots at the head that belong to r (id me) into it, from
  * *done on; a slot of another transfer stops us unless drop(ep, its id)
  * says its owner is gone (only the application can tell; a channel passes
@@ -55,7 +51,7 @@ static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*dr
     s->next++;
     any = 1;
   }
-  if (any) wake_peer(r->conn);
+  if (any) bulk_conn_wake(r->conn);
   return *done == r->want ? BULK_DONE : BULK_MORE;
 }
 
@@ -91,8 +87,7 @@ static int ring_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *mo
 /* Fill the free slots with the send sr's bytes from *done on, one transfer
  * per channel direction at a time (tx_owner). The caller holds tx_busy. */
 static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
-  struct bulk_conn *c = sr->conn;
-  if (!c) return -FMX_MESSAGE_ABORTED; /* asked for over a connection that lends no slots */
+  struct bulk_conn *c = sr->conn; /* not NULL: fill() checked */
   uint64_t me = req_id(sr);
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
   c->tx_owner = me;
@@ -120,7 +115,7 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
     *done += len;
     *moved += len;
   }
-  if (*moved) wake_peer(c);
+  if (*moved) bulk_conn_wake(c);
   if (*done == sr->want) {
     c->tx_owner = 0;
     return BULK_DONE;
@@ -132,7 +127,7 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
  * a sender that computes: this is also the engine's offload_send_step). */
 static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
   struct bulk_conn *c = sr->conn;
-  if (!c) return -FMX_MESSAGE_ABORTED;
+  if (!c) return -FMX_MESSAGE_ABORTED; /* asked for over a connection that lends no slots */
   if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
   int rc = fill_held(sr, done, moved);
   __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);

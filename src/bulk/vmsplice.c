@@ -70,10 +70,6 @@ static int vms_usable(struct fmx_endpoint *ep, struct partner *p, const struct b
   return c && c->pipe_tx >= 0 && c->pipe_rx >= 0;
 }
 
-static void wake_peer(struct bulk_conn *c) {
-  if (c->wake) c->wake(c->wake_arg);
-}
-
 /* Receiver: take the pipe of the channel the RTS came on; -1 when another
  * receive uses it, an earlier one broke it, or there is none (then ring). */
 static int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r) {
@@ -108,7 +104,7 @@ static int vms_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
   }
   r->done += (uint64_t)got;
   ep->counters[CNT_BULK_VMSPLICE_BYTES] += (uint64_t)got;
-  wake_peer(c); /* room in the pipe */
+  bulk_conn_wake(c); /* room in the pipe */
   if (r->done < r->want) return BULK_MORE;
   c->pipe_rx_owner = 0;
   return BULK_DONE;
@@ -158,7 +154,7 @@ static int vms_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
     moved = 1;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (moved) wake_peer(c);
+  if (moved) bulk_conn_wake(c);
   if (rc < 0) {
     c->pipe_tx_owner = 0;
     return rc;

@@ -65,10 +65,6 @@ void ep_wake_sleepers(struct ep_desc *d) {
 
 /* ---- partners ---------------------------------------------------------- */
 
-void ep_partner_wake(struct partner *p) {
-  if (p->tp->wake) p->tp->wake(p);
-}
-
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p) {
   fmx_endpoint_addr_t a;
   a.opaque[0] = ((uint64_t)p->index << 32) | p->gen;

@@ -293,9 +293,6 @@ static inline int ep_wake(struct ep_desc *d) {
   ep_wake_sleepers(d);
   return 1;
 }
-/* Wake p's endpoint if it sleeps (its transport's wake; bulk engines call
- * it after filling a slot or a stripe the peer may wait for). */
-void ep_partner_wake(struct partner *p);
 /* More partners in use (ourselves included) than the host has hardware
  * threads: ranks outnumber cores, and a copy made twice is time taken from
  * another rank (proto's eager limit, bulk's engine choice). */

@@ -158,7 +158,7 @@ static size_t shm_max_payload(struct partner *p) {
   return buf > ring ? buf : ring;
 }
 
-/* Wake the peer if it sleeps (the transport's wake op). */
+/* Wake the peer if it sleeps. */
 static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 
 void shm_conn_wake(void *partner) { shm_wake(partner); }
@@ -308,7 +308,6 @@ const struct fmx_transport_ops shm_transport = {
     .max_payload = shm_max_payload,
     .poll = shm_poll,
     .abort = shm_abort,
-    .wake = shm_wake,
     .conn = shm_conn,
     .release = shm_release,
     .ep_fini = shm_ep_fini,

@@ -83,9 +83,6 @@ struct fmx_transport_ops {
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
   struct bulk_conn *(*conn)(struct partner *p);
   void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
-  /* Wake the peer if it sleeps: it may wait for what we just wrote outside
-   * a record (a bulk slot, a stripe). NULL: nothing to wake (self). */
-  void (*wake)(struct partner *p);
   void (*release)(struct fmx_endpoint *ep, struct partner *p);
   void (*ep_fini)(struct fmx_endpoint *ep);
   void (*fini)(void);
