@@ -22,8 +22,6 @@ void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const str
  * connection goes down on both sides, every request with p completing
  * with `code` here and at the peer. `what` names it in the log. */
 void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, const char *what);
-/* Eager records may carry at most this much (threshold and ring permitting). */
-uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p);
 
 /* recv.c */
 /* An unexpected message from h's fields with a `bytes` buffer (not filled);

@@ -33,7 +33,9 @@ static uint64_t frag_size(struct partner *p) {
  * outnumber cores: every copy made twice is time taken from another rank,
  * so a message longer than one fragment goes rendezvous, one copy, when the
  * peer's memory can be read (alltoall of 64 KiB among 8 ranks on 2 cores:
- * 207 us instead of 358 us, Open MPI's 206 us; docs/performance.md). */
+ * 207 us instead of 358 us, Open MPI's 206 us; docs/performance.md).
+ * The most an eager message may carry to p; frag: frag_size(p), which the
+ * caller has (one call through the transport's table per send). */
 static uint64_t eager_max(struct fmx_endpoint *ep, struct partner *p, uint64_t frag) {
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
   if (p->same_process && !p->is_self) {
@@ -43,8 +45,6 @@ static uint64_t eager_max(struct fmx_endpoint *ep, struct partner *p, uint64_t f
   if (ep_crowded(ep) && !ep->rndv_explicit && !p->is_self && p->cma_ok && t > frag) t = frag;
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
-
-uint64_t proto_eager_max(struct fmx_endpoint *ep, struct partner *p) { return eager_max(ep, p, frag_size(p)); }
 
 /* Push what is left of a medium message, a fragment at a time: 1 when all
  * of it is in the ring, 0 when the ring is full (o->off says how far). The
@@ -218,7 +218,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
   list_add_tail(&p->reqs, &r->pnode);
-  int eager = !(r->flags & REQ_F_SYNC) && r->len <= proto_eager_max(ep, p);
+  int eager = !(r->flags & REQ_F_SYNC) && r->len <= eager_max(ep, p, frag_size(p));
   /* A rendezvous from fmx_mem_alloc memory announces its region, so the
    * receiver may map it (region/region.h). A message longer than one fragment
    * from it goes rendezvous: the receiver copies it once, where the medium
