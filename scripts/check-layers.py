@@ -53,10 +53,6 @@ RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders
 
 # (including file, included header): arrows still wrong, to be removed.
 DEBT = {
-    # Bulk engines take requests and partners (core): they should get a
-    # transfer description instead. (What they use of a connection, slots,
-    # coop areas and pipes, is theirs now: bulk/conn.h, handed over opaque.)
-    ("src/bulk/engine.h", "core/fmx_int.h"),
     # The shm transport reads and writes the core's endpoint and partner
     # (fmx_int.h): it should keep its per-partner state behind the ops
     # table (transport_state, as the self transport does) and reach the

@@ -97,7 +97,7 @@ static uint8_t far_behind(const float *t, int w) {
 
 /* End of a round: the fastest engine sampled in it (the incumbent if none
  * was), and the span it keeps. */
-static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adapt_class *a, const int *usable, int n) {
+static void decide(struct bulk_env *env, const struct bulk_peer *p, struct adapt_class *a, const int *usable, int n) {
   int inc = a->inc - 1, best = -1;
   float recent = a->win > 0 && (a->prev_win <= 0 || a->win < a->prev_win) ? a->win : a->prev_win;
   if (recent > 0) a->best[inc] = recent;
@@ -118,7 +118,7 @@ static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adap
     a->span = a->span * 4 > ADAPT_SPAN_MAX ? ADAPT_SPAN_MAX : a->span * 4;
   } else {
     a->span = ADAPT_SPAN_MIN;
-    CNT(ep, ADAPT_CHANGES);
+    env->counters[CNT_ADAPT_CHANGES]++;
   }
   a->inc = (uint8_t)(best + 1);
   memcpy(a->last, a->best, sizeof a->last);
@@ -130,7 +130,7 @@ static void decide(struct fmx_endpoint *ep, const struct partner *p, struct adap
 
 /* A new class: from the nearest smaller one that timed prior (pi), else
  * from prior. */
-static void start(struct partner *p, struct adapt_class *a, int pi) {
+static void start(struct bulk_peer *p, struct adapt_class *a, int pi) {
   memset(a, 0, sizeof *a);
   a->inc = (uint8_t)(pi + 1);
   a->span = ADAPT_SPAN_MIN / 4;
@@ -148,8 +148,8 @@ static void start(struct partner *p, struct adapt_class *a, int pi) {
   }
 }
 
-const struct fmx_bulk_engine *adapt_pick(struct fmx_endpoint *ep, struct partner *p, uint64_t len,
-                                         const int *usable, int n, const struct fmx_bulk_engine *prior) {
+const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer *p, uint64_t len, const int *usable,
+                                         int n, const struct fmx_bulk_engine *prior) {
   struct adapt_class *a = &p->adapt[size_class(len)];
   int inc = a->inc - 1;
   if (!candidate(usable, n, inc)) {
@@ -171,24 +171,24 @@ const struct fmx_bulk_engine *adapt_pick(struct fmx_endpoint *ep, struct partner
     int i = k / ADAPT_TRIES;
     if (i == inc || !candidate(usable, n, i) || (a->skip >> i & 1)) continue;
     a->probe = (uint8_t)(k + 1);
-    CNT(ep, ADAPT_TRIES);
+    env->counters[CNT_ADAPT_TRIES]++;
     return bulk_engines[i];
   }
-  decide(ep, p, a, usable, n);
+  decide(env, p, a, usable, n);
   a->probe = 0;
   a->left = a->span - 1;
   return bulk_engines[a->inc - 1];
 }
 
-void adapt_record(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (!(r->flags & REQ_F_ADAPT) || (r->flags & REQ_F_OFFLOADED) || r->job || !offload_in_wait || !r->want) return;
-  if (ep->rndv_starts != r->adapt_seq) return; /* another began meanwhile */
-  int i = index_of(r->engine);
+void adapt_record(struct bulk_xfer *x) {
+  if (!x->adapt || x->offloaded || x->job || !offload_in_wait || !x->want) return;
+  if (x->env->starts != x->adapt_seq) return; /* another began meanwhile */
+  int i = index_of(x->engine);
   if (i < 0) return;
-  uint64_t now = sys_now_ns(), from = r->adapt_ns > adapt_wait_ns ? r->adapt_ns : adapt_wait_ns;
+  uint64_t now = sys_now_ns(), from = x->adapt_ns > adapt_wait_ns ? x->adapt_ns : adapt_wait_ns;
   if (now <= from) return;
-  float per_byte = (float)(now - from) / (float)r->want;
-  struct adapt_class *a = &r->partner->adapt[size_class(r->want)];
+  float per_byte = (float)(now - from) / (float)x->want;
+  struct adapt_class *a = &x->peer->adapt[size_class(x->want)];
   if (i != a->inc - 1) {
     if (a->best[i] == 0 || per_byte < a->best[i]) a->best[i] = per_byte;
     return;

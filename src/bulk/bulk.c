@@ -13,9 +13,9 @@
 const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, &bulk_vmsplice, &bulk_offload,
                                                       NULL};
 
-const struct fmx_bulk_engine *bulk_for_cts(unsigned flags) {
-  for (int i = 0; bulk_engines[i]; i++)
-    if (bulk_engines[i]->cts_flag & flags) return bulk_engines[i];
+const struct fmx_bulk_engine *bulk_for_wire(unsigned id) {
+  for (int i = 0; id && bulk_engines[i]; i++)
+    if (bulk_engines[i]->wire_id == id) return bulk_engines[i];
   return &bulk_ring;
 }
 
@@ -101,7 +101,7 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 /* The peer's measured costs, once per partner: the level of the two CPUs
  * (as they were at connect time; unknown counts as NUMA, the cautious
  * guess) picks each engine's entry. */
-static void partner_costs(struct partner *p, int my_cpu) {
+static void peer_costs(struct bulk_peer *p, int my_cpu) {
   int level = my_cpu >= 0 && p->cpu >= 0 ? topo_shared_level(my_cpu, p->cpu) : TOPO_LEVEL_UNKNOWN;
   if (level < 0) level = TOPO_LEVEL_NUMA;
   p->level = level;
@@ -115,8 +115,8 @@ static void partner_costs(struct partner *p, int my_cpu) {
   p->cost_ready = 1;
 }
 
-static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
-  return bulk_cma.usable(ep, p, c) ? &bulk_cma : &bulk_ring;
+static const struct fmx_bulk_engine *cma_or_ring(const struct bulk_peer *p, const struct bulk_conn *c) {
+  return bulk_cma.usable(p, c) ? &bulk_cma : &bulk_ring;
 }
 
 /* No measured cost: from the topology. Two cores that share an L2 or an L3
@@ -129,16 +129,15 @@ static const struct fmx_bulk_engine *cma_or_ring(struct fmx_endpoint *ep, struct
  * nothing from the sending endpoint, ring needs a thread progressing it.
  * Else cma, else ring. */
 
-static const struct fmx_bulk_engine *untuned(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c,
-                                            uint64_t len) {
+static const struct fmx_bulk_engine *untuned(const struct bulk_peer *p, const struct bulk_conn *c, uint64_t len) {
   uint64_t l2 = topo_get()->l2.size;
-  if (!bulk_cma.usable(ep, p, c)) return &bulk_ring;
+  if (!bulk_cma.usable(p, c)) return &bulk_ring;
   if (l2 && len >= l2 && p->level >= TOPO_LEVEL_L2 && p->level <= TOPO_LEVEL_L3 && !p->same_process) return &bulk_ring;
   return &bulk_cma;
 }
 
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c,
-                                          uint64_t len, int mapped, int *offload, int *adapt) {
+const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
+                                          uint64_t len, int mapped, int crowded_here, int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
   *offload = 0;
   if (adapt) *adapt = 0;
@@ -146,11 +145,11 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
     e = bulk_find(fmx_cfg.bulk);
     if (!e) log_warn_once("FMX-BULK-UNKNOWN", "FMX_BULK=%s is no engine; automatic selection used", fmx_cfg.bulk);
   }
-  if (!p->cost_ready) partner_costs(p, ep->cpu);
+  if (!p->cost_ready) peer_costs(p, env->cpu);
   if (e == &bulk_offload) {
     /* Forced: cma run by a channel; ring where cma is refused. */
     *offload = OFFLOAD_NOW;
-    e = cma_or_ring(ep, p, c);
+    e = cma_or_ring(p, c);
   } else if (!e) {
     /* Measured costs (fmx_tune) decide among the engines usable with this
      * peer; offload competes as one more. Whoever is idle moves the bytes:
@@ -159,7 +158,7 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
      * hand it to a channel. */
     int usable[BULK_MAX_ENGINES] = {0}, n = 0, off = -1;
     for (; bulk_engines[n] && n < BULK_MAX_ENGINES; n++) {
-      usable[n] = bulk_engines[n]->usable(ep, p, c);
+      usable[n] = bulk_engines[n]->usable(p, c);
       if (bulk_engines[n] == &bulk_offload) off = n;
     }
     int may_offload = off >= 0 && usable[off] && !offload_in_wait;
@@ -168,11 +167,11 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
      * by whoever is in fmx (coop through the mapping, region/region.h). No
      * engine measured without a mapping competes with that. */
     int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
-    e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(ep, p, c, len);
+    e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(p, c, len);
     /* Ranks outnumber cores: one copy (cma) beats any engine that copies
      * twice, whatever a pair measures alone (alltoall, 8 ranks on 2 cores,
      * docs/performance.md); and no round of adapt tries the others. */
-    int crowded = !mapped && i < 0 && ep_crowded(ep) && bulk_cma.usable(ep, p, c);
+    int crowded = !mapped && i < 0 && crowded_here && bulk_cma.usable(p, c);
     if (crowded) e = &bulk_cma;
     if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
         !p->same_process) {
@@ -184,25 +183,25 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
        * on one endpoint for a message from another endpoint of its process
        * would wait forever for an engine the sender must push (ring), when
        * no thread makes progress on the sending endpoint. */
-      e = adapt_pick(ep, p, len, usable, n, e);
+      e = adapt_pick(env, p, len, usable, n, e);
       *adapt = 1;
     }
     if (may_offload && p->cost[off].n && !mapped) {
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
       if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {
         *offload = OFFLOAD_AWAY;
-        e = cma_or_ring(ep, p, c);
+        e = cma_or_ring(p, c);
       }
     } else if (may_offload && len >= fmx_cfg.offload_threshold) {
       /* The topology's switch, on whichever engine was chosen. */
       *offload = OFFLOAD_AWAY;
-      if (!e->offload_step) e = untuned(ep, p, c, len);
+      if (!e->offload_step) e = untuned(p, c, len);
     }
   }
   if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = OFFLOAD_NOW;
-  if (!(mapped && e->maps_peer) && !e->usable(ep, p, c)) {
+  if (!(mapped && e->maps_peer) && !e->usable(p, c)) {
     if (e != &bulk_ring) {
-      CNT(ep, BULK_FALLBACK);
+      env->counters[CNT_BULK_FALLBACK]++;
       log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,
                e == &bulk_vmsplice ? "the connection has no pipes" : p->cma_reason);
     }
@@ -210,6 +209,23 @@ const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partne
   }
   if (!e->offload_step) *offload = 0;
   return e;
+}
+
+void bulk_recv_start(struct bulk_xfer *x) {
+  x->tag = 0;
+  if (x->engine->recv_start && x->engine->recv_start(x) != 0) x->engine = x->engine->fallback;
+}
+
+int bulk_progress(struct bulk_xfer *x) {
+  const struct fmx_bulk_engine *e = x->engine;
+  if (x->send) return x->job ? offload_poll(x) : e->send_progress(x);
+  return x->job && !e->offload_helps ? offload_poll(x) : e->recv_progress(x);
+}
+
+void bulk_recv_done(struct bulk_xfer *x) {
+  x->env->counters[x->engine->cnt_msgs]++;
+  if (x->xsrc && x->xsrc != &region_identity) x->env->counters[CNT_XMEM_RECV]++;
+  adapt_record(x);
 }
 
 copy_fn bulk_copy_fn(uint64_t msg_len) {
@@ -226,13 +242,13 @@ copy_fn bulk_copy_fn(uint64_t msg_len) {
 
 #define CMA_IOV 64
 
-ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
+ssize_t bulk_cma_range(pid_t pid, int write, const struct bulk_xfer *x, const struct proto_seg *remote,
                        uint32_t nremote, uint64_t off, uint64_t len) {
   struct iovec l[CMA_IOV], rm[CMA_IOV];
   uint64_t moved = 0;
   /* Segment lists longer than CMA_IOV iovecs take several calls. */
   while (moved < len) {
-    int nl = bulk_iov_local(r, off + moved, len - moved, l, CMA_IOV);
+    int nl = bulk_iov_local(x->segs, x->nseg, off + moved, len - moved, l, CMA_IOV);
     int nr = bulk_iov_remote(remote, nremote, off + moved, len - moved, rm, CMA_IOV);
     uint64_t cl = 0, cr = 0, n = len - moved;
     for (int i = 0; i < nl; i++) cl += l[i].iov_len;
@@ -248,14 +264,14 @@ ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const 
   return (ssize_t)moved;
 }
 
-ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct fmx_request *r,
+ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct bulk_xfer *x,
                           const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len) {
-  if (!m) return bulk_cma_range(pid, write, r, remote, nremote, off, len);
-  copy_fn fn = bulk_copy_fn(r->want);
+  if (!m) return bulk_cma_range(pid, write, x, remote, nremote, off, len);
+  copy_fn fn = bulk_copy_fn(x->want);
   struct iovec l[CMA_IOV], rm[CMA_IOV];
   uint64_t moved = 0;
   while (moved < len) {
-    int nl = bulk_iov_local(r, off + moved, len - moved, l, CMA_IOV);
+    int nl = bulk_iov_local(x->segs, x->nseg, off + moved, len - moved, l, CMA_IOV);
     int nr = bulk_iov_remote(remote, nremote, off + moved, len - moved, rm, CMA_IOV);
     uint64_t step = 0, ao = 0, bo = 0;
     for (int a = 0, b = 0; a < nl && b < nr;) {
@@ -283,16 +299,16 @@ fmx_return_t bulk_cma_error(ssize_t err) {
   return err == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED;
 }
 
-int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max) {
+int bulk_iov_local(const fmx_seg_t *segs, uint32_t nseg, uint64_t off, uint64_t len, struct iovec *iov, int max) {
   int n = 0;
-  for (uint32_t i = 0; i < r->nseg && len && n < max; i++) {
-    uint64_t sl = r->segs[i].len;
+  for (uint32_t i = 0; i < nseg && len && n < max; i++) {
+    uint64_t sl = segs[i].len;
     if (off >= sl) {
       off -= sl;
       continue;
     }
     uint64_t take = sl - off < len ? sl - off : len;
-    iov[n++] = (struct iovec){(char *)r->segs[i].ptr + off, take};
+    iov[n++] = (struct iovec){(char *)segs[i].ptr + off, take};
     len -= take;
     off = 0;
   }

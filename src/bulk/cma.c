@@ -56,7 +56,7 @@ static int cma_probe(char *reason, size_t len) {
   return -1;
 }
 
-static int cma_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+static int cma_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
   return fmx_cfg.cma && p->cma_ok;
 }
 
@@ -64,19 +64,19 @@ static int cma_usable(struct fmx_endpoint *ep, struct partner *p, const struct b
  * here (the kernel pins each call's pages itself, nothing overlaps), and
  * the cap bounds how long this progress call stalls other peers. Also the
  * engine's offload step (an offload channel pulling). */
-static int cma_pull(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
-  uint64_t len = r->want - *done < fmx_cfg.chunk_max ? r->want - *done : fmx_cfg.chunk_max;
-  ssize_t n = bulk_remote_range(r->xsrc, r->partner->pid, 0, r, r->rsegs, r->nrseg, *done, len);
+static int cma_pull(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
+  uint64_t len = x->want - *done < fmx_cfg.chunk_max ? x->want - *done : fmx_cfg.chunk_max;
+  ssize_t n = bulk_remote_range(x->xsrc, x->peer->pid, 0, x, x->rsegs, x->nrseg, *done, len);
   if (n < 0) return -bulk_cma_error(n);
   *done += len;
   *moved = len;
-  return *done == r->want ? BULK_DONE : BULK_MORE;
+  return *done == x->want ? BULK_DONE : BULK_MORE;
 }
 
-static int cma_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+static int cma_recv_progress(struct bulk_xfer *x) {
   uint64_t moved = 0;
-  int rc = cma_pull(r, &r->done, &moved);
-  ep->counters[CNT_BULK_CMA_BYTES] += moved;
+  int rc = cma_pull(x, &x->done, &moved);
+  x->env->counters[CNT_BULK_CMA_BYTES] += moved;
   return rc;
 }
 

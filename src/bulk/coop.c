@@ -37,7 +37,7 @@ static int coop_probe(char *reason, size_t len) {
   return bulk_cma.probe(reason, len);
 }
 
-static int coop_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+static int coop_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
   return c && fmx_cfg.cma && p->cma_ok && !p->is_self;
 }
 
@@ -82,26 +82,26 @@ static void fail(struct coop_area *a, fmx_return_t code) {
 
 /* Receiver: publish the transfer. Returns 0, or -1 if the area is taken by
  * another transfer from this peer (the message then goes cma). */
-static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (!r->conn) return -1; /* a connection with no coop area */
-  struct coop_area *a = r->conn->rx_coop;
-  if (a->busy || r->nseg > COOP_MAX_SEGS) return -1;
-  uint32_t gen = (++r->conn->coop_gen) & GEN_MASK;
-  if (!gen) gen = (++r->conn->coop_gen) & GEN_MASK;
-  r->xfer_tag = gen;
+static int coop_publish(struct bulk_xfer *x) {
+  if (!x->conn) return -1; /* a connection with no coop area */
+  struct coop_area *a = x->conn->rx_coop;
+  if (a->busy || x->nseg > COOP_MAX_SEGS) return -1;
+  uint32_t gen = (++x->conn->coop_gen) & GEN_MASK;
+  if (!gen) gen = (++x->conn->coop_gen) & GEN_MASK;
+  x->tag = gen;
   a->busy = 1;
-  a->sreq = r->sreq;
-  a->total = r->want;
+  a->sreq = x->sreq;
+  a->total = x->want;
   uint64_t smax = fmx_cfg.chunk_max < 4096 ? 4096 : fmx_cfg.chunk_max & ~4095ull;
   a->stripe_max = smax;
-  a->nseg = r->nseg;
-  for (uint32_t i = 0; i < r->nseg; i++) {
-    a->segs[i].addr = (uint64_t)(uintptr_t)r->segs[i].ptr;
-    a->segs[i].len = r->segs[i].len;
+  a->nseg = x->nseg;
+  for (uint32_t i = 0; i < x->nseg; i++) {
+    a->segs[i].addr = (uint64_t)(uintptr_t)x->segs[i].ptr;
+    a->segs[i].len = x->segs[i].len;
   }
   struct region_ref ref = {0};
-  if (!(fmx_cfg.xmem && region_find(r->segs, r->nseg, &ref))) ref.len = 0;
-  proto_region_to_wire(&ref, a->xmem);
+  if (!(fmx_cfg.xmem && region_find(x->segs, x->nseg, &ref))) ref.len = 0;
+  region_to_wire(&ref, a->xmem);
   __atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->error, 0, __ATOMIC_RELAXED);
   /* Everything above before the counter that opens the transfer. */
@@ -109,17 +109,17 @@ static int coop_publish(struct fmx_endpoint *ep, struct fmx_request *r) {
   return 0;
 }
 
-static int peer_gone(const struct partner *p) {
+static int peer_gone(const struct bulk_peer *p) {
   struct pollfd q = {p->pidfd, POLLIN, 0};
   return p->pidfd >= 0 && poll(&q, 1, 0) > 0;
 }
 
 /* Receiver, once done or failed: close the counter; after a failure wait
  * (bounded) until the stripes already taken are accounted for. */
-static void finish(struct fmx_request *r, int failed) {
-  struct coop_area *a = r->conn->rx_coop;
-  uint64_t w = __atomic_exchange_n(&a->stripe, ((uint64_t)r->xfer_tag << COOP_GEN_SHIFT) | CLOSED, __ATOMIC_ACQ_REL);
-  if (failed && (w >> COOP_GEN_SHIFT) == r->xfer_tag) {
+static void finish(struct bulk_xfer *x, int failed) {
+  struct coop_area *a = x->conn->rx_coop;
+  uint64_t w = __atomic_exchange_n(&a->stripe, ((uint64_t)x->tag << COOP_GEN_SHIFT) | CLOSED, __ATOMIC_ACQ_REL);
+  if (failed && (w >> COOP_GEN_SHIFT) == x->tag) {
     uint64_t off, len, taken = 0;
     for (uint64_t k = 0; k < (w & INDEX_MASK); k++) {
       stripe_range(k, a->stripe_max, a->total, &off, &len);
@@ -133,7 +133,7 @@ static void finish(struct fmx_request *r, int failed) {
      * 0.6-36 ms). */
     uint64_t deadline = sys_now_ns() + 1000000000ull;
     while (__atomic_load_n(&a->done, __ATOMIC_ACQUIRE) < taken && sys_now_ns() < deadline &&
-           !peer_gone(r->partner))
+           !peer_gone(x->peer))
       sched_yield();
   }
   a->busy = 0;
@@ -142,33 +142,33 @@ static void finish(struct fmx_request *r, int failed) {
 /* Receiver side (the application or an offload channel): take the next
  * stripe and pull it. 0 when none is left, else the stripe's length (its
  * bytes in *moved, 0 if the pull failed: the area then carries the error). */
-static uint64_t pull_stripe(struct fmx_request *r, uint64_t *moved) {
-  struct coop_area *a = r->conn->rx_coop;
-  int64_t k = take(a, r->xfer_tag, r->want);
+static uint64_t pull_stripe(struct bulk_xfer *x, uint64_t *moved) {
+  struct coop_area *a = x->conn->rx_coop;
+  int64_t k = take(a, x->tag, x->want);
   if (k < 0) return 0;
   uint64_t off, len;
-  stripe_range((uint64_t)k, a->stripe_max, r->want, &off, &len);
-  ssize_t n = bulk_remote_range(r->xsrc, r->partner->pid, 0, r, r->rsegs, r->nrseg, off, len);
+  stripe_range((uint64_t)k, a->stripe_max, x->want, &off, &len);
+  ssize_t n = bulk_remote_range(x->xsrc, x->peer->pid, 0, x, x->rsegs, x->nrseg, off, len);
   if (n < 0) fail(a, bulk_cma_error(n));
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   *moved = n > 0 ? (uint64_t)n : 0;
   return len;
 }
 
-static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct coop_area *a = r->conn->rx_coop;
+static int coop_recv_progress(struct bulk_xfer *x) {
+  struct coop_area *a = x->conn->rx_coop;
   uint64_t moved = 0;
-  pull_stripe(r, &moved);
-  ep->counters[CNT_BULK_COOP_BYTES] += moved;
+  pull_stripe(x, &moved);
+  x->env->counters[CNT_BULK_COOP_BYTES] += moved;
   uint64_t err = __atomic_load_n(&a->error, __ATOMIC_ACQUIRE);
   if (err) {
-    finish(r, 1);
+    finish(x, 1);
     return -(int)err;
   }
   uint64_t done = __atomic_load_n(&a->done, __ATOMIC_ACQUIRE);
-  if (done < r->want) return BULK_MORE;
-  r->done = r->want;
-  finish(r, 0);
+  if (done < x->want) return BULK_MORE;
+  x->done = x->want;
+  finish(x, 0);
   return BULK_DONE;
 }
 
@@ -176,22 +176,22 @@ static int coop_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
  * check what we use of it; a lie can only make us write our own message
  * into the peer's memory (or fail), never read or write our memory beyond
  * the message. */
-static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
-  struct partner *p = s->partner;
+static int coop_send_progress(struct bulk_xfer *s) {
+  struct bulk_peer *p = s->peer;
   if (!s->conn) return BULK_DONE; /* nothing to help through: the receiver pulls alone */
   struct coop_area *a = s->conn->tx_coop;
   /* The receiver's buffer in its fmx_mem_alloc memory: map it and store
    * straight into it (every piece is checked against the mapping). */
   struct proto_seg xw[2] = {a->xmem[0], a->xmem[1]};
-  struct region_ref ref = proto_region_from_wire(xw);
-  const struct region_map *dm = ref.len && a->sreq == req_id(s) ? region_map_peer(&p->xmem, p->pidfd, p->eid, &ref) : NULL;
+  struct region_ref ref = region_from_wire(xw);
+  const struct region_map *dm = ref.len && a->sreq == s->id ? region_map_peer(&p->xmem, p->pidfd, p->eid, &ref) : NULL;
   if (!dm && (!p->cma_ok || !fmx_cfg.cma)) return BULK_DONE; /* we may not push: the receiver pulls alone */
   uint64_t total = s->want;
   uint32_t nseg = __atomic_load_n(&a->nseg, __ATOMIC_RELAXED);
   uint64_t smax = a->stripe_max;
-  if (a->sreq != req_id(s) || a->total != total || nseg > COOP_MAX_SEGS || smax < 4096 || smax % 4096) return BULK_DONE;
+  if (a->sreq != s->id || a->total != total || nseg > COOP_MAX_SEGS || smax < 4096 || smax % 4096) return BULK_DONE;
   if (__atomic_load_n(&a->error, __ATOMIC_ACQUIRE)) return BULK_DONE; /* failed: the receiver ends it */
-  int64_t k = take(a, s->xfer_tag, total);
+  int64_t k = take(a, s->tag, total);
   if (k < 0) return BULK_DONE; /* all taken: the FIN completes us */
   uint64_t off, len;
   stripe_range((uint64_t)k, smax, total, &off, &len);
@@ -202,8 +202,8 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   if (n > 0) {
     s->done += (uint64_t)n;
-    ep->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
-    if (dm) ep->counters[CNT_XMEM_SEND_BYTES] += (uint64_t)n;
+    s->env->counters[CNT_BULK_COOP_BYTES] += (uint64_t)n;
+    if (dm) s->env->counters[CNT_XMEM_SEND_BYTES] += (uint64_t)n;
   }
   bulk_conn_wake(s->conn); /* the receiver may wait for our stripe */
   return BULK_MORE;
@@ -211,8 +211,8 @@ static int coop_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
 
 /* An offload channel helping the receiver: it takes stripes too, until
  * none is left; the receiver's recv_progress still completes. */
-static int coop_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
-  uint64_t len = pull_stripe(r, moved);
+static int coop_offload_step(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
+  uint64_t len = pull_stripe(x, moved);
   *done += len;
   /* Done when none is left, or a pull failed (the receiver ends it). */
   return len && *moved ? BULK_MORE : BULK_DONE;
@@ -227,7 +227,7 @@ const struct fmx_bulk_engine bulk_coop = {
     .needs_cts = 1,
     .receiver_copies = 1,
     .maps_peer = 1,
-    .cts_flag = PROTO_F_COOP,
+    .wire_id = 1,
     .cnt_msgs = CNT_BULK_COOP,
     .recv_start = coop_publish,
     .fallback = &bulk_cma,

@@ -16,13 +16,17 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "base/counters.h"
 #include "bulk/conn.h"
-#include "core/fmx_int.h"
+#include "bulk/xfer.h"
+#include "platform/copy.h"
 
 /* progress return values */
 #define BULK_MORE 0
 #define BULK_DONE 1
-/* negative: -(fmx_return_t) */
+/* negative: -(fmx_return_t). Every engine works on a struct bulk_xfer
+ * (bulk/xfer.h); the calls without "offload" in their name run under the
+ * endpoint's lock. */
 
 struct fmx_bulk_engine {
   const char *name;
@@ -34,7 +38,7 @@ struct fmx_bulk_engine {
   int (*probe)(char *reason, size_t len);
   /* Usable with this peer (from its connect-time probe), over c, what the
    * connection lends the engines (NULL: nothing; bulk/conn.h)? */
-  int (*usable)(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c);
+  int (*usable)(const struct bulk_peer *p, const struct bulk_conn *c);
   /* Needs a CTS so the sender pushes (ring) or joins (coop), or the
    * receiver pulls alone (cma). */
   int needs_cts;
@@ -44,24 +48,26 @@ struct fmx_bulk_engine {
   /* It copies through a peer's mapped fmx_mem_alloc region when the RTS
    * announced one (r->xsrc), needing no CMA rights then (cma, coop). */
   int maps_peer;
-  /* The CTS flag naming this engine to the sender (0: ring, the default). */
-  uint8_t cts_flag;
+  /* The engine's number on the wire (the receiver names it to the
+   * sender; 0: ring, the default). */
+  uint8_t wire_id;
   /* Messages it moved: an enum fmx_counter. */
   int cnt_msgs;
   /* Optional, on the receiver before the CTS: claim what the transfer needs
-   * (a shared area, a pipe) and set r->xfer_tag. 0, or -1 when that is
-   * busy: the message then goes `fallback` (an engine with no recv_start). */
-  int (*recv_start)(struct fmx_endpoint *ep, struct fmx_request *r);
+   * (a shared area, a pipe) and set x->tag. 0, or -1 when that is busy:
+   * the message then goes `fallback` (an engine with no recv_start). */
+  int (*recv_start)(struct bulk_xfer *x);
   const struct fmx_bulk_engine *fallback;
-  int (*recv_progress)(struct fmx_endpoint *ep, struct fmx_request *r);
-  int (*send_progress)(struct fmx_endpoint *ep, struct fmx_request *s);
+  /* Bounded work (a chunk); counts the bytes it copied. */
+  int (*recv_progress)(struct bulk_xfer *x);
+  int (*send_progress)(struct bulk_xfer *x);
   /* Offload step, run by a channel (offload.c) without the endpoint lock:
-   * bounded work on the receive r from *done on, adds to *done what the
+   * bounded work on the receive x from *done on, adds to *done what the
    * transfer advanced and to *moved what this call copied. BULK_MORE,
    * BULK_DONE or -fmx_return_t. NULL: the engine cannot be offloaded. */
-  int (*offload_step)(struct fmx_request *r, uint64_t *done, uint64_t *moved);
+  int (*offload_step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
   /* The sender's part, likewise (ring: fill slots for a computing sender). */
-  int (*offload_send_step)(struct fmx_request *s, uint64_t *done, uint64_t *moved);
+  int (*offload_send_step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
   /* The channel only helps (coop: it takes stripes beside receiver and
    * sender, recv_progress still completes); else it moves everything and
    * the application only polls the job's status word. */
@@ -74,8 +80,8 @@ extern const struct fmx_bulk_engine bulk_coop;
 extern const struct fmx_bulk_engine bulk_vmsplice;
 extern const struct fmx_bulk_engine bulk_offload;
 
-/* The engine a CTS's flags name (ring when none). */
-const struct fmx_bulk_engine *bulk_for_cts(unsigned flags);
+/* The engine a wire id names (ring for 0 or one unknown). */
+const struct fmx_bulk_engine *bulk_for_wire(unsigned id);
 extern const struct fmx_bulk_engine *const bulk_engines[];
 
 const struct fmx_bulk_engine *bulk_find(const char *name);
@@ -96,7 +102,8 @@ double bulk_cost_time(const struct bulk_model *m, uint64_t len);
 /* Among n models the cheapest usable one (usable[i] && models[i].n) for len;
  * -1 if none. Ties go to the lower index. */
 int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_t len);
-/* The engine for a message of `len` bytes from p (receiver's choice);
+/* The engine for a message of `len` bytes from p (receiver's choice), on
+ * the endpoint env; crowded: ranks outnumber cores here (one copy wins);
  * *offload says whether a channel should run it (offload.c): 0 no,
  * OFFLOAD_NOW, or OFFLOAD_AWAY (if the application stays out of fmx). */
 #define OFFLOAD_NOW 1
@@ -105,8 +112,17 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 /* mapped: the sender's buffer is mapped here (an fmx_mem_alloc region):
  * auto then takes coop, which copies through the mapping. */
 /* c: what the connection the RTS came on lends the engines (bulk/conn.h). */
-const struct fmx_bulk_engine *bulk_select(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c,
-                                          uint64_t len, int mapped, int *offload, int *adapt);
+const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
+                                          uint64_t len, int mapped, int crowded, int *offload, int *adapt);
+/* Start x (its fields filled, engine chosen): the engine's recv_start,
+ * or its fallback when that is busy. */
+void bulk_recv_start(struct bulk_xfer *x);
+/* One bounded step of x under the endpoint's lock (its job's outcome when
+ * a channel runs it): BULK_MORE, BULK_DONE or -fmx_return_t. */
+int bulk_progress(struct bulk_xfer *x);
+/* x ended well on the receiver: count it (messages, mapped copies) and
+ * let adapt time it. */
+void bulk_recv_done(struct bulk_xfer *x);
 
 /* Offload channels (offload.c). */
 /* Nonzero while this thread waits in ep_wait: it is idle and copies what it
@@ -122,18 +138,19 @@ extern __thread uint64_t adapt_wait_ns;
 /* The engine for the next message of len bytes from p, among the usable
  * ones (usable[i] for bulk_engines[i], n of them); prior is the topology's
  * suggestion, tried first. */
-const struct fmx_bulk_engine *adapt_pick(struct fmx_endpoint *ep, struct partner *p, uint64_t len,
-                                         const int *usable, int n, const struct fmx_bulk_engine *prior);
-/* A receive r (REQ_F_ADAPT) finished well: its time counts if clean. */
-void adapt_record(struct fmx_endpoint *ep, struct fmx_request *r);
+const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer *p, uint64_t len, const int *usable,
+                                         int n, const struct fmx_bulk_engine *prior);
+/* A receive x (x->adapt) finished well: its time counts if clean. */
+void adapt_record(struct bulk_xfer *x);
 /* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
 int offload_probe(char *reason, size_t len);
-/* Hand the receive r (its engine chosen, started) to the next channel,
- * round-robin: 0, or -1 (no channels; the application copies). */
-int offload_start(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Hand x (its engine chosen, started) to the next channel, round-robin:
+ * 0, or -1 (no channels, or the engine has no offload step for that side;
+ * the application copies). */
+int offload_start(struct bulk_xfer *x);
 /* Application: the job's status word; when final, releases the job and
- * returns BULK_DONE (r->done set) or -fmx_return_t; else BULK_MORE. */
-int offload_poll(struct fmx_endpoint *ep, struct fmx_request *r);
+ * returns BULK_DONE (x->done set) or -fmx_return_t; else BULK_MORE. */
+int offload_poll(struct bulk_xfer *x);
 /* Stop and join the channels (fmx_finalize, every endpoint closed); the
  * next offload starts them again. */
 void offload_shutdown(void);
@@ -145,8 +162,9 @@ int offload_up(void);
 /* Channel 0's work while it has no job, given by the core
  * (core/progress.c): pending() says whether there is some, run() does one
  * round of it, and may sleep only through the calls below, so that a job
- * queued to channel 0 still wakes it. */
-void offload_set_idle(int (*pending)(void), void (*run)(void));
+ * queued to channel 0 still wakes it. thread_init() runs first in every
+ * channel (the core marks its threads). */
+void offload_set_idle(int (*pending)(void), void (*run)(void), void (*thread_init)(void));
 /* run(): nap up to ns on channel 0's own condition while still(arg) and no
  * job is queued; offload_kick ends it. */
 void offload_idle_nap(int (*still)(void *), void *arg, uint64_t ns);
@@ -157,28 +175,28 @@ int offload_idle_watch(struct ep_desc *d);
 void offload_idle_done(void);
 /* Anyone: if channel 0 sleeps on d, wake it (d is no longer worth it). */
 void offload_idle_leave(struct ep_desc *d);
-/* Stop the channel's work on r (at most one step later) and release the
- * job; before a request completes with an error or its endpoint closes. */
-void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Stop the channel's work on x (at most one step later) and release the
+ * job; before a transfer ends with an error or its endpoint closes. */
+void offload_detach(struct bulk_xfer *x);
 /* The copy routine for user-space copies into a destination of msg_len
  * bytes: FMX_COPY if forced (and usable), else non-temporal above
  * FMX_COPY_NT_THRESHOLD, else memcpy. */
 copy_fn bulk_copy_fn(uint64_t msg_len);
-/* Copy [off, off + len) between the request's segments and a peer's
+/* Copy [off, off + len) between x's segments and a peer's
  * (remote, in pid's address space) with process_vm_readv (write 0) or
  * process_vm_writev (write 1): the shared part of cma and coop. Returns the
  * bytes moved (len), or -errno; -EFAULT when a side's segments fall short. */
-ssize_t bulk_cma_range(pid_t pid, int write, const struct fmx_request *r, const struct proto_seg *remote,
+ssize_t bulk_cma_range(pid_t pid, int write, const struct bulk_xfer *x, const struct proto_seg *remote,
                        uint32_t nremote, uint64_t off, uint64_t len);
 /* The same, through m (the peer's fmx_mem_alloc region mapped here) when
  * m is not NULL: plain copies with the message's copy routine; -EFAULT when
  * a piece falls outside m. */
-ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct fmx_request *r,
+ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct bulk_xfer *x,
                           const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len);
 /* The completion code for bulk_cma_range's -errno. */
 fmx_return_t bulk_cma_error(ssize_t err);
-/* iovecs covering [off, off+len) of the request's own segments. */
-int bulk_iov_local(const struct fmx_request *r, uint64_t off, uint64_t len, struct iovec *iov, int max);
+/* iovecs covering [off, off+len) of local segments. */
+int bulk_iov_local(const fmx_seg_t *segs, uint32_t nseg, uint64_t off, uint64_t len, struct iovec *iov, int max);
 /* iovecs covering [off, off+len) of remote segments. */
 int bulk_iov_remote(const struct proto_seg *s, uint32_t n, uint64_t off, uint64_t len, struct iovec *iov, int max);
 

@@ -12,8 +12,8 @@
  * behind the others queued on its channel.
  *
  * A channel never takes the endpoint lock and touches only the job, the
- * request's segment lists (stable while the request is in flight) and the
- * engine's own shared words. The application detaches a job (cancel, peer
+ * transfer's segment lists (stable while it runs) and the engine's own
+ * shared words. The application detaches a job (cancel, peer
  * death, close) by raising its cancel flag and waiting until the channel
  * lets go, which is at most one step (one chunk) later: no channel write
  * lands in a buffer the user got back; a job not started yet is just taken
@@ -44,8 +44,8 @@
 #define MAX_CHANNELS 64
 
 struct offload_job {
-  struct fmx_request *r;
-  int (*step)(struct fmx_request *r, uint64_t *done, uint64_t *moved);
+  struct bulk_xfer *x;
+  int (*step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
   struct offload_chan *chan;
   struct ep_desc *wake;     /* the endpoint to wake when done */
   uint64_t done;            /* channel: bytes of the transfer done */
@@ -78,6 +78,7 @@ static char pool_error[128];
 /* Channel 0's work while no job is queued (offload_set_idle). */
 static int (*idle_pending)(void);
 static void (*idle_run)(void);
+static void (*thread_init)(void);
 static struct offload_chan *chan0; /* set once the pool runs */
 
 
@@ -122,7 +123,7 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
       break;
     }
     uint64_t moved = 0;
-    rc = j->step(j->r, &j->done, &moved);
+    rc = j->step(j->x, &j->done, &moved);
     j->bytes += moved;
     if (rc == BULK_MORE && !moved) {
       if (idle >= 16 && requeue(c, j)) return;
@@ -139,7 +140,8 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
 static void *chan_main(void *arg) {
   struct offload_chan *c = arg;
   offload_in_channel = 1;
-  ep_lock_library_thread();
+  void (*init)(void) = __atomic_load_n(&thread_init, __ATOMIC_ACQUIRE);
+  if (init) init();
   for (;;) {
     pthread_mutex_lock(&c->mu);
     while (!c->head) {
@@ -284,9 +286,9 @@ int offload_up(void) {
   return rc;
 }
 
-int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
-  int (*step)(struct fmx_request *, uint64_t *, uint64_t *) =
-      r->kind == REQ_SEND ? r->engine->offload_send_step : r->engine->offload_step;
+int offload_start(struct bulk_xfer *x) {
+  int (*step)(struct bulk_xfer *, uint64_t *, uint64_t *) =
+      x->send ? x->engine->offload_send_step : x->engine->offload_step;
   if (!step) return -1;
   pthread_mutex_lock(&pool_mu);
   struct offload_chan *c = pool_up_locked() == 0 ? &chans[next_chan++ % (unsigned)nchans] : NULL;
@@ -294,13 +296,13 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   pthread_mutex_unlock(&pool_mu);
   struct offload_job *j = c ? sys_zalloc(sizeof *j) : NULL;
   if (!j) return -1;
-  j->r = r;
+  j->x = x;
   j->step = step;
-  j->wake = ep->desc;
-  j->done = r->done;
+  j->wake = x->env->desc;
+  j->done = x->done;
   j->held = 1;
-  r->job = j;
-  r->flags |= REQ_F_OFFLOADED;
+  x->job = j;
+  x->offloaded = 1;
   j->chan = c;
   pthread_mutex_lock(&c->mu);
   if (c->tail) c->tail->next = j;
@@ -309,32 +311,32 @@ int offload_start(struct fmx_endpoint *ep, struct fmx_request *r) {
   pthread_cond_signal(&c->cv);
   if (c->watching) ep_wake(c->watching); /* it sleeps on an endpoint, not on cv */
   pthread_mutex_unlock(&c->mu);
-  CNT(ep, BULK_OFFLOAD);
+  x->env->counters[CNT_BULK_OFFLOAD]++;
   return 0;
 }
 
 /* Wait until the channel has let go of j, then free it; adds what the
  * channel copied to the engine's byte counter. */
-static void release(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct offload_job *j = r->job;
+static void release(struct bulk_xfer *x) {
+  struct offload_job *j = x->job;
   while (__atomic_load_n(&j->held, __ATOMIC_ACQUIRE)) sched_yield();
-  ep->counters[CNT_BULK_OFFLOAD_BYTES] += j->bytes;
+  x->env->counters[CNT_BULK_OFFLOAD_BYTES] += j->bytes;
   free(j);
-  r->job = NULL;
+  x->job = NULL;
 }
 
-int offload_poll(struct fmx_endpoint *ep, struct fmx_request *r) {
-  int st = __atomic_load_n(&r->job->status, __ATOMIC_ACQUIRE);
+int offload_poll(struct bulk_xfer *x) {
+  int st = __atomic_load_n(&x->job->status, __ATOMIC_ACQUIRE);
   if (st == JOB_RUNNING) return BULK_MORE;
-  uint64_t done = r->job->done;
-  release(ep, r);
+  uint64_t done = x->job->done;
+  release(x);
   if (st < 0) return st;
-  r->done = done;
+  x->done = done;
   return BULK_DONE;
 }
 
-void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct offload_job *j = r->job;
+void offload_detach(struct bulk_xfer *x) {
+  struct offload_job *j = x->job;
   if (!j) return;
   /* Not started: off the queue (its channel may be the one calling us,
    * from its watch, and would never get to it). */
@@ -351,7 +353,7 @@ void offload_detach(struct fmx_endpoint *ep, struct fmx_request *r) {
   }
   pthread_mutex_unlock(&c->mu);
   __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
-  release(ep, r);
+  release(x);
 }
 
 void offload_shutdown(void) {
@@ -387,7 +389,8 @@ void offload_kick(void) {
   pthread_mutex_unlock(&c->mu);
 }
 
-void offload_set_idle(int (*pending)(void), void (*run)(void)) {
+void offload_set_idle(int (*pending)(void), void (*run)(void), void (*init)(void)) {
+  __atomic_store_n(&thread_init, init, __ATOMIC_RELEASE);
   __atomic_store_n(&idle_run, run, __ATOMIC_RELEASE);
   __atomic_store_n(&idle_pending, pending, __ATOMIC_RELEASE);
 }
@@ -433,7 +436,7 @@ void offload_idle_leave(struct ep_desc *d) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static int offload_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+static int offload_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
   return fmx_cfg.offload_channels > 0 && strcmp(fmx_cfg.offload, "off") != 0 && !p->is_self;
 }
 

@@ -16,22 +16,22 @@ static int ring_probe(char *reason, size_t len) {
   return 0;
 }
 
-static int ring_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) { return c != NULL; }
+static int ring_usable(const struct bulk_peer *p, const struct bulk_conn *c) { return c != NULL; }
 
-/* Copy the full slots at the head that belong to r (id me) into it, from
- * *done on; a slot of another transfer stops us unless drop(ep, its id)
- * says its owner is gone (only the application can tell; a channel passes
- * no drop and waits). The caller holds the channel's rx_busy. */
-static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
-                        uint64_t *done, uint64_t *moved) {
-  struct bulk_slots *s = &r->conn->rx_slots;
-  const struct pool_view *pool = r->conn->peer_pool;
-  uint64_t me = req_id(r);
+/* Copy the full slots at the head that belong to x into it, from *done
+ * on; a slot of another transfer stops us unless `drop` and that
+ * transfer's owner is gone (only the application can tell, under the
+ * endpoint's lock: a channel passes no drop and waits). The caller holds
+ * the connection's rx_busy. */
+static int consume_held(struct bulk_xfer *x, int drop, uint64_t *done, uint64_t *moved) {
+  struct bulk_slots *s = &x->conn->rx_slots;
+  const struct pool_view *pool = x->conn->peer_pool;
+  uint64_t me = x->id;
   int any = 0;
   /* Out of the slot into the user's buffer: non-temporal above the
    * threshold, where the destination would not stay in cache anyway. */
-  copy_fn out = bulk_copy_fn(r->want);
-  for (uint64_t k = 0; k < s->n && *done < r->want; k++) {
+  copy_fn out = bulk_copy_fn(x->want);
+  for (uint64_t k = 0; k < s->n && *done < x->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (!__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
     uint64_t rreq = h->rreq, off = h->off, len = h->len, buf = h->buf;
@@ -39,10 +39,10 @@ static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*dr
     const uint8_t *data = pool_view_buf(pool, buf, len);
     if (!data) return -FMX_MESSAGE_ABORTED;
     if (rreq != me) {
-      if (!drop || !drop(ep, rreq)) break;
+      if (!drop || x->env->active(x->env, rreq, 0, &bulk_ring)) break;
     } else {
-      if (off != *done || len > r->want - *done) return -FMX_MESSAGE_ABORTED;
-      req_copy(r, off, (void *)data, len, 1, out);
+      if (off != *done || len > x->want - *done) return -FMX_MESSAGE_ABORTED;
+      copy_segs(x->segs, x->nseg, off, (void *)data, len, 1, out);
       *done += len;
       *moved += len;
     }
@@ -51,49 +51,43 @@ static int consume_held(struct fmx_endpoint *ep, struct fmx_request *r, int (*dr
     s->next++;
     any = 1;
   }
-  if (any) bulk_conn_wake(r->conn);
-  return *done == r->want ? BULK_DONE : BULK_MORE;
+  if (any) bulk_conn_wake(x->conn);
+  return *done == x->want ? BULK_DONE : BULK_MORE;
 }
 
 /* Whoever holds the channel's rx_busy copies out (the application or an
  * offload channel); the other tries again later. */
-static int consume(struct fmx_endpoint *ep, struct fmx_request *r, int (*drop)(struct fmx_endpoint *, uint64_t),
-                   uint64_t *done, uint64_t *moved) {
-  if (__atomic_exchange_n(&r->conn->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
-  int rc = consume_held(ep, r, drop, done, moved);
-  __atomic_store_n(&r->conn->rx_busy, 0, __ATOMIC_RELEASE);
+static int consume(struct bulk_xfer *x, int drop, uint64_t *done, uint64_t *moved) {
+  if (__atomic_exchange_n(&x->conn->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
+  int rc = consume_held(x, drop, done, moved);
+  __atomic_store_n(&x->conn->rx_busy, 0, __ATOMIC_RELEASE);
   return rc;
 }
 
-/* Another transfer's slot: leave it to its owner unless that owner is gone
- * (completed with an error), then drop it so the pipe flows. */
-static int owner_gone(struct fmx_endpoint *ep, uint64_t rreq) {
-  struct fmx_request *o = req_lookup(ep, rreq, REQ_RECV);
-  return !(o && o->engine == &bulk_ring && o->state == REQ_MATCHED);
-}
-
-static int ring_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
+/* Under the lock: another transfer's slot is left to its owner unless that
+ * owner is gone (ended with an error), then dropped so the pipe flows. */
+static int ring_recv_progress(struct bulk_xfer *x) {
   uint64_t moved = 0;
-  int rc = consume(ep, r, owner_gone, &r->done, &moved);
-  ep->counters[CNT_BULK_RING_BYTES] += moved;
+  int rc = consume(x, 1, &x->done, &moved);
+  x->env->counters[CNT_BULK_RING_BYTES] += moved;
   return rc;
 }
 
 /* The same, run by an offload channel. */
-static int ring_offload_step(struct fmx_request *r, uint64_t *done, uint64_t *moved) {
-  return consume(NULL, r, NULL, done, moved);
+static int ring_offload_step(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
+  return consume(x, 0, done, moved);
 }
 
-/* Fill the free slots with the send sr's bytes from *done on, one transfer
- * per channel direction at a time (tx_owner). The caller holds tx_busy. */
-static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
-  struct bulk_conn *c = sr->conn; /* not NULL: fill() checked */
-  uint64_t me = req_id(sr);
+/* Fill the free slots with the send x's bytes from *done on, one transfer
+ * per connection direction at a time (tx_owner). The caller holds tx_busy. */
+static int fill_held(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
+  struct bulk_conn *c = x->conn; /* not NULL: fill() checked */
+  uint64_t me = x->id;
   if (c->tx_owner && c->tx_owner != me) return BULK_MORE; /* wait our turn */
   c->tx_owner = me;
   struct bulk_slots *s = &c->tx_slots;
   uint64_t chunk = pool_class_size(c->pool, POOL_CHUNK);
-  for (uint64_t k = 0; k < s->n && *done < sr->want; k++) {
+  for (uint64_t k = 0; k < s->n && *done < x->want; k++) {
     struct bulk_slot *h = &s->hdr[s->next % s->n];
     if (__atomic_load_n(&h->full, __ATOMIC_ACQUIRE)) break;
     int64_t b = pool_take_chunk(c->pool, &c->pool_held[POOL_CHUNK]);
@@ -103,10 +97,10 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
      * once instead of after a whole chunk (DESIGN.md section 6). */
     uint64_t len = *done < 4096 ? 4096 : *done;
     if (len > chunk) len = chunk;
-    if (len > sr->want - *done) len = sr->want - *done;
+    if (len > x->want - *done) len = x->want - *done;
     /* Regular stores: the chunk must stay in cache for the receiver. */
-    req_copy(sr, *done, pool_buf(c->pool, (uint64_t)b), len, 0, NULL);
-    h->rreq = sr->rreq;
+    copy_segs(x->segs, x->nseg, *done, pool_buf(c->pool, (uint64_t)b), len, 0, NULL);
+    h->rreq = x->rreq;
     h->off = *done;
     h->len = len;
     h->buf = (uint64_t)b;
@@ -116,7 +110,7 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
     *moved += len;
   }
   if (*moved) bulk_conn_wake(c);
-  if (*done == sr->want) {
+  if (*done == x->want) {
     c->tx_owner = 0;
     return BULK_DONE;
   }
@@ -125,18 +119,18 @@ static int fill_held(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
 
 /* Whoever holds tx_busy fills (the application, or an offload channel for
  * a sender that computes: this is also the engine's offload_send_step). */
-static int fill(struct fmx_request *sr, uint64_t *done, uint64_t *moved) {
-  struct bulk_conn *c = sr->conn;
+static int fill(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
+  struct bulk_conn *c = x->conn;
   if (!c) return -FMX_MESSAGE_ABORTED; /* asked for over a connection that lends no slots */
   if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
-  int rc = fill_held(sr, done, moved);
+  int rc = fill_held(x, done, moved);
   __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);
   return rc;
 }
 
-static int ring_send_progress(struct fmx_endpoint *ep, struct fmx_request *sr) {
+static int ring_send_progress(struct bulk_xfer *x) {
   uint64_t moved = 0;
-  return fill(sr, &sr->done, &moved);
+  return fill(x, &x->done, &moved);
 }
 
 const struct fmx_bulk_engine bulk_ring = {

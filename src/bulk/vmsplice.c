@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,33 +67,32 @@ static int vms_probe(char *reason, size_t len) {
   return 0;
 }
 
-static int vms_usable(struct fmx_endpoint *ep, struct partner *p, const struct bulk_conn *c) {
+static int vms_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
   return c && c->pipe_tx >= 0 && c->pipe_rx >= 0;
 }
 
 /* Receiver: take the pipe of the channel the RTS came on; -1 when another
  * receive uses it, an earlier one broke it, or there is none (then ring). */
-static int vmsplice_claim(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct bulk_conn *c = r->conn;
+static int vmsplice_claim(struct bulk_xfer *x) {
+  struct bulk_conn *c = x->conn;
   if (!c || c->pipe_rx < 0 || c->pipe_rx_broken) return -1;
   if (c->pipe_rx_owner) {
-    struct fmx_request *o = req_lookup(ep, c->pipe_rx_owner, REQ_RECV);
-    if (o && o->engine == &bulk_vmsplice && o->state == REQ_MATCHED) return -1; /* in flight */
+    if (x->env->active(x->env, c->pipe_rx_owner, 0, &bulk_vmsplice)) return -1; /* in flight */
     /* Its owner ended (error, timeout, cancel) before reading all its
      * bytes: the rest may still come. */
     c->pipe_rx_broken = 1;
     return -1;
   }
-  c->pipe_rx_owner = req_id(r);
+  c->pipe_rx_owner = x->id;
   return 0;
 }
 
-static int vms_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct bulk_conn *c = r->conn;
+static int vms_recv_progress(struct bulk_xfer *x) {
+  struct bulk_conn *c = x->conn;
   struct iovec iov[VMS_IOV];
-  uint64_t len = r->want - r->done;
+  uint64_t len = x->want - x->done;
   if (len > fmx_cfg.chunk_max) len = fmx_cfg.chunk_max;
-  int n = bulk_iov_local(r, r->done, len, iov, VMS_IOV);
+  int n = bulk_iov_local(x->segs, x->nseg, x->done, len, iov, VMS_IOV);
   ssize_t got;
   do got = readv(c->pipe_rx, iov, n);
   while (got < 0 && errno == EINTR);
@@ -102,22 +102,20 @@ static int vms_recv_progress(struct fmx_endpoint *ep, struct fmx_request *r) {
     c->pipe_rx_broken = 1;
     return got == 0 ? -FMX_REMOTE_ENDPOINT_UNREACHABLE : -FMX_MESSAGE_ABORTED;
   }
-  r->done += (uint64_t)got;
-  ep->counters[CNT_BULK_VMSPLICE_BYTES] += (uint64_t)got;
+  x->done += (uint64_t)got;
+  x->env->counters[CNT_BULK_VMSPLICE_BYTES] += (uint64_t)got;
   bulk_conn_wake(c); /* room in the pipe */
-  if (r->done < r->want) return BULK_MORE;
+  if (x->done < x->want) return BULK_MORE;
   c->pipe_rx_owner = 0;
   return BULK_DONE;
 }
 
-static int vms_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
+static int vms_send_progress(struct bulk_xfer *s) {
   struct bulk_conn *c = s->conn;
   if (!c || c->pipe_tx < 0) return -FMX_MESSAGE_ABORTED; /* asked for by a peer that has no pipe from us */
-  uint64_t me = req_id(s);
-  if (c->pipe_tx_owner && c->pipe_tx_owner != me) {
-    struct fmx_request *o = req_lookup(ep, c->pipe_tx_owner, REQ_SEND);
-    if (o && o->engine == &bulk_vmsplice && list_linked(&o->bnode)) return BULK_MORE; /* wait our turn */
-  }
+  uint64_t me = s->id;
+  if (c->pipe_tx_owner && c->pipe_tx_owner != me && s->env->active(s->env, c->pipe_tx_owner, 1, &bulk_vmsplice))
+    return BULK_MORE; /* wait our turn */
   c->pipe_tx_owner = me;
   sigset_t pipe_set, old, pending;
   sigemptyset(&pipe_set);
@@ -131,7 +129,7 @@ static int vms_send_progress(struct fmx_endpoint *ep, struct fmx_request *s) {
     struct iovec iov[VMS_IOV];
     uint64_t len = s->want - s->done;
     if (len > fmx_cfg.chunk_max - pushed) len = fmx_cfg.chunk_max - pushed;
-    int n = bulk_iov_local(s, s->done, len, iov, VMS_IOV);
+    int n = bulk_iov_local(s->segs, s->nseg, s->done, len, iov, VMS_IOV);
     ssize_t k = vmsplice(c->pipe_tx, iov, (unsigned long)n, SPLICE_F_NONBLOCK);
     if (k < 0) {
       if (errno == EINTR) continue;
@@ -173,7 +171,7 @@ const struct fmx_bulk_engine bulk_vmsplice = {
     .probe = vms_probe,
     .usable = vms_usable,
     .needs_cts = 1,
-    .cts_flag = PROTO_F_VMSPLICE,
+    .wire_id = 2,
     .cnt_msgs = CNT_BULK_VMSPLICE,
     .recv_start = vmsplice_claim,
     .fallback = &bulk_ring,

@@ -18,8 +18,6 @@
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static int lib_initialized;
-/* 1 when membarrier lets wakers skip their fence (see ep_wake). */
-int ep_asym_fence;
 static struct list_node endpoints = {&endpoints, &endpoints};
 
 int lib_ready(void) { return __atomic_load_n(&lib_initialized, __ATOMIC_ACQUIRE); }
@@ -56,11 +54,6 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
   transports_fini();
   log_flush_held();
   return FMX_SUCCESS;
-}
-
-void ep_wake_sleepers(struct ep_desc *d) {
-  __atomic_fetch_add(&d->wake_seq, 1, __ATOMIC_SEQ_CST);
-  sys_futex_wake(&d->wake_seq);
 }
 
 /* ---- partners ---------------------------------------------------------- */
@@ -108,12 +101,12 @@ static void set_crowded(struct fmx_endpoint *ep) {
 void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->state == PARTNER_ALIVE || p->is_self || p->reaped || partner_in_use(ep, p)) continue;
+    if (p->state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
     p->tp->release(ep, p);
     medium_reset(p);
-    region_cache_release(&p->xmem);
-    ep->nsiblings -= p->same_process;
-    p->same_process = 0;
+    region_cache_release(&p->bulk.xmem);
+    ep->nsiblings -= p->bulk.same_process;
+    p->bulk.same_process = 0;
     p->reaped = 1;
     ep->nlive--;
   }
@@ -139,8 +132,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     p->tpd = tpd;
     p->index = i;
     p->gen = (gen + 2) | 1; /* addresses of the previous partner go stale */
-    p->pidfd = -1;
-    p->cpu = -1;
+    p->bulk.pidfd = -1;
+    p->bulk.cpu = -1;
     p->tp = tp;
     list_init(&p->outq);
     list_init(&p->reqs);
@@ -164,8 +157,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
   p->tpd = tpd;
   p->index = ep->npartners;
   p->gen = (uint32_t)sys_random64() | 1;
-  p->pidfd = -1;
-  p->cpu = -1;
+  p->bulk.pidfd = -1;
+  p->bulk.cpu = -1;
   p->tp = tp;
   list_init(&p->outq);
   list_init(&p->reqs);
@@ -178,7 +171,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->eid == eid && p->session == session && p->state == PARTNER_ALIVE && !p->is_self) return p;
+    if (p->eid == eid && p->session == session && p->state == PARTNER_ALIVE && !p->bulk.is_self) return p;
   }
   return NULL;
 }
@@ -218,9 +211,9 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
     req_complete(ep, r, code);
   }
   medium_reset(p);
-  if (p->pidfd >= 0) {
-    close(p->pidfd);
-    p->pidfd = -1;
+  if (p->bulk.pidfd >= 0) {
+    close(p->bulk.pidfd);
+    p->bulk.pidfd = -1;
   }
   ep_wake(ep->desc);
 }
@@ -276,6 +269,15 @@ void ep_progress_siblings(struct fmx_endpoint *ep) {
 
 /* ---- endpoints --------------------------------------------------------- */
 
+/* The engines ask whether another transfer of ours still runs (bulk/xfer.h):
+ * a send still pushing, or a receive still matched, with engine e. */
+static int xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e) {
+  struct fmx_endpoint *ep = (struct fmx_endpoint *)((char *)env - offsetof(struct fmx_endpoint, benv));
+  struct fmx_request *o = req_lookup(ep, id, send ? REQ_SEND : REQ_RECV);
+  if (!o || o->xfer.engine != e) return 0;
+  return send ? list_linked(&o->bnode) : o->state == REQ_MATCHED;
+}
+
 static int open_desc(struct fmx_endpoint *ep) {
   int fd = sys_memfd("fmx-endpoint", EP_DESC_SIZE);
   if (fd < 0) return fd;
@@ -287,7 +289,7 @@ static int open_desc(struct fmx_endpoint *ep) {
   d->magic = EP_DESC_MAGIC;
   d->version = EP_DESC_VERSION;
   ep->desc_fd = fd;
-  ep->desc = d;
+  ep->desc = ep->benv.desc = d;
   return 0;
 }
 
@@ -296,15 +298,15 @@ static int open_desc(struct fmx_endpoint *ep) {
 static int open_self(struct fmx_endpoint *ep) {
   struct partner *p = ep_partner_new(ep, transport_self());
   if (!p) return -ENOMEM;
-  p->is_self = 1;
-  p->same_process = 1;
-  p->cpu = ep->cpu;
+  p->bulk.is_self = 1;
+  p->bulk.same_process = 1;
+  p->bulk.cpu = ep->benv.cpu;
   p->nic = ep->nic;
-  p->eid = ep->eid;
+  p->eid = p->bulk.eid = ep->eid;
   p->session = ep->session;
-  p->pid = getpid();
-  p->cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
-  snprintf(p->cma_reason, sizeof p->cma_reason, "one address space: plain copies");
+  p->bulk.pid = getpid();
+  p->bulk.cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
+  snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "one address space: plain copies");
   ep->self = p;
   return 0;
 }
@@ -313,11 +315,11 @@ static void ep_free(struct fmx_endpoint *ep) {
   if (ep->listen_fd >= 0) close(ep->listen_fd);
   /* Channels moving a transfer let go before its shared memory goes. */
   for (uint32_t i = 0; i < ep->nreqs; i++)
-    if (ep->reqs[i]->job) offload_detach(ep, ep->reqs[i]);
+    if (ep->reqs[i]->xfer.job) offload_detach(&ep->reqs[i]->xfer);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     ep->partners[i]->tp->release(ep, ep->partners[i]);
     medium_reset(ep->partners[i]);
-    region_cache_release(&ep->partners[i]->xmem);
+    region_cache_release(&ep->partners[i]->bulk.xmem);
     free(ep->partners[i]->tpd);
     free(ep->partners[i]);
   }
@@ -378,7 +380,9 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->nic = sys_host_id();
   ep->session = (uint32_t)sys_random64();
   ep->probe_word = sys_random64();
-  ep->cpu = topo_current_cpu();
+  ep->benv.cpu = topo_current_cpu();
+  ep->benv.counters = ep->counters;
+  ep->benv.active = xfer_active;
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   const char *src = config_source("FMX_RNDV_THRESHOLD");
   ep->rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
@@ -440,7 +444,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
    * send to our closed socket tells it instead). */
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->state != PARTNER_ALIVE || p->is_self) continue;
+    if (p->state != PARTNER_ALIVE || p->bulk.is_self) continue;
     struct proto_hdr h = {.type = PROTO_CLOSE};
     if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
   }

@@ -7,14 +7,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/counters.h"
+#include "base/counters.h"
 #include "core/eplock.h"
 #include "base/list.h"
 #include "platform/copy.h"
+#include "platform/wake.h"
 #include "core/match.h"
 #include "fmx.h"
 #include "transport/record.h"
 #include "region/region.h"
+#include "bulk/xfer.h"
 
 struct channel;
 struct bulk_conn;
@@ -22,53 +24,7 @@ struct fmx_bulk_engine;
 struct fmx_transport_ops;
 struct offload_job;
 
-/* Shared descriptor of an endpoint (a memfd page mapped by every peer):
- * what a peer needs to wake us. */
-struct ep_desc {
-  uint32_t magic;
-  uint32_t version;
-  _Alignas(64) uint32_t wake_seq; /* futex word */
-  uint32_t sleepers;              /* threads blocked (or about to) on wake_seq */
-  uint32_t closed;
-};
-#define EP_DESC_MAGIC 0x464d5844u /* "FMXD" */
-#define EP_DESC_VERSION 1
-#define EP_DESC_SIZE 4096
-
 enum partner_state { PARTNER_ALIVE = 0, PARTNER_DEAD, PARTNER_CLOSED, PARTNER_DISCONNECTED };
-
-/* A bulk engine's cost with one peer, in segments: for len >= from,
- * time(len) = startup_us + len / mbps (MB/s = bytes per microsecond); the
- * segments follow the cache regimes (in cache, out of it). bulk/engine.h. */
-struct bulk_cost {
-  double startup_us, mbps;
-  uint64_t from;
-};
-#define BULK_COST_SEGS 4
-struct bulk_model {
-  int n; /* segments, sorted by from; 0 = not measured */
-  struct bulk_cost seg[BULK_COST_SEGS];
-};
-#define BULK_MAX_ENGINES 8
-
-/* The receiver's own measurement of the engines for one size class (a
- * power of two) of one partner, where nothing was measured (bulk/adapt.c). */
-#define ADAPT_CLASSES 40
-struct adapt_class {
-  uint8_t inc;   /* the engine in use: bulk_engines[] index + 1; 0 = none yet */
-  uint8_t probe; /* within a round: the next index to try */
-  uint8_t skip;  /* engines (bit i: bulk_engines[i]) this round leaves out */
-  uint8_t rounds; /* rounds ended (saturates) */
-  uint8_t timed;  /* engines (bit i) timed in some round */
-  uint32_t left; /* messages on inc before the next round */
-  uint32_t span; /* the last such run */
-  float best[BULK_MAX_ENGINES]; /* fastest clean transfer this round, ns per byte; 0 = none */
-  float last[BULK_MAX_ENGINES]; /* the same, of the last round ended */
-  /* The engine in use, recent only: the fastest of its last ADAPT_WINDOW
-   * clean transfers and of the window before (the machine changes). */
-  float win, prev_win;
-  uint32_t nwin;
-};
 
 /* A medium message arriving in fragments on one channel (proto/medium.c):
  * into a matched receive, or into a buffer until it is whole (neither:
@@ -87,31 +43,21 @@ struct partner {
   uint64_t nic;
   uint32_t eid;
   uint32_t session;
-  pid_t pid;
-  int pidfd;
   int state;
-  int is_self;
-  int same_process; /* another endpoint of this process (or ourselves) */
   int failing; /* ep_partner_fail is draining its rings */
   struct channel *chan[2]; /* we send on chan[0]; we poll every one */
   int nchan;
   const struct fmx_transport_ops *tp; /* the transport serving it */
   void *tpd;                          /* its private state (tp->partner_size bytes) */
-  int cpu;   /* the peer's CPU from its hello (a hint), -1 unknown */
-  int cost_ready;                          /* cost[] and level filled (first rendezvous) */
-  int level;                               /* topology level shared with us (enum topo_level) */
-  struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
-  struct adapt_class adapt[ADAPT_CLASSES];  /* per size class, when cost[] is empty */
-  int cma_ok;
   struct list_node outq;   /* records waiting for ring room, in order */
   struct medium_rx medium[2]; /* per channel we poll */
-  struct region_cache *xmem;    /* its fmx_mem_alloc regions mapped here (region/region.c) */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
-  /* Cold fields last: the ones above are read per message, and their
-   * cache lines stay where they were measured. */
+  /* What the bulk engines know of it (pid, pidfd, CPU, CMA rights from the
+   * handshake; their costs and measurements): bulk/xfer.h. Cold, and
+   * large: after the fields read per message. */
+  struct bulk_peer bulk;
   int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
-  char cma_reason[160];
 };
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
@@ -121,10 +67,8 @@ enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
 #define REQ_F_SYNC 0x02
 #define REQ_F_RNDV 0x04
 #define REQ_F_QUEUED 0x08 /* on partner outq */
-#define REQ_F_OFFLOADED 0x10 /* an offload channel moved (or helped move) it */
 #define REQ_F_WATCHED 0x20   /* counted in ep->nwatch (posted, or deferred) */
 #define REQ_F_DEFERRED 0x40  /* matched: to a channel if the application stays away */
-#define REQ_F_ADAPT 0x80     /* its engine came from adapt: time it (bulk/adapt.c) */
 
 /* A record waiting for room in a ring: a send's message (ctl 0, req the
  * send), or a control record, either a receive's CTS or FIN kept in that
@@ -159,24 +103,10 @@ struct fmx_request {
   struct list_node hnode; /* posted hash bucket */
   struct list_node pnode; /* partner->reqs */
   struct out_rec out;
-  /* rendezvous */
-  const struct fmx_bulk_engine *engine;
-  /* What the connection lends the engines (bulk/conn.h): the RTS's lane
-   * (receiver), the transport's conn op (sender, at the CTS). */
-  struct bulk_conn *conn;
-  struct proto_seg *rsegs; /* remote segments (receiver) */
-  uint32_t nrseg;
-  uint64_t sreq;          /* sender's id (receiver side) */
-  uint64_t rreq;          /* receiver's id (sender side, ring engine) */
-  uint64_t want;          /* bytes to move */
-  uint64_t done;          /* bytes moved */
+  /* rendezvous: the transfer the bulk engines move (bulk/xfer.h) */
+  struct bulk_xfer xfer;
   uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
-  uint64_t adapt_ns;      /* when it was matched (REQ_F_ADAPT) */
-  uint64_t adapt_seq;     /* ep->rndv_starts then */
-  uint32_t xfer_tag;      /* an engine's tag for this transfer, carried by the CTS (coop: its generation) */
-  const struct region_map *xsrc; /* receiver: the sender's region holding rsegs, mapped here; NULL: cma */
   struct region_ref xref;   /* sender: the fmx_mem_alloc region holding segs; len 0: none */
-  struct offload_job *job; /* the offload channel's job moving it, or NULL */
   struct list_node bnode; /* ep->bulk list */
   uint64_t deadline_ns;
 };
@@ -198,7 +128,6 @@ struct fmx_endpoint {
   struct ep_desc *desc;
   void *tpe[4]; /* each registered transport's state of this endpoint (core/transport.c) */
   uint64_t probe_word; /* peers read it to prove CMA works */
-  int cpu;             /* our CPU at open (pinned: exact; else a hint), -1 unknown */
 
   struct partner **partners;
   uint32_t npartners;
@@ -217,7 +146,7 @@ struct fmx_endpoint {
   uint32_t nwatch;
   int nwaiting; /* application threads inside ep_wait */
   uint64_t wait_left_ns; /* when the last one left */
-  uint64_t rndv_starts;  /* rendezvous receives matched so far (bulk/adapt.c) */
+  struct bulk_env benv;   /* the endpoint as the bulk engines know it (bulk/xfer.h) */
   struct list_node watch_node;
   int watch_refs;
   uint64_t timeout_ms;        /* default request timeout */
@@ -268,31 +197,6 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
-/* Wake a peer that may sleep on its descriptor (1 if it did). Dekker
- * pattern: we publish (a record, a freed slot), then read `sleepers`; the
- * sleeper counts itself in `sleepers`, then looks again. One side needs a
- * full fence between its store and its load. With membarrier the sleeper
- * pays it (a system call on the slow path it is taking anyway, ep_wait)
- * and every send skips its mfence, which on x86 would wait for the
- * published line to leave the store buffer. Without membarrier (old
- * kernels), the waker fences. Inline: every push calls it. */
-extern int ep_asym_fence; /* membarrier gives the sleeper the fence (endpoint.c) */
-void ep_wake_sleepers(struct ep_desc *d);
-static inline int ep_wake(struct ep_desc *d) {
-  if (!d) return 0;
-#ifdef __SANITIZE_THREAD__
-  /* TSan does not model fences: an RMW gives the same order, slower. */
-  if (!__atomic_fetch_add(&d->sleepers, 0, __ATOMIC_SEQ_CST)) return 0;
-#else
-  if (!ep_asym_fence)
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  else
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* compiler barrier only */
-  if (!__atomic_load_n(&d->sleepers, __ATOMIC_RELAXED)) return 0;
-#endif
-  ep_wake_sleepers(d);
-  return 1;
-}
 /* More partners in use (ourselves included) than the host has hardware
  * threads: ranks outnumber cores, and a copy made twice is time taken from
  * another rank (proto's eager limit, bulk's engine choice). */

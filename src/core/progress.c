@@ -46,7 +46,7 @@ static void fork_child(void) {
 }
 
 static void setup(void) {
-  offload_set_idle(idle_pending, idle_run);
+  offload_set_idle(idle_pending, idle_run, ep_lock_library_thread);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -102,10 +102,10 @@ void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
 
 void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
   progress_unwatch(ep, s);
-  if (!s->engine->offload_send_step || s->partner->is_self) return;
+  if (!s->xfer.engine->offload_send_step || s->partner->bulk.is_self) return;
   if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0)
-    offload_start(ep, s);
-  else if (!offload_in_wait && may_offload(s->want))
+    offload_start(&s->xfer);
+  else if (!offload_in_wait && may_offload(s->xfer.want))
     progress_defer(ep, s);
 }
 
@@ -135,10 +135,10 @@ static void hand_over(struct fmx_endpoint *ep) {
   struct list_node *pos, *tmp;
   list_for_each_safe(pos, tmp, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
-    if (!(r->flags & REQ_F_DEFERRED) || r->job) continue;
+    if (!(r->flags & REQ_F_DEFERRED) || r->xfer.job) continue;
     r->flags &= (uint8_t)~REQ_F_DEFERRED;
     progress_unwatch(ep, r);
-    offload_start(ep, r);
+    offload_start(&r->xfer);
   }
 }
 

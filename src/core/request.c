@@ -90,7 +90,7 @@ void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
   }
   progress_unwatch(ep, r); /* a cancelled receive */
   if (r->segs && r->segs != &r->seg1) free(r->segs);
-  if (r->rsegs) free(r->rsegs);
+  if (r->xfer.rsegs) free(r->xfer.rsegs);
   if (r->deadline_ns) ep->ntimed--;
   list_del(&r->qnode);
   list_del(&r->pnode);
@@ -129,30 +129,14 @@ int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg) {
 }
 
 void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req, copy_fn fn) {
-  uint8_t *b = buf;
-  for (uint32_t i = 0; i < r->nseg && len; i++) {
-    fmx_seg_t *s = &r->segs[i];
-    if (off >= s->len) {
-      off -= s->len;
-      continue;
-    }
-    uint64_t n = s->len - off < len ? s->len - off : len;
-    uint8_t *dst = to_req ? (uint8_t *)s->ptr + off : b, *src = to_req ? b : (uint8_t *)s->ptr + off;
-    if (fn)
-      fn(dst, src, n);
-    else
-      memcpy(dst, src, n); /* no call through a pointer for the common small copy */
-    b += n;
-    len -= n;
-    off = 0;
-  }
+  copy_segs(r->segs, r->nseg, off, buf, len, to_req, fn);
 }
 
 void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code) {
   if (r->state == REQ_DONE) return;
   /* A channel moving it lets go first: nothing lands in a buffer the user
    * got back (a peer's death, a timeout, a coop helper past the end). */
-  if (r->job) offload_detach(ep, r);
+  if (r->xfer.job) offload_detach(&r->xfer);
   progress_unwatch(ep, r);
   r->state = REQ_DONE;
   r->status.code = code;
@@ -175,7 +159,7 @@ void req_pool_fini(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->nreqs; i++) {
     struct fmx_request *r = ep->reqs[i];
     if (r->kind && r->segs && r->segs != &r->seg1) free(r->segs);
-    if (r->kind && r->rsegs) free(r->rsegs);
+    if (r->kind && r->xfer.rsegs) free(r->xfer.rsegs);
     free(r);
   }
   free(ep->reqs);

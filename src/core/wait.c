@@ -40,16 +40,16 @@ static int has_local_work(struct fmx_endpoint *ep) {
    * then), and nobody may be in fmx on that endpoint but us. */
   for (uint32_t i = 0; ep->nsiblings && i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->same_process && !p->is_self && (p->medium[0].busy || p->medium[1].busy)) return 3;
+    if (p->bulk.same_process && !p->bulk.is_self && (p->medium[0].busy || p->medium[1].busy)) return 3;
   }
   list_for_each(pos, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
     /* Its other end is an endpoint of this process: we progress it. */
-    if (r->partner->same_process && !r->partner->is_self) return 3;
+    if (r->partner->bulk.same_process && !r->partner->bulk.is_self) return 3;
     if (work) continue;
     /* A channel moving it all wakes us when done: we may sleep. */
-    if (r->job && !r->engine->offload_helps) continue;
-    if (r->kind == REQ_RECV && r->engine->receiver_copies) work = 1;
+    if (r->xfer.job && !r->xfer.engine->offload_helps) continue;
+    if (r->kind == REQ_RECV && r->xfer.engine->receiver_copies) work = 1;
     else if ((now = now ? now : sys_now_ns()) - r->moved_ns < fmx_cfg.spin_us * 1000ull) work = 1;
     if (work && !ep->nsiblings) break;
   }

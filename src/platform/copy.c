@@ -2,6 +2,8 @@
 /* Copy routines and their selection (see copy.h). */
 #include "platform/copy.h"
 
+#include "fmx.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -216,4 +218,25 @@ int copy_select_forced(const char *name, const struct fmx_copy_routine **out) {
 
 void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes) {
   copy_select(n, cache_bytes)->fn(dst, src, n);
+}
+
+void copy_segs(const struct fmx_seg *segs, uint32_t nseg, uint64_t off, void *buf, uint64_t len, int to_segs,
+               copy_fn fn) {
+  uint8_t *b = buf;
+  for (uint32_t i = 0; i < nseg && len; i++) {
+    const fmx_seg_t *s = &segs[i];
+    if (off >= s->len) {
+      off -= s->len;
+      continue;
+    }
+    uint64_t n = s->len - off < len ? s->len - off : len;
+    uint8_t *dst = to_segs ? (uint8_t *)s->ptr + off : b, *src = to_segs ? b : (uint8_t *)s->ptr + off;
+    if (fn)
+      fn(dst, src, n);
+    else
+      memcpy(dst, src, n); /* no call through a pointer for the common small copy */
+    b += n;
+    len -= n;
+    off = 0;
+  }
 }

@@ -38,6 +38,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef void (*copy_fn)(void *dst, const void *src, size_t n);
 
@@ -92,5 +93,12 @@ int copy_select_forced(const char *name, const struct fmx_copy_routine **out);
 
 /* Convenience: copy_select(n, cache_bytes)->fn(dst, src, n). */
 void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes);
+
+/* Copy len bytes between the segment list segs (from byte off of it) and
+ * buf: into the segments (to_segs = 1) or out of them. fn is the copy
+ * routine, NULL for memcpy. Stops where the segments end. */
+struct fmx_seg;
+void copy_segs(const struct fmx_seg *segs, uint32_t nseg, uint64_t off, void *buf, uint64_t len, int to_segs,
+               copy_fn fn);
 
 #endif /* FMX_PLATFORM_COPY_H */

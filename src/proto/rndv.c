@@ -16,8 +16,20 @@
 #include "proto/proto_int.h"
 #include "transport/transport.h"
 
+/* A transfer's fields before its engine is chosen: ours and the peer's
+ * as the engines know them. */
+static void xfer_init(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p) {
+  struct bulk_xfer *x = &r->xfer;
+  memset(x, 0, sizeof *x);
+  x->env = &ep->benv;
+  x->peer = &p->bulk;
+  x->segs = r->segs;
+  x->nseg = r->nseg;
+  x->id = req_id(r);
+}
+
 static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
-  struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->sreq, .msg_len = r->done};
+  struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->xfer.sreq, .msg_len = r->xfer.done};
   if (err) {
     fin.flags = PROTO_F_ERROR;
     fin.match = (uint64_t)err;
@@ -28,11 +40,9 @@ static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_
 static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
   send_fin(ep, r, err);
   if (!err) {
-    snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->engine->name,
-             r->flags & REQ_F_OFFLOADED ? "+offload" : "");
-    ep->counters[r->engine->cnt_msgs]++;
-    if (r->xsrc && r->xsrc != &region_identity) CNT(ep, XMEM_RECV);
-    adapt_record(ep, r);
+    snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->xfer.engine->name,
+             r->xfer.offloaded ? "+offload" : "");
+    bulk_recv_done(&r->xfer);
     if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
   } else {
     CNT(ep, BULK_ERROR);
@@ -44,8 +54,8 @@ static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_retu
 void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t sreq,
                       fmx_return_t code) {
   r->partner = p;
-  r->sreq = sreq;
-  r->done = 0;
+  xfer_init(ep, r, p);
+  r->xfer.sreq = sreq;
   recv_finish(ep, r, code);
 }
 
@@ -62,64 +72,69 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   progress_unwatch(ep, r);
   r->state = REQ_MATCHED;
   r->partner = p;
-  r->conn = lane;
-  r->sreq = sreq;
-  r->rsegs = segs;
-  r->nrseg = nseg;
-  r->want = r->status.xfer_length;
-  r->done = 0;
+  xfer_init(ep, r, p);
+  r->xfer.conn = lane;
+  r->xfer.sreq = sreq;
+  r->xfer.rreq = req_id(r);
+  r->xfer.rsegs = segs;
+  r->xfer.nrseg = nseg;
+  r->xfer.want = r->status.xfer_length;
   list_add_tail(&p->reqs, &r->pnode);
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
   /* From the sender's fmx_mem_alloc memory: map it, and every segment must
    * lie inside what it announced. */
-  r->xsrc = NULL;
+  r->xfer.xsrc = NULL;
   int bad = total != msg_len;
   if (flags & PROTO_F_XMEM) {
-    struct region_ref ref = proto_region_from_wire(segs + nseg);
-    const struct region_map *m = region_map_peer(&p->xmem, p->pidfd, p->eid, &ref);
+    struct region_ref ref = region_from_wire(segs + nseg);
+    const struct region_map *m = region_map_peer(&p->bulk.xmem, p->bulk.pidfd, p->eid, &ref);
     if (!m && fmx_cfg.xmem) CNT(ep, XMEM_UNMAPPED);
     if (m && !covers(m, segs, nseg)) bad = 1;
-    else r->xsrc = m;
+    else r->xfer.xsrc = m;
   }
   int offload = 0, adapt = 0;
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
   int alone = list_empty(&ep->bulk);
   if (p->tp->same_space) { /* ourselves: the sender's addresses are ours, one plain copy */
-    r->xsrc = &region_identity;
-    r->engine = &bulk_cma;
+    r->xfer.xsrc = &region_identity;
+    r->xfer.engine = &bulk_cma;
   } else {
-    r->engine = bulk_select(ep, p, lane, r->want, r->xsrc != NULL, &offload, &adapt);
+    r->xfer.engine = bulk_select(&ep->benv, &p->bulk, lane, r->xfer.want, r->xfer.xsrc != NULL, ep_crowded(ep),
+                                 &offload, &adapt);
   }
-  if (!r->engine->maps_peer) r->xsrc = NULL; /* it never reads through the mapping */
-  r->adapt_seq = ++ep->rndv_starts;
-  if (adapt && alone && !offload) { /* its flags start clear (req_alloc) */
-    r->flags |= REQ_F_ADAPT;
-    r->adapt_ns = sys_now_ns();
+  if (!r->xfer.engine->maps_peer) r->xfer.xsrc = NULL; /* it never reads through the mapping */
+  r->xfer.adapt_seq = ++ep->benv.starts;
+  if (adapt && alone && !offload) {
+    r->xfer.adapt = 1;
+    r->xfer.adapt_ns = sys_now_ns();
   }
   if (bad) {
     CNT(ep, BAD_PACKET);
     recv_finish(ep, r, FMX_MESSAGE_ABORTED);
     return;
   }
-  if (r->want == 0) {
+  if (r->xfer.want == 0) {
     recv_finish(ep, r, FMX_SUCCESS);
     return;
   }
   /* Engines with one transfer per channel direction at a time (coop's
    * area, vmsplice's pipe) claim it here; when it is busy the message goes
    * their fallback (cma, ring: the same rights). */
-  r->xfer_tag = 0;
-  if (r->engine->recv_start && r->engine->recv_start(ep, r) != 0) r->engine = r->engine->fallback;
-  if (r->engine->needs_cts) {
-    struct proto_hdr cts = {.type = PROTO_CTS, .flags = r->engine->cts_flag, .match = r->xfer_tag,
-                            .sreq = sreq, .rreq = req_id(r), .msg_len = r->want};
+  bulk_recv_start(&r->xfer);
+  if (r->xfer.engine->needs_cts) {
+    struct proto_hdr cts = {.type = PROTO_CTS,
+                            .flags = (uint8_t)(r->xfer.engine->wire_id << PROTO_CTS_ENGINE_SHIFT),
+                            .match = r->xfer.tag,
+                            .sreq = sreq,
+                            .rreq = r->xfer.rreq,
+                            .msg_len = r->xfer.want};
     proto_send_ctl_of(ep, r, &cts);
   }
   r->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &r->bnode);
-  if (offload == OFFLOAD_NOW) offload_start(ep, r); /* else (no channels) we copy */
+  if (offload == OFFLOAD_NOW) offload_start(&r->xfer); /* else (no channels) we copy */
   else if (offload == OFFLOAD_AWAY) progress_defer(ep, r);
 }
 
@@ -129,12 +144,14 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
     CNT(ep, BAD_PACKET);
     return;
   }
-  s->engine = bulk_for_cts(h->flags);
-  s->conn = p->tp->conn ? p->tp->conn(p) : NULL; /* where a sender-side engine works */
-  s->xfer_tag = (uint32_t)h->match;
-  s->rreq = h->rreq;
-  s->want = h->msg_len;
-  s->done = 0;
+  xfer_init(ep, s, p);
+  s->xfer.engine = bulk_for_wire(PROTO_CTS_ENGINE(h->flags));
+  s->xfer.conn = p->tp->conn ? p->tp->conn(p) : NULL; /* where a sender-side engine works */
+  s->xfer.send = 1;
+  s->xfer.tag = (uint32_t)h->match;
+  s->xfer.sreq = s->xfer.id;
+  s->xfer.rreq = h->rreq;
+  s->xfer.want = h->msg_len;
   s->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &s->bnode);
   progress_send_cts(ep, s); /* a channel may push for a sender that computes */
@@ -161,17 +178,16 @@ void rndv_progress(struct fmx_endpoint *ep) {
   list_for_each_safe(pos, tmp, &ep->bulk) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
     if (offload_in_channel && (r->flags & REQ_F_DEFERRED)) continue; /* handed to a job next */
-    uint64_t before = r->done;
+    uint64_t before = r->xfer.done;
+    int rc = bulk_progress(&r->xfer);
     if (r->kind == REQ_RECV) {
-      int rc = r->job && !r->engine->offload_helps ? offload_poll(ep, r) : r->engine->recv_progress(ep, r);
-      if (r->done != before) r->moved_ns = sys_now_ns();
+      if (r->xfer.done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         recv_finish(ep, r, FMX_SUCCESS);
       else if (rc < 0)
         recv_finish(ep, r, (fmx_return_t)-rc);
     } else {
-      int rc = r->job ? offload_poll(ep, r) : r->engine->send_progress(ep, r);
-      if (r->done != before) r->moved_ns = sys_now_ns();
+      if (r->xfer.done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         list_del(&r->bnode); /* all pushed: completes on FIN */
       else if (rc < 0)

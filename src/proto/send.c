@@ -38,11 +38,11 @@ static uint64_t frag_size(struct partner *p) {
  * caller has (one call through the transport's table per send). */
 static uint64_t eager_max(struct fmx_endpoint *ep, struct partner *p, uint64_t frag) {
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
-  if (p->same_process && !p->is_self) {
+  if (p->bulk.same_process && !p->bulk.is_self) {
     uint64_t ring = p->tp->max_payload(p);
     if (t > ring) t = ring;
   }
-  if (ep_crowded(ep) && !ep->rndv_explicit && !p->is_self && p->cma_ok && t > frag) t = frag;
+  if (ep_crowded(ep) && !ep->rndv_explicit && !p->bulk.is_self && p->bulk.cma_ok && t > frag) t = frag;
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
 
@@ -67,7 +67,7 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_re
       h.type = PROTO_FRAG;
       h.msg_len = o->off;
     }
-    int niov = bulk_iov_local(r, o->off, n, iov, FMX_MAX_SEGMENTS);
+    int niov = bulk_iov_local(r->segs, r->nseg, o->off, n, iov, FMX_MAX_SEGMENTS);
     if (p->tp->push(ep, p, &h, iov, niov) < 0) return 0;
     o->off += n;
   }
@@ -92,7 +92,7 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
     } else if (r && o->hdr.type == PROTO_RTS) {
       for (uint32_t i = 0; i < r->nseg; i++)
         segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
-      if (o->hdr.flags & PROTO_F_XMEM) proto_region_to_wire(&r->xref, segs + r->nseg);
+      if (o->hdr.flags & PROTO_F_XMEM) region_to_wire(&r->xref, segs + r->nseg);
       iov[0] = (struct iovec){segs, o->hdr.len};
       n = 1;
     }
@@ -154,7 +154,7 @@ void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, 
   if (p->state != PARTNER_ALIVE) return;
   CNT(ep, NOMEM_ABORTS);
   log_warn("FMX-NOMEM-ABORT", "endpoint %u: no memory for %s from endpoint %u (pid %d): connection dropped, "
-           "its requests fail on both sides", ep->eid, what, p->eid, (int)p->pid);
+           "its requests fail on both sides", ep->eid, what, p->eid, (int)p->bulk.pid);
   if (p->tp->abort) p->tp->abort(ep, p, code); /* self: no peer to tell */
   ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
 }
@@ -225,7 +225,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
    * class copies it twice (one copy won from 32 KiB, even at 16 KiB:
    * docs/tuning.md, FMX_XMEM). xref.len stays 0 when nothing is found. */
   r->xref.len = 0;
-  if (fmx_cfg.xmem && !p->is_self && (!eager || (p->cma_ok && r->len > frag_size(p))) &&
+  if (fmx_cfg.xmem && !p->bulk.is_self && (!eager || (p->bulk.cma_ok && r->len > frag_size(p))) &&
       region_find(r->segs, r->nseg, &r->xref))
     eager = 0;
   if (eager) {

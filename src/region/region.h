@@ -73,4 +73,14 @@ extern const struct region_map region_identity;
 /* Unmap a peer's mappings and free the cache (its partner is released). */
 void region_cache_release(struct region_cache **cache);
 
+/* An fmx_mem_alloc region's wire form: 2 proto_seg after an RTS's
+ * segments, or in a coop area. */
+static inline void region_to_wire(const struct region_ref *r, struct proto_seg w[2]) {
+  w[0] = (struct proto_seg){r->fd, r->ino};
+  w[1] = (struct proto_seg){r->base, r->len};
+}
+static inline struct region_ref region_from_wire(const struct proto_seg w[2]) {
+  return (struct region_ref){w[0].addr, w[0].len, w[1].addr, w[1].len};
+}
+
 #endif

@@ -144,25 +144,25 @@ static struct ep_desc *map_desc(int fd) {
 /* Real attempt: read the peer's probe word with process_vm_readv. */
 static void probe_cma(struct partner *p, uint64_t addr, uint64_t val) {
   if (!fmx_cfg.cma) {
-    p->cma_ok = 0;
-    snprintf(p->cma_reason, sizeof p->cma_reason, "disabled by FMX_CMA=0");
+    p->bulk.cma_ok = 0;
+    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "disabled by FMX_CMA=0");
     return;
   }
   uint64_t got = 0;
   struct iovec l = {&got, sizeof got}, r = {(void *)(uintptr_t)addr, sizeof got};
-  ssize_t n = sys_cma_copy(p->pid, 0, &l, 1, &r, 1, sizeof got);
+  ssize_t n = sys_cma_copy(p->bulk.pid, 0, &l, 1, &r, 1, sizeof got);
   if (n == (ssize_t)sizeof got && got == val) {
-    p->cma_ok = 1;
-    snprintf(p->cma_reason, sizeof p->cma_reason, "available");
+    p->bulk.cma_ok = 1;
+    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "available");
     return;
   }
-  p->cma_ok = 0;
+  p->bulk.cma_ok = 0;
   if (n < 0)
-    snprintf(p->cma_reason, sizeof p->cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)p->pid,
+    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)p->bulk.pid,
              strerror((int)-n), n == -EPERM ? " (ptrace rights: Yama ptrace_scope, container or uid)" : "");
   else
-    snprintf(p->cma_reason, sizeof p->cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
-  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)p->pid, p->cma_reason);
+    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
+  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)p->bulk.pid, p->bulk.cma_reason);
 }
 
 /* Register what a handshake brought. Called with ep->lock held. */
@@ -175,21 +175,21 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     p = ep_partner_new(ep, &shm_transport);
     if (!p) return NULL;
     p->nic = h->nic;
-    p->eid = h->eid;
+    p->eid = p->bulk.eid = h->eid;
     p->session = h->session;
-    p->pid = pid;
-    p->same_process = pid == getpid();
-    ep->nsiblings += p->same_process;
+    p->bulk.pid = pid;
+    p->bulk.same_process = pid == getpid();
+    ep->nsiblings += p->bulk.same_process;
     shm_peer(p)->desc = map_desc(desc_fd);
     int pfd = sys_pidfd_open(pid);
-    p->pidfd = pfd >= 0 ? pfd : -1;
+    p->bulk.pidfd = pfd >= 0 ? pfd : -1;
     const char *why;
     if (!shm_peer(p)->desc || shm_peer_attach(ep, p, pool_fd, &why) < 0) {
       ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       return NULL;
     }
     probe_cma(p, h->probe_addr, h->probe_val);
-    p->cpu = h->cpu;
+    p->bulk.cpu = h->cpu;
   }
   if (ch) {
     struct shm_peer *sp = shm_peer(p);
@@ -220,6 +220,6 @@ void shm_hello_fill(struct fmx_endpoint *ep, struct shm_hello *h, int type) {
   h->nic = ep->nic;
   h->probe_addr = (uint64_t)(uintptr_t)&ep->probe_word;
   h->probe_val = ep->probe_word;
-  h->cpu = ep->cpu;
+  h->cpu = ep->benv.cpu;
 }
 

@@ -300,9 +300,9 @@ static void *watcher_main(void *arg) {
       nhs = hs.n;
       for (uint32_t i = 0; i < ep->npartners; i++) {
         struct partner *p = ep->partners[i];
-        if (p && p->state == PARTNER_ALIVE && p->pidfd >= 0) {
+        if (p && p->state == PARTNER_ALIVE && p->bulk.pidfd >= 0) {
           who[n] = (struct watched){p, p->gen};
-          pf[n++] = (struct pollfd){p->pidfd, POLLIN, 0};
+          pf[n++] = (struct pollfd){p->bulk.pidfd, POLLIN, 0};
         }
       }
     }
@@ -342,9 +342,9 @@ static void *watcher_main(void *arg) {
       ep_lock(ep);
       /* The partner may have been failed or its slot reused meanwhile. */
       struct partner *p = who[i].p;
-      if (p->gen == who[i].gen && p->state == PARTNER_ALIVE && p->pidfd == pf[i].fd) {
+      if (p->gen == who[i].gen && p->state == PARTNER_ALIVE && p->bulk.pidfd == pf[i].fd) {
         CNT(ep, PEER_DEATH);
-        log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", ep->eid, p->eid, (int)p->pid);
+        log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", ep->eid, p->eid, (int)p->bulk.pid);
         ep_partner_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       }
       ep_unlock(ep);

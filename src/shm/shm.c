@@ -205,14 +205,14 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
                                                                                     : FMX_REMOTE_ENDPOINT_UNREACHABLE;
       CNT(ep, PEER_ABORTS);
       log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u (pid %d) dropped the connection (%s): its requests with us fail",
-               ep->eid, p->eid, (int)p->pid, fmx_strerror(code));
+               ep->eid, p->eid, (int)p->bulk.pid, fmx_strerror(code));
       ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
       return;
     }
     if (ch->rx.broken && p->state == PARTNER_ALIVE) {
       CNT(ep, BAD_PACKET);
       log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring from endpoint %u (pid %d) is corrupt: peer dropped", ep->eid,
-               p->eid, (int)p->pid);
+               p->eid, (int)p->bulk.pid);
       ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     }
     /* The sender may sleep waiting for room. Waking costs a fence, so do it
@@ -248,8 +248,8 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   p->nchan = 0;
   if (sp->desc) munmap(sp->desc, EP_DESC_SIZE);
   sp->desc = NULL;
-  if (p->pidfd >= 0) close(p->pidfd);
-  p->pidfd = -1;
+  if (p->bulk.pidfd >= 0) close(p->bulk.pidfd);
+  p->bulk.pidfd = -1;
 }
 
 int shm_pool_open(struct fmx_endpoint *ep) {

@@ -19,11 +19,11 @@
  *          region, announced by 2 more {u64, u64}: {fd, inode}, {base, len}
  *          (region/region.h); the receiver may map it and copy directly.
  *   CTS    receiver -> sender, ring and coop engines: sreq, rreq, msg_len =
- *          bytes wanted (already truncated to the receive buffer); flags &
- *          PROTO_F_COOP: the coop engine (the transfer is published in the
- *          channel's coop area of this direction); PROTO_F_VMSPLICE: the
- *          vmsplice engine (the sender pushes into the channel's pipe of
- *          this direction); else the ring engine.
+ *          bytes wanted (already truncated to the receive buffer); match = the
+ *          engine's tag of the transfer; PROTO_CTS_ENGINE(flags): the
+ *          engine the receiver chose, by its wire id (bulk/engine.h:
+ *          0 ring, 1 coop, 2 vmsplice), which works through what the
+ *          connection of this direction lends it (bulk/conn.h).
  *   FIN    receiver -> sender: sreq, msg_len = bytes taken; match = status
  *          code when flags & PROTO_F_ERROR.
  *   CLOSE  the sender closed its endpoint.
@@ -55,8 +55,8 @@ enum proto_type {
 
 #define PROTO_F_SYNC 0x01
 #define PROTO_F_ERROR 0x02
-#define PROTO_F_COOP 0x04 /* CTS: join the coop transfer published in the channel */
-#define PROTO_F_VMSPLICE 0x08 /* CTS: push the message into the channel's pipe (vmsplice engine) */
+#define PROTO_CTS_ENGINE_SHIFT 2 /* CTS: flags bits 2-3 carry the engine's wire id */
+#define PROTO_CTS_ENGINE(flags) (((flags) >> PROTO_CTS_ENGINE_SHIFT) & 3u)
 #define PROTO_F_XMEM 0x10 /* RTS: its segments lie in one fmx_mem_alloc region, announced after them */
 
 struct proto_hdr {
@@ -74,16 +74,6 @@ _Static_assert(sizeof(struct proto_hdr) == 40, "record header layout is shared")
 /* struct proto_seg, a segment as the records carry it: region/region.h. */
 
 const char *proto_type_str(unsigned type);
-
-/* An fmx_mem_alloc region's wire form: 2 proto_seg after an RTS's
- * segments, or in a coop area. */
-static inline void proto_region_to_wire(const struct region_ref *r, struct proto_seg w[2]) {
-  w[0] = (struct proto_seg){r->fd, r->ino};
-  w[1] = (struct proto_seg){r->base, r->len};
-}
-static inline struct region_ref proto_region_from_wire(const struct proto_seg w[2]) {
-  return (struct region_ref){w[0].addr, w[0].len, w[1].addr, w[1].len};
-}
 
 /* A record's payload, len bytes gathered from iov, copied to dst (what a
  * transport's push does with it). */

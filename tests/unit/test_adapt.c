@@ -14,8 +14,12 @@
 #include "core/tunables.h"
 #include "platform/sys.h"
 
-static struct fmx_endpoint ep;
-static struct partner p;
+static uint64_t counters[CNT_MAX];
+static struct bulk_env ep = {.counters = counters};
+static struct bulk_peer p;
+/* What rndv.c marks a transfer with. */
+#define ADAPT 1     /* adapt chose its engine */
+#define OFFLOADED 2 /* a channel moved it */
 static int usable[BULK_MAX_ENGINES], n;
 static double speed[BULK_MAX_ENGINES]; /* ns per byte of each engine on the synthetic host */
 static int overlapped;
@@ -30,23 +34,25 @@ static int idx(const struct fmx_bulk_engine *e) {
  * (flags as rndv.c sets them; the clock moved back by the synthetic time). */
 static const struct fmx_bulk_engine *message(uint64_t len, const struct fmx_bulk_engine *prior, uint8_t flags) {
   const struct fmx_bulk_engine *e = adapt_pick(&ep, &p, len, usable, n, prior);
-  struct fmx_request r;
-  memset(&r, 0, sizeof r);
-  r.engine = e;
-  r.partner = &p;
-  r.want = len;
-  r.flags = flags;
-  r.adapt_ns = sys_now_ns() - (uint64_t)(speed[idx(e)] * (double)len);
+  struct bulk_xfer x;
+  memset(&x, 0, sizeof x);
+  x.engine = e;
+  x.env = &ep;
+  x.peer = &p;
+  x.want = len;
+  x.adapt = (flags & ADAPT) != 0;
+  x.offloaded = (flags & OFFLOADED) != 0;
+  x.adapt_ns = sys_now_ns() - (uint64_t)(speed[idx(e)] * (double)len);
   adapt_wait_ns = 0;
-  r.adapt_seq = ep.rndv_starts + (uint64_t)overlapped; /* another receive started meanwhile */
-  adapt_record(&ep, &r);
+  x.adapt_seq = ep.starts + (uint64_t)overlapped; /* another receive started meanwhile */
+  adapt_record(&x);
   return e;
 }
 
 /* n messages; how many went to engine e. */
 static int run(int count, uint64_t len, const struct fmx_bulk_engine *e) {
   int on = 0;
-  for (int k = 0; k < count; k++) on += message(len, &bulk_cma, REQ_F_ADAPT) == e;
+  for (int k = 0; k < count; k++) on += message(len, &bulk_cma, ADAPT) == e;
   return on;
 }
 
@@ -63,42 +69,42 @@ int main(void) {
   speed[cma] = 0.2, speed[ring] = 0.1, speed[coop] = 0.01, speed[vms] = 0.18, speed[off] = 0.01;
   uint64_t len = 256 << 10;
   /* The first message of a class goes the topology's way. */
-  CHECK(message(len, &bulk_cma, REQ_F_ADAPT) == &bulk_cma);
+  CHECK(message(len, &bulk_cma, ADAPT) == &bulk_cma);
   /* Within the first rounds it settles on ring. */
   int tried_other = 0;
   for (int k = 0; k < 40; k++) {
-    const struct fmx_bulk_engine *e = message(len, &bulk_cma, REQ_F_ADAPT);
+    const struct fmx_bulk_engine *e = message(len, &bulk_cma, ADAPT);
     tried_other += e == &bulk_offload || e == &bulk_coop;
   }
   CHECK_EQ(tried_other, 0);
   CHECK_EQ(p.adapt[18].inc - 1, ring);
   /* Settled: of the next 20000 messages at most 2% try the others. */
-  uint64_t tries0 = ep.counters[CNT_ADAPT_TRIES];
+  uint64_t tries0 = counters[CNT_ADAPT_TRIES];
   int on_ring = run(20000, len, &bulk_ring);
   CHECK(on_ring >= 20000 - 20000 / 50);
-  CHECK(ep.counters[CNT_ADAPT_TRIES] - tries0 == (uint64_t)(20000 - on_ring));
+  CHECK(counters[CNT_ADAPT_TRIES] - tries0 == (uint64_t)(20000 - on_ring));
   CHECK_EQ(p.adapt[18].inc - 1, ring);
 
   /* The host changes: ring becomes 3x slower than vmsplice. The choice
    * follows within one long round (ADAPT_SPAN_MAX messages and the tries). */
-  uint64_t changes0 = ep.counters[CNT_ADAPT_CHANGES];
+  uint64_t changes0 = counters[CNT_ADAPT_CHANGES];
   speed[ring] = 0.54;
   run(1024 + 16, len, &bulk_vmsplice);
   CHECK_EQ(p.adapt[18].inc - 1, vms);
-  CHECK(ep.counters[CNT_ADAPT_CHANGES] > changes0);
+  CHECK(counters[CNT_ADAPT_CHANGES] > changes0);
   /* ... and stays there. */
   CHECK(run(500, len, &bulk_vmsplice) >= 500 - 500 / 20);
 
   /* Unclean samples do not count: if only unclean ones came, nothing
    * changes even when the incumbent became the slowest. */
   speed[vms] = 5;
-  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, 0);                           /* not REQ_F_ADAPT */
-  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, REQ_F_ADAPT | REQ_F_OFFLOADED); /* a channel moved it */
+  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, 0);                           /* not adapt's */
+  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, ADAPT | OFFLOADED); /* a channel moved it */
   offload_in_wait = 0;
-  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, REQ_F_ADAPT); /* completed outside a wait */
+  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, ADAPT); /* completed outside a wait */
   offload_in_wait = 1;
   overlapped = 1;
-  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, REQ_F_ADAPT); /* not alone throughout */
+  for (int k = 0; k < 3000; k++) message(len, &bulk_cma, ADAPT); /* not alone throughout */
   overlapped = 0;
   CHECK_EQ(p.adapt[18].inc - 1, vms);
   speed[vms] = 0.18;
@@ -106,7 +112,7 @@ int main(void) {
   /* A new class starts from the nearest smaller class that timed the
    * topology's suggestion (cma here) and chose another (vmsplice). */
   uint64_t big = 1 << 20;
-  CHECK(message(big, &bulk_cma, REQ_F_ADAPT) == &bulk_vmsplice);
+  CHECK(message(big, &bulk_cma, ADAPT) == &bulk_vmsplice);
   /* An engine no longer usable with the peer is never picked; the
    * incumbent gone, the class starts again from the prior. */
   usable[vms] = 0;
@@ -115,7 +121,7 @@ int main(void) {
   CHECK(run(100, big, &bulk_cma) == 100);
   /* Nothing usable among the candidates: the prior itself. */
   usable[cma] = 0;
-  CHECK(message(big, &bulk_ring, REQ_F_ADAPT) == &bulk_ring);
+  CHECK(message(big, &bulk_ring, ADAPT) == &bulk_ring);
 
   CHECK_DONE("test_adapt");
   return 0;

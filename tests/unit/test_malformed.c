@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "base/config.h"
+#include "bulk/engine.h"
 #include "core/fmx_int.h"
 #include "transport/record.h"
 #include "shm/channel.h"
@@ -53,7 +54,7 @@ static fmx_status_t wait_done(fmx_endpoint_t ep, fmx_request_t *r) {
  * is 1 MiB at addr, met by a receive on b into rbuf (1 MiB): its status. */
 static fmx_status_t xmem_rts(uint64_t addr, const struct region_ref *ref, uint64_t match, uint64_t sreq, char *rbuf) {
   struct proto_seg xp[3] = {{addr, 1 << 20}};
-  proto_region_to_wire(ref, xp + 1);
+  region_to_wire(ref, xp + 1);
   struct proto_hdr h = {.type = PROTO_RTS, .flags = PROTO_F_XMEM, .nseg = 1, .len = sizeof xp,
                         .msg_len = 1 << 20, .match = match, .sreq = sreq};
   fmx_seg_t rs = {rbuf, 1 << 20};
@@ -298,7 +299,7 @@ int main(void) {
   memset(area, 0xff, sizeof *area);
   area->stripe = (uint64_t)gen << COOP_GEN_SHIFT;
   area->nseg = 100000;
-  struct proto_hdr cts = {.type = PROTO_CTS, .flags = PROTO_F_COOP, .sreq = req_id(sreq), .rreq = 1,
+  struct proto_hdr cts = {.type = PROTO_CTS, .flags = bulk_coop.wire_id << PROTO_CTS_ENGINE_SHIFT, .sreq = req_id(sreq), .rreq = 1,
                           .msg_len = sizeof big, .match = gen};
   struct partner *pa2 = ep_partner_from_addr(a, a_to_b);
   struct iovec none = {NULL, 0};
@@ -336,7 +337,7 @@ int main(void) {
   area->nseg = 1;
   area->segs[0].addr = (uint64_t)(uintptr_t)outside;
   area->segs[0].len = sizeof big;
-  proto_region_to_wire(&ref, area->xmem);
+  region_to_wire(&ref, area->xmem);
   memset(outside, 0x11, sizeof outside);
   memset(reg, 0x22, 1 << 20);
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);

@@ -15,16 +15,15 @@
 /* The engine's name, "+offload" when a channel is to run it. */
 static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
   static char name[32];
-  struct fmx_endpoint ep;
-  struct partner p;
-  memset(&ep, 0, sizeof ep);
+  static uint64_t counters[CNT_MAX];
+  struct bulk_env ep = {.counters = counters, .cpu = my_cpu};
+  static struct bulk_peer p;
   memset(&p, 0, sizeof p);
-  ep.cpu = my_cpu;
   p.cpu = peer_cpu;
   p.cma_ok = cma_ok;
   struct bulk_conn conn = {.pipe_tx = -1, .pipe_rx = -1}; /* slots and coop areas; no pipes */
   int off = 0;
-  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, len, 0, &off, NULL);
+  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, len, 0, 0, &off, NULL);
   snprintf(name, sizeof name, "%s%s", e->name, off ? "+offload" : "");
   return name;
 }

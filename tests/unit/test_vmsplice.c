@@ -4,6 +4,7 @@
  * process), a dead writer (EOF), and what the pipe holds: references to the
  * sender's pages, not a copy. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,9 +15,14 @@
 #include "core/tunables.h"
 
 /* A connection that lends the engine a bare pipe and nothing to wake: the
- * engine sees no transport. */
-static struct fmx_endpoint ep;
-static struct partner peer;
+ * engine sees no transport, no request. No other transfer is active. */
+static int none_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e) {
+  (void)env, (void)id, (void)send, (void)e;
+  return 0;
+}
+static uint64_t counters[CNT_MAX];
+static struct bulk_env ep = {.counters = counters, .active = none_active};
+static struct bulk_peer peer;
 static struct bulk_conn chan;
 
 static void setup(int fds[2]) {
@@ -27,20 +33,22 @@ static void setup(int fds[2]) {
   memset(&peer, 0, sizeof peer);
 }
 
-static void req_init(struct fmx_request *r, int kind, void *buf, size_t len) {
-  memset(r, 0, sizeof *r);
-  r->kind = (uint8_t)kind;
-  r->index = kind;
-  r->gen = 1;
-  r->seg1 = (fmx_seg_t){buf, len};
-  r->segs = &r->seg1;
-  r->nseg = 1;
-  r->len = len;
-  r->want = len;
-  r->partner = &peer;
-  r->conn = &chan;
-  r->engine = &bulk_vmsplice;
-  list_init(&r->bnode);
+#define SEND 1
+#define RECV 2
+static fmx_seg_t segs[3];
+
+static void xfer_init(struct bulk_xfer *x, int kind, void *buf, size_t len) {
+  memset(x, 0, sizeof *x);
+  segs[kind] = (fmx_seg_t){buf, len};
+  x->send = kind == SEND;
+  x->id = (uint64_t)kind << 32 | 1;
+  x->segs = &segs[kind];
+  x->nseg = 1;
+  x->want = len;
+  x->env = &ep;
+  x->peer = &peer;
+  x->conn = &chan;
+  x->engine = &bulk_vmsplice;
 }
 
 int main(void) {
@@ -54,39 +62,39 @@ int main(void) {
    * drains it; both finish, every byte in place. */
   int fds[2];
   setup(fds);
-  CHECK(bulk_vmsplice.usable(&ep, &peer, &chan));
+  CHECK(bulk_vmsplice.usable(&peer, &chan));
   size_t len = 3 << 20;
   char *src = malloc(len), *dst = malloc(len);
   for (size_t i = 0; i < len; i++) src[i] = (char)(i * 131 + 7);
   memset(dst, 0, len);
-  struct fmx_request s, r;
-  req_init(&s, REQ_SEND, src, len);
-  req_init(&r, REQ_RECV, dst, len);
+  struct bulk_xfer s, r;
+  xfer_init(&s, SEND, src, len);
+  xfer_init(&r, RECV, dst, len);
   int src_done = 0, dst_done = 0;
   for (int steps = 0; !dst_done && steps < 100000; steps++) {
     if (!src_done) {
-      int rc = bulk_vmsplice.send_progress(&ep, &s);
+      int rc = bulk_vmsplice.send_progress(&s);
       CHECK(rc >= 0);
       src_done = rc == BULK_DONE;
     }
-    int rc = bulk_vmsplice.recv_progress(&ep, &r);
+    int rc = bulk_vmsplice.recv_progress(&r);
     CHECK(rc >= 0);
     dst_done = rc == BULK_DONE;
   }
   CHECK(src_done && dst_done);
   CHECK(memcmp(src, dst, len) == 0);
-  CHECK_EQ(ep.counters[CNT_BULK_VMSPLICE_BYTES], len);
+  CHECK_EQ(counters[CNT_BULK_VMSPLICE_BYTES], len);
   CHECK_EQ(chan.pipe_tx_owner, 0);
 
   /* Not a copy: a sender that writes its buffer after vmsplice and before
    * the receiver reads changes what the receiver gets. Hence the contract:
    * the send buffer is the library's until the send completes (on FIN). */
-  req_init(&s, REQ_SEND, src, 4096);
-  req_init(&r, REQ_RECV, dst, 4096);
+  xfer_init(&s, SEND, src, 4096);
+  xfer_init(&r, RECV, dst, 4096);
   memset(src, 'a', 4096);
-  CHECK_EQ(bulk_vmsplice.send_progress(&ep, &s), BULK_DONE);
+  CHECK_EQ(bulk_vmsplice.send_progress(&s), BULK_DONE);
   memset(src, 'b', 4096);
-  CHECK_EQ(bulk_vmsplice.recv_progress(&ep, &r), BULK_DONE);
+  CHECK_EQ(bulk_vmsplice.recv_progress(&r), BULK_DONE);
   printf("vmsplice: a write after the push %s the data read\n", dst[0] == 'b' ? "changes" : "does not change");
   close(fds[0]);
 
@@ -98,8 +106,8 @@ int main(void) {
   setup(fds);
   close(fds[0]);
   chan.pipe_rx = -1;
-  req_init(&s, REQ_SEND, src, len);
-  CHECK_EQ(bulk_vmsplice.send_progress(&ep, &s), -FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  xfer_init(&s, SEND, src, len);
+  CHECK_EQ(bulk_vmsplice.send_progress(&s), -FMX_REMOTE_ENDPOINT_UNREACHABLE);
   sigset_t set;
   CHECK_EQ(sigpending(&set), 0);
   CHECK(!sigismember(&set, SIGPIPE));
@@ -111,8 +119,8 @@ int main(void) {
   setup(fds);
   close(fds[1]);
   chan.pipe_tx = -1;
-  req_init(&r, REQ_RECV, dst, len);
-  CHECK_EQ(bulk_vmsplice.recv_progress(&ep, &r), -FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  xfer_init(&r, RECV, dst, len);
+  CHECK_EQ(bulk_vmsplice.recv_progress(&r), -FMX_REMOTE_ENDPOINT_UNREACHABLE);
   CHECK(chan.pipe_rx_broken);
   close(fds[0]);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-endpoint event counters, printed by fmx_counters. */
-#ifndef FMX_CORE_COUNTERS_H
-#define FMX_CORE_COUNTERS_H
+#ifndef FMX_BASE_COUNTERS_H
+#define FMX_BASE_COUNTERS_H
 
 #define FMX_COUNTERS(X)                                                       \
   X(SEND_EAGER, "eager sends")                                                \

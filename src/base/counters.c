@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "core/counters.h"
+#include "base/counters.h"
 
 const char *const counter_labels[CNT_MAX] = {
 #define X(name, doc) doc,
