@@ -53,14 +53,6 @@ RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders
 
 # (including file, included header): arrows still wrong, to be removed.
 DEBT = {
-    # The shm transport reads and writes the core's endpoint and partner
-    # (fmx_int.h): it should keep its per-partner state behind the ops
-    # table (transport_state, as the self transport does) and reach the
-    # core only through the seam. It delivers through the core's callback.
-    ("src/shm/connect.c", "core/fmx_int.h"),
-    ("src/shm/hello.c", "core/fmx_int.h"),
-    ("src/shm/listen.c", "core/fmx_int.h"),
-    ("src/shm/shm.c", "core/fmx_int.h"),
     # Proto works on the core's requests and endpoint objects.
     ("src/proto/proto.h", "core/fmx_int.h"),
     ("src/proto/proto_int.h", "core/match.h"),

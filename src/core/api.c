@@ -44,7 +44,7 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
   /* A small message goes before its request, which is then only a
    * receipt, done at birth: one on the free list, so that making it cannot
    * fail. */
-  int sent = !sync && ep->free_reqs && p->state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match);
+  int sent = !sync && ep->free_reqs && p->t.state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match);
   struct fmx_request *r = sent ? req_receipt(ep, REQ_SEND) : req_alloc(ep, REQ_SEND);
   if (!sent && (!r || req_set_segs(r, segs, nsegs) < 0)) {
     if (r) req_free(ep, r);
@@ -58,8 +58,8 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
                              .xfer_length = len};
   if (sync) r->flags |= REQ_F_SYNC;
   *request = r;
-  if (!sent && p->state != PARTNER_ALIVE)
-    req_complete(ep, r, p->state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  if (!sent && p->t.state != PARTNER_ALIVE)
+    req_complete(ep, r, p->t.state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
   else if (!sent)
     proto_send_start(ep, r);
   ep_unlock(ep);

@@ -65,10 +65,10 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
                              fmx_endpoint_addr_t *addr) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!addr) return FMX_BAD_ADDRESS;
-  if (nic_id != FMX_ANY_NIC && nic_id != ep->nic) return FMX_NIC_ID_NOT_FOUND;
+  if (nic_id != FMX_ANY_NIC && nic_id != ep->t.nic) return FMX_NIC_ID_NOT_FOUND;
   if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
-  if (eid == ep->eid) {
-    if (key != ep->key) return FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
+  if (eid == ep->t.eid) {
+    if (key != ep->t.key) return FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     *addr = ep_partner_addr(ep->self);
     return FMX_SUCCESS;
   }
@@ -116,7 +116,7 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
   fmx_return_t rc = FMX_SUCCESS;
   if (!p || p->bulk.is_self) {
     rc = FMX_BAD_ADDRESS;
-  } else if (p->state == PARTNER_ALIVE) {
+  } else if (p->t.state == PARTNER_ALIVE) {
     struct proto_hdr h = {.type = PROTO_CLOSE};
     if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
     ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);

@@ -60,8 +60,8 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
 
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p) {
   fmx_endpoint_addr_t a;
-  a.opaque[0] = ((uint64_t)p->index << 32) | p->gen;
-  a.opaque[1] = (p->nic & 0xffffffffffffull) | ((uint64_t)(p->eid & 0xffff) << 48);
+  a.opaque[0] = ((uint64_t)p->index << 32) | p->t.gen;
+  a.opaque[1] = (p->t.nic & 0xffffffffffffull) | ((uint64_t)(p->t.eid & 0xffff) << 48);
   return a;
 }
 
@@ -69,7 +69,7 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
   uint32_t index = (uint32_t)(a.opaque[0] >> 32), gen = (uint32_t)a.opaque[0];
   if (index >= ep->npartners) return NULL;
   struct partner *p = ep->partners[index];
-  return p && p->gen == gen ? p : NULL;
+  return p && p->t.gen == gen ? p : NULL;
 }
 
 /* Whether anything of ours still points at the partner: a request (in
@@ -95,20 +95,20 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * hardware threads. */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  __atomic_store_n(&ep->crowded, ep->nlive > (uint32_t)npus, __ATOMIC_RELAXED); /* waits read it unlocked */
+  __atomic_store_n(&ep->crowded, ep->t.nlive > (uint32_t)npus, __ATOMIC_RELAXED); /* waits read it unlocked */
 }
 
 void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
+    if (p->t.state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
     p->tp->release(ep, p);
     medium_reset(p);
     region_cache_release(&p->bulk.xmem);
     ep->nsiblings -= p->bulk.same_process;
     p->bulk.same_process = 0;
     p->reaped = 1;
-    ep->nlive--;
+    ep->t.nlive--;
   }
   set_crowded(ep);
 }
@@ -127,17 +127,18 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     if (!p->reaped) continue;
     if (new_state(tp, &tpd) < 0) return NULL;
     free(p->tpd);
-    uint32_t gen = p->gen;
+    uint32_t gen = p->t.gen;
     memset(p, 0, sizeof *p);
     p->tpd = tpd;
     p->index = i;
-    p->gen = (gen + 2) | 1; /* addresses of the previous partner go stale */
+    p->t.gen = (gen + 2) | 1; /* addresses of the previous partner go stale */
     p->bulk.pidfd = -1;
     p->bulk.cpu = -1;
+    p->t.bulk = &p->bulk;
     p->tp = tp;
     list_init(&p->outq);
     list_init(&p->reqs);
-    ep->nlive++;
+    ep->t.nlive++;
     set_crowded(ep);
     return p;
   }
@@ -156,14 +157,15 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
   }
   p->tpd = tpd;
   p->index = ep->npartners;
-  p->gen = (uint32_t)sys_random64() | 1;
+  p->t.gen = (uint32_t)sys_random64() | 1;
   p->bulk.pidfd = -1;
   p->bulk.cpu = -1;
+  p->t.bulk = &p->bulk;
   p->tp = tp;
   list_init(&p->outq);
   list_init(&p->reqs);
   ep->partners[ep->npartners++] = p;
-  ep->nlive++;
+  ep->t.nlive++;
   set_crowded(ep);
   return p;
 }
@@ -171,7 +173,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->eid == eid && p->session == session && p->state == PARTNER_ALIVE && !p->bulk.is_self) return p;
+    if (p->t.eid == eid && p->t.session == session && p->t.state == PARTNER_ALIVE && !p->bulk.is_self) return p;
   }
   return NULL;
 }
@@ -188,13 +190,13 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
 static int deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
   proto_deliver(ep, p, lane, h, payload);
-  return p->state != PARTNER_ALIVE;
+  return p->t.state != PARTNER_ALIVE;
 }
 
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) { p->tp->poll(ep, p, deliver); }
 
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  if (p->state != PARTNER_ALIVE || p->failing) return;
+  if (p->t.state != PARTNER_ALIVE || p->failing) return;
   p->failing = 1;
   ep_partner_poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
   p->failing = 0;
@@ -202,8 +204,8 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 }
 
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  if (p->state != PARTNER_ALIVE) return;
-  p->state = state;
+  if (p->t.state != PARTNER_ALIVE) return;
+  p->t.state = state;
   while (!list_empty(&p->outq)) proto_out_drop(ep, list_entry(p->outq.next, struct out_rec, node));
   while (!list_empty(&p->reqs)) {
     struct fmx_request *r = list_entry(p->reqs.next, struct fmx_request, pnode);
@@ -241,7 +243,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
 void ep_progress_locked(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->state != PARTNER_ALIVE) continue;
+    if (p->t.state != PARTNER_ALIVE) continue;
     ep_partner_poll(ep, p);
     if (!list_empty(&p->outq)) proto_flush(ep, p);
   }
@@ -261,7 +263,7 @@ void ep_progress_siblings(struct fmx_endpoint *ep) {
   list_for_each(pos, &endpoints) {
     struct fmx_endpoint *e = list_entry(pos, struct fmx_endpoint, link);
     if (e == ep || ep_trylock(e) != 0) continue;
-    if (!e->closing) ep_progress_locked(e);
+    if (!e->t.closing) ep_progress_locked(e);
     ep_unlock(e);
   }
   pthread_mutex_unlock(&lib_lock);
@@ -288,7 +290,7 @@ static int open_desc(struct fmx_endpoint *ep) {
   }
   d->magic = EP_DESC_MAGIC;
   d->version = EP_DESC_VERSION;
-  ep->desc_fd = fd;
+  ep->t.desc_fd = fd;
   ep->desc = ep->benv.desc = d;
   return 0;
 }
@@ -301,9 +303,9 @@ static int open_self(struct fmx_endpoint *ep) {
   p->bulk.is_self = 1;
   p->bulk.same_process = 1;
   p->bulk.cpu = ep->benv.cpu;
-  p->nic = ep->nic;
-  p->eid = p->bulk.eid = ep->eid;
-  p->session = ep->session;
+  p->t.nic = ep->t.nic;
+  p->t.eid = p->bulk.eid = ep->t.eid;
+  p->t.session = ep->t.session;
   p->bulk.pid = getpid();
   p->bulk.cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
   snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "one address space: plain copies");
@@ -312,7 +314,6 @@ static int open_self(struct fmx_endpoint *ep) {
 }
 
 static void ep_free(struct fmx_endpoint *ep) {
-  if (ep->listen_fd >= 0) close(ep->listen_fd);
   /* Channels moving a transfer let go before its shared memory goes. */
   for (uint32_t i = 0; i < ep->nreqs; i++)
     if (ep->reqs[i]->xfer.job) offload_detach(&ep->reqs[i]->xfer);
@@ -332,7 +333,7 @@ static void ep_free(struct fmx_endpoint *ep) {
   req_pool_fini(ep);
   transports_ep_fini(ep);
   if (ep->desc) munmap(ep->desc, EP_DESC_SIZE);
-  if (ep->desc_fd >= 0) close(ep->desc_fd);
+  if (ep->t.desc_fd >= 0) close(ep->t.desc_fd);
   ep_lock_fini(&ep->lock);
   pthread_mutex_destroy(&ep->connect_lock);
   free(ep);
@@ -374,12 +375,13 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   if (!ep) return FMX_NO_RESOURCES;
   ep_lock_init(&ep->lock);
   pthread_mutex_init(&ep->connect_lock, NULL);
-  ep->listen_fd = ep->ctl_fd = ep->desc_fd = -1;
-  ep->board = 0;
-  ep->key = key;
-  ep->nic = sys_host_id();
-  ep->session = (uint32_t)sys_random64();
-  ep->probe_word = sys_random64();
+  ep->t.desc_fd = -1;
+  ep->t.board = 0;
+  ep->t.key = key;
+  ep->t.nic = sys_host_id();
+  ep->t.session = (uint32_t)sys_random64();
+  ep->t.bulk = &ep->benv;
+  ep->t.counters = ep->counters;
   ep->benv.cpu = topo_current_cpu();
   ep->benv.counters = ep->counters;
   ep->benv.active = xfer_active;
@@ -411,11 +413,11 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   r = -EADDRINUSE;
   if (endpoint_id == FMX_ANY_ENDPOINT) {
     for (uint32_t id = 0; id < fmx_cfg.endpoint_max && (r == -EADDRINUSE || r == -EACCES); id++) {
-      ep->eid = id;
+      ep->t.eid = id;
       r = tp->listen(ep);
     }
   } else {
-    ep->eid = endpoint_id;
+    ep->t.eid = endpoint_id;
     r = tp->listen(ep);
   }
   if (r < 0) {
@@ -424,7 +426,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     return r == -EADDRINUSE ? FMX_BUSY : r == -EACCES ? FMX_ACCESS_DENIED : FMX_NO_SYSTEM_RESOURCES;
   }
   if ((r = open_self(ep)) < 0 || (r = tp->open(ep)) < 0) {
-    log_warn("FMX-EP-OPEN", "endpoint %u: cannot start: %s (RLIMIT_NOFILE %llu)", ep->eid,
+    log_warn("FMX-EP-OPEN", "endpoint %u: cannot start: %s (RLIMIT_NOFILE %llu)", ep->t.eid,
              strerror(r < 0 ? -r : ENOMEM), sys_nofile_limit());
     ep_free(ep);
     return FMX_NO_SYSTEM_RESOURCES;
@@ -439,12 +441,12 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
 __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpoint_t ep) {
   if (!ep) return FMX_BAD_ENDPOINT;
   ep_lock(ep);
-  ep->closing = 1;
+  ep->t.closing = 1;
   /* Tell every live peer, best effort (a full ring: its pidfd or its next
    * send to our closed socket tells it instead). */
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->state != PARTNER_ALIVE || p->bulk.is_self) continue;
+    if (p->t.state != PARTNER_ALIVE || p->bulk.is_self) continue;
     struct proto_hdr h = {.type = PROTO_CLOSE};
     if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
   }

@@ -15,6 +15,7 @@
 #include "core/match.h"
 #include "fmx.h"
 #include "transport/record.h"
+#include "transport/transport.h"
 #include "region/region.h"
 #include "bulk/xfer.h"
 
@@ -23,8 +24,6 @@ struct bulk_conn;
 struct fmx_bulk_engine;
 struct fmx_transport_ops;
 struct offload_job;
-
-enum partner_state { PARTNER_ALIVE = 0, PARTNER_DEAD, PARTNER_CLOSED, PARTNER_DISCONNECTED };
 
 /* A medium message arriving in fragments on one channel (proto/medium.c):
  * into a matched receive, or into a buffer until it is whole (neither:
@@ -38,26 +37,21 @@ struct medium_rx {
 };
 
 struct partner {
+  /* What its transport reads and fills (who it is, its state),
+   * transport/transport.h. */
+  struct transport_peer t;
   uint32_t index;
-  uint32_t gen;
-  uint64_t nic;
-  uint32_t eid;
-  uint32_t session;
-  int state;
   int failing; /* ep_partner_fail is draining its rings */
-  struct channel *chan[2]; /* we send on chan[0]; we poll every one */
-  int nchan;
   const struct fmx_transport_ops *tp; /* the transport serving it */
   void *tpd;                          /* its private state (tp->partner_size bytes) */
   struct list_node outq;   /* records waiting for ring room, in order */
-  struct medium_rx medium[2]; /* per channel we poll */
+  struct medium_rx medium[2]; /* per lane it delivers on */
   struct list_node reqs;   /* requests in flight with this partner */
   void *user_context;
-  /* What the bulk engines know of it (pid, pidfd, CPU, CMA rights from the
-   * handshake; their costs and measurements): bulk/xfer.h. Cold, and
-   * large: after the fields read per message. */
-  struct bulk_peer bulk;
   int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
+  /* What the bulk engines know of it (t.bulk points here): cold, and
+   * large, after the fields read per message. */
+  struct bulk_peer bulk;
 };
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
@@ -115,19 +109,9 @@ struct fmx_endpoint {
   struct ep_lock lock; /* core/eplock.h: ep_lock(ep), ep_unlock(ep) */
   pthread_mutex_t connect_lock; /* one outgoing handshake at a time */
   struct list_node link;        /* all endpoints */
-  uint32_t board;
-  uint32_t eid;
-  uint32_t key;
-  uint32_t session;
-  uint64_t nic;
-  int listen_fd;
-  int ctl_fd; /* eventfd: tells the watcher thread to rescan or quit */
-  pthread_t watcher;
-  int watcher_running;
-  int desc_fd;
+  struct transport_ep t;        /* what transports read of it: who it is, nlive, closing (transport/transport.h) */
   struct ep_desc *desc;
   void *tpe[4]; /* each registered transport's state of this endpoint (core/transport.c) */
-  uint64_t probe_word; /* peers read it to prove CMA works */
 
   struct partner **partners;
   uint32_t npartners;
@@ -158,12 +142,10 @@ struct fmx_endpoint {
   struct fmx_request *free_reqs;
   uint64_t next_seq;
 
-  uint32_t nlive;    /* partners not reaped, ourselves (ep->self) included */
   int crowded;       /* ep_crowded: nlive above the host's hardware threads */
   int rndv_explicit; /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   uint64_t counters[CNT_MAX];
   char last_engine[16];
-  int closing;
 };
 
 #define CNT(ep, name) ((ep)->counters[CNT_##name]++)

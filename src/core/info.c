@@ -207,7 +207,7 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
       rc = info_put_str(out, out_len, ep->last_engine[0] ? ep->last_engine : "none");
       break;
     case FMX_INFO_ENDPOINT_ID:
-      rc = info_put(out, out_len, &ep->eid, sizeof ep->eid);
+      rc = info_put(out, out_len, &ep->t.eid, sizeof ep->t.eid);
       break;
     default:
       rc = FMX_BAD_INFO_KEY;

@@ -148,7 +148,7 @@ static int try_progress(struct fmx_endpoint *ep) {
   if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) return 1; /* it waits: it progresses itself */
   if (sys_now_ns() - __atomic_load_n(&ep->wait_left_ns, __ATOMIC_RELAXED) < AWAY_NS) return 0;
   if (ep_trylock(ep) != 0) return 0;
-  if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) && !ep->closing) {
+  if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) && !ep->t.closing) {
     hand_over(ep);
     ep_progress_locked(ep);
     hand_over(ep); /* what that progress matched */

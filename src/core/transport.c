@@ -54,6 +54,55 @@ void transports_ep_fini(struct fmx_endpoint *ep) {
 
 void transport_wake_own(struct fmx_endpoint *ep) { ep_wake(ep->desc); }
 
+/* ---- what a transport asks of the core (transport/transport.h) ---- */
+
+struct transport_ep *transport_ep(struct fmx_endpoint *ep) { return &ep->t; }
+
+struct transport_peer *transport_peer(struct partner *p) { return &p->t; }
+
+void transport_lock(struct fmx_endpoint *ep) { ep_lock(ep); }
+
+void transport_unlock(struct fmx_endpoint *ep) { ep_unlock(ep); }
+
+void transport_thread_init(void) { ep_lock_library_thread(); }
+
+struct partner *transport_peer_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
+  ep_partner_reap(ep);
+  return ep_partner_new(ep, tp);
+}
+
+struct partner *transport_peer_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
+  return ep_partner_find(ep, eid, session);
+}
+
+void transport_peer_joined(struct fmx_endpoint *ep, struct partner *p) { ep->nsiblings += p->bulk.same_process; }
+
+void transport_peer_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
+  ep_partner_fail(ep, p, state, code);
+}
+
+void transport_peer_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
+  ep_partner_down(ep, p, state, code);
+}
+
+struct partner *transport_peer_next(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp,
+                                    struct partner *prev) {
+  for (uint32_t i = prev ? prev->index + 1 : 0; i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    if (p->tp == tp && !p->reaped) return p;
+  }
+  return NULL;
+}
+
+int transport_peer_lending(struct partner *p) {
+  struct list_node *pos;
+  list_for_each(pos, &p->reqs) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, pnode);
+    if (r->kind == REQ_SEND && (r->flags & REQ_F_RNDV)) return 1;
+  }
+  return 0;
+}
+
 void transports_fini(void) {
   for (int i = 0; i < nregistered; i++)
     if (registered[i]->fini) registered[i]->fini();

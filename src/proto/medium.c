@@ -36,7 +36,7 @@ static void drop(struct medium_rx *m) {
 
 static void bad(struct fmx_endpoint *ep, struct partner *p, const char *why) {
   CNT(ep, BAD_PACKET);
-  log_warn_once("FMX-BAD-FRAGMENT", "endpoint %u: %s from endpoint %u dropped", ep->eid, why, p->eid);
+  log_warn_once("FMX-BAD-FRAGMENT", "endpoint %u: %s from endpoint %u dropped", ep->t.eid, why, p->t.eid);
 }
 
 /* The message in flight on lane will never be whole: its receive fails. */

@@ -112,7 +112,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
       medium_next(ep, p, lane, h, payload);
       return;
     case PROTO_CLOSE:
-      log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", ep->eid, p->eid);
+      log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", ep->t.eid, p->t.eid);
       ep_partner_fail(ep, p, PARTNER_CLOSED, FMX_REMOTE_ENDPOINT_CLOSED);
       return;
     default:
@@ -120,8 +120,8 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
   }
 bad:
   CNT(ep, BAD_PACKET);
-  log_warn_once("FMX-BAD-RECORD", "endpoint %u: malformed %s record from endpoint %u dropped", ep->eid,
-                proto_type_str(h->type), p->eid);
+  log_warn_once("FMX-BAD-RECORD", "endpoint %u: malformed %s record from endpoint %u dropped", ep->t.eid,
+                proto_type_str(h->type), p->t.eid);
 }
 
 void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
@@ -135,7 +135,7 @@ void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
     proto_eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
   } else {
     proto_fill_status(r, u->partner, u->match, u->msg_len);
-    if (u->partner->state != PARTNER_ALIVE) {
+    if (u->partner->t.state != PARTNER_ALIVE) {
       req_complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     } else {
       rndv_recv_start(ep, r, u->partner, u->lane, u->msg_len, u->sreq, u->data, u->nseg, u->flags);

@@ -89,7 +89,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   int bad = total != msg_len;
   if (flags & PROTO_F_XMEM) {
     struct region_ref ref = region_from_wire(segs + nseg);
-    const struct region_map *m = region_map_peer(&p->bulk.xmem, p->bulk.pidfd, p->eid, &ref);
+    const struct region_map *m = region_map_peer(&p->bulk.xmem, p->bulk.pidfd, p->t.eid, &ref);
     if (!m && fmx_cfg.xmem) CNT(ep, XMEM_UNMAPPED);
     if (m && !covers(m, segs, nseg)) bad = 1;
     else r->xfer.xsrc = m;

@@ -151,10 +151,10 @@ void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
 }
 
 void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, const char *what) {
-  if (p->state != PARTNER_ALIVE) return;
+  if (p->t.state != PARTNER_ALIVE) return;
   CNT(ep, NOMEM_ABORTS);
   log_warn("FMX-NOMEM-ABORT", "endpoint %u: no memory for %s from endpoint %u (pid %d): connection dropped, "
-           "its requests fail on both sides", ep->eid, what, p->eid, (int)p->bulk.pid);
+           "its requests fail on both sides", ep->t.eid, what, p->t.eid, (int)p->bulk.pid);
   if (p->tp->abort) p->tp->abort(ep, p, code); /* self: no peer to tell */
   ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
 }
@@ -163,7 +163,7 @@ void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, 
  * waits in the queue, in the receive r when it is one's (CTS, FIN: no
  * allocation, so none can fail), else in memory of its own. */
 static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct fmx_request *r, const struct proto_hdr *h) {
-  if (p->state != PARTNER_ALIVE) return;
+  if (p->t.state != PARTNER_ALIVE) return;
   struct out_rec now = {.hdr = *h, .ctl = 1};
   if (list_empty(&p->outq) && push_one(ep, p, &now)) return;
   struct out_rec *o;

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "base/config.h"
-#include "core/fmx_int.h"
 #include "base/log.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
@@ -56,12 +55,10 @@ static int ms_left(uint64_t deadline) {
  * connected to us): a connect of ours need not make another. */
 static int has_channel_with(struct fmx_endpoint *ep, uint32_t eid) {
   int found = 0;
-  ep_lock(ep);
-  for (uint32_t i = 0; i < ep->npartners && !found; i++) {
-    struct partner *p = ep->partners[i];
-    found = p->tp == &shm_transport && !p->reaped && p->state == PARTNER_ALIVE && p->eid == eid && p->nchan > 0;
-  }
-  ep_unlock(ep);
+  transport_lock(ep);
+  for (struct partner *p = NULL; !found && (p = transport_peer_next(ep, &shm_transport, p)) != NULL;)
+    found = transport_peer(p)->state == PARTNER_ALIVE && transport_peer(p)->eid == eid && shm_peer(p)->nchan > 0;
+  transport_unlock(ep);
   return found;
 }
 
@@ -73,12 +70,12 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     int e = errno;
-    log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: no socket: %s (RLIMIT_NOFILE %llu)", ep->eid, eid,
+    log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: no socket: %s (RLIMIT_NOFILE %llu)", shm_eid(ep), eid,
              strerror(e), sys_nofile_limit());
     return FMX_NO_SYSTEM_RESOURCES;
   }
   struct sockaddr_un sa;
-  socklen_t sl = shm_addr(&sa, (unsigned)getuid(), ep->board, eid);
+  socklen_t sl = shm_addr(&sa, (unsigned)getuid(), transport_ep(ep)->board, eid);
   fmx_return_t rc = dial(fd, &sa, sl, fmx_cfg.connect_wait_ms * 1000000ull, deadline);
   if (rc != FMX_SUCCESS) {
     close(fd);
@@ -90,7 +87,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   socklen_t cl = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
     log_warn("FMX-CONN-SQUAT", "endpoint %u: connect to endpoint %u refused: its name is held by uid %d (pid %d), "
-             "not by this user; nothing sent", ep->eid, eid, (int)cred.uid, (int)cred.pid);
+             "not by this user; nothing sent", shm_eid(ep), eid, (int)cred.uid, (int)cred.pid);
     close(fd);
     return FMX_ACCESS_DENIED;
   }
@@ -99,14 +96,14 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   struct shm_hello h, rep;
   shm_hello_fill(ep, &h, SHM_HELLO);
   h.key = key;
-  int fds[SHM_MAX_FDS] = {ep->desc_fd, shm_pool_fd(ep), -1, -1, -1};
+  int fds[SHM_MAX_FDS] = {transport_ep(ep)->desc_fd, shm_pool_fd(ep), -1, -1, -1};
   int nfds = 2;
   if (!with_chan && has_channel_with(ep, eid)) {
     h.flags |= SHM_F_NOCHAN;
   } else {
     if ((ch = chan_create(&chan_fd)) == NULL) {
       log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no channel memory or descriptor: %s "
-               "(RLIMIT_NOFILE %llu)", ep->eid, eid, strerror(errno), sys_nofile_limit());
+               "(RLIMIT_NOFILE %llu)", shm_eid(ep), eid, strerror(errno), sys_nofile_limit());
       close(fd);
       return FMX_NO_SYSTEM_RESOURCES;
     }
@@ -156,7 +153,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     if (rc == FMX_BUSY && (rep.flags & SHM_F_NEEDCHAN)) *needs_chan = 1;
     if (r == -EMFILE)
       log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: the reply's descriptor was lost: this process is out "
-               "of file descriptors (RLIMIT_NOFILE %llu)", ep->eid, eid, sys_nofile_limit());
+               "of file descriptors (RLIMIT_NOFILE %llu)", shm_eid(ep), eid, sys_nofile_limit());
   }
   close(fd);
   if (chan_fd >= 0) close(chan_fd);
@@ -173,9 +170,9 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     close(ch->bulk.pipe_rx);
     ch->bulk.pipe_tx = ch->bulk.pipe_rx = -1;
   }
-  ep_lock(ep);
+  transport_lock(ep);
   struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], rfds[1], ch);
-  ep_unlock(ep);
+  transport_unlock(ep);
   shm_close_fds(rfds);
   if (!p && !ch) {
     *needs_chan = 1; /* the partner we meant to share a channel with is gone: make one */
@@ -183,7 +180,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   }
   if (!p) {
     log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor or pool is not a sealed memfd of its form",
-             ep->eid, eid);
+             shm_eid(ep), eid);
     chan_destroy(ch);
     return FMX_REMOTE_ENDPOINT_CLOSED;
   }

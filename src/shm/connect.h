@@ -61,6 +61,8 @@ int shm_socket_name(char *buf, size_t len, unsigned uid, uint32_t board, uint32_
 /* Start/stop the watcher thread (accepts connects, watches peers' pidfds). */
 int shm_watcher_start(struct fmx_endpoint *ep);
 void shm_watcher_stop(struct fmx_endpoint *ep);
+/* Stop listening (the endpoint closes; shm_ep_fini does it too). */
+void shm_unlisten(struct fmx_endpoint *ep);
 /* Tell the watcher the set of pidfds changed. */
 void shm_watcher_kick(struct fmx_endpoint *ep);
 /* Handshake with (board, eid) on this host. Called without ep->lock. */

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "base/config.h"
-#include "core/fmx_int.h"
 #include "base/log.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
@@ -142,54 +141,54 @@ static struct ep_desc *map_desc(int fd) {
 }
 
 /* Real attempt: read the peer's probe word with process_vm_readv. */
-static void probe_cma(struct partner *p, uint64_t addr, uint64_t val) {
+static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
   if (!fmx_cfg.cma) {
-    p->bulk.cma_ok = 0;
-    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "disabled by FMX_CMA=0");
+    b->cma_ok = 0;
+    snprintf(b->cma_reason, sizeof b->cma_reason, "disabled by FMX_CMA=0");
     return;
   }
   uint64_t got = 0;
   struct iovec l = {&got, sizeof got}, r = {(void *)(uintptr_t)addr, sizeof got};
-  ssize_t n = sys_cma_copy(p->bulk.pid, 0, &l, 1, &r, 1, sizeof got);
+  ssize_t n = sys_cma_copy(b->pid, 0, &l, 1, &r, 1, sizeof got);
   if (n == (ssize_t)sizeof got && got == val) {
-    p->bulk.cma_ok = 1;
-    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "available");
+    b->cma_ok = 1;
+    snprintf(b->cma_reason, sizeof b->cma_reason, "available");
     return;
   }
-  p->bulk.cma_ok = 0;
+  b->cma_ok = 0;
   if (n < 0)
-    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)p->bulk.pid,
+    snprintf(b->cma_reason, sizeof b->cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)b->pid,
              strerror((int)-n), n == -EPERM ? " (ptrace rights: Yama ptrace_scope, container or uid)" : "");
   else
-    snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
-  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)p->bulk.pid, p->bulk.cma_reason);
+    snprintf(b->cma_reason, sizeof b->cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
+  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)b->pid, b->cma_reason);
 }
 
-/* Register what a handshake brought. Called with ep->lock held. */
+/* Register what a handshake brought. Called with the endpoint's lock held. */
 struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
                           struct channel *ch) {
-  struct partner *p = ep_partner_find(ep, h->eid, h->session);
+  struct partner *p = transport_peer_find(ep, h->eid, h->session);
   if (!p && !ch) return NULL; /* no channel: only a partner that has one */
   if (!p) {
-    ep_partner_reap(ep);
-    p = ep_partner_new(ep, &shm_transport);
+    p = transport_peer_new(ep, &shm_transport);
     if (!p) return NULL;
-    p->nic = h->nic;
-    p->eid = p->bulk.eid = h->eid;
-    p->session = h->session;
-    p->bulk.pid = pid;
-    p->bulk.same_process = pid == getpid();
-    ep->nsiblings += p->bulk.same_process;
+    struct transport_peer *t = transport_peer(p);
+    t->nic = h->nic;
+    t->eid = t->bulk->eid = h->eid;
+    t->session = h->session;
+    t->bulk->pid = pid;
+    t->bulk->same_process = pid == getpid();
+    t->bulk->cpu = h->cpu;
+    transport_peer_joined(ep, p);
     shm_peer(p)->desc = map_desc(desc_fd);
     int pfd = sys_pidfd_open(pid);
-    p->bulk.pidfd = pfd >= 0 ? pfd : -1;
+    t->bulk->pidfd = pfd >= 0 ? pfd : -1;
     const char *why;
     if (!shm_peer(p)->desc || shm_peer_attach(ep, p, pool_fd, &why) < 0) {
-      ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+      transport_peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       return NULL;
     }
-    probe_cma(p, h->probe_addr, h->probe_val);
-    p->bulk.cpu = h->cpu;
+    probe_cma(t->bulk, h->probe_addr, h->probe_val);
   }
   if (ch) {
     struct shm_peer *sp = shm_peer(p);
@@ -199,10 +198,11 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     ch->bulk.wake = shm_conn_wake;
     ch->bulk.wake_arg = p;
     /* The channel made by the lower endpoint id is the one both send on. */
-    uint32_t maker = ch->ours ? ep->eid : p->eid, low = ep->eid < p->eid ? ep->eid : p->eid;
-    if (p->nchan == 1 && maker == low) sp->switch_tx = 1;
-    if (p->nchan < 2)
-      p->chan[p->nchan++] = ch;
+    uint32_t mine = shm_eid(ep), theirs = transport_peer(p)->eid;
+    uint32_t maker = ch->ours ? mine : theirs, low = mine < theirs ? mine : theirs;
+    if (sp->nchan == 1 && maker == low) sp->switch_tx = 1;
+    if (sp->nchan < 2)
+      sp->chan[sp->nchan++] = ch;
     else
       chan_destroy(ch);
   }
@@ -214,12 +214,12 @@ void shm_hello_fill(struct fmx_endpoint *ep, struct shm_hello *h, int type) {
   h->magic = SHM_HELLO_MAGIC;
   h->version = SHM_HELLO_VERSION;
   h->type = (uint32_t)type;
-  h->eid = ep->eid;
-  h->session = ep->session;
-  h->board = ep->board;
-  h->nic = ep->nic;
-  h->probe_addr = (uint64_t)(uintptr_t)&ep->probe_word;
-  h->probe_val = ep->probe_word;
-  h->cpu = ep->benv.cpu;
+  h->eid = shm_eid(ep);
+  h->session = transport_ep(ep)->session;
+  h->board = transport_ep(ep)->board;
+  h->nic = transport_ep(ep)->nic;
+  h->probe_addr = (uint64_t)(uintptr_t)&shm_ep(ep)->probe_word;
+  h->probe_val = shm_ep(ep)->probe_word;
+  h->cpu = transport_ep(ep)->bulk->cpu;
 }
 

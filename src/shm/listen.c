@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "base/config.h"
-#include "core/fmx_int.h"
 #include "base/log.h"
 #include "platform/sys.h"
 #include "shm/channel.h"
@@ -53,12 +52,12 @@ int shm_listen(struct fmx_endpoint *ep) {
   if (fd < 0) {
     int e = errno;
     if (e == EMFILE || e == ENFILE)
-      log_warn("FMX-FDS", "endpoint %u: no file descriptor for its socket (RLIMIT_NOFILE %llu): %s", ep->eid,
+      log_warn("FMX-FDS", "endpoint %u: no file descriptor for its socket (RLIMIT_NOFILE %llu): %s", shm_eid(ep),
                sys_nofile_limit(), strerror(e));
     return -e;
   }
   struct sockaddr_un sa;
-  socklen_t sl = shm_addr(&sa, (unsigned)getuid(), ep->board, ep->eid);
+  socklen_t sl = shm_addr(&sa, (unsigned)getuid(), transport_ep(ep)->board, shm_eid(ep));
   if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 64) < 0) {
     int e = errno;
     close(fd);
@@ -67,32 +66,35 @@ int shm_listen(struct fmx_endpoint *ep) {
      * first. Say who holds it, so a squatter is not mistaken for a busy id. */
     long uid, pid;
     if (holder_is_ours(&sa, sl, &uid, &pid)) {
-      log_info("FMX-EP-BUSY", "endpoint id %u on board %u is open in pid %ld", ep->eid, ep->board, pid);
+      log_info("FMX-EP-BUSY", "endpoint id %u on board %u is open in pid %ld", shm_eid(ep), transport_ep(ep)->board,
+               pid);
       return -EADDRINUSE;
     }
     if (uid >= 0)
       log_error("FMX-EP-SQUATTED",
                 "endpoint id %u on board %u: its socket name is held by uid %ld (pid %ld), not by this user: "
                 "refused (another user took the name first)",
-                ep->eid, ep->board, uid, pid);
+                shm_eid(ep), transport_ep(ep)->board, uid, pid);
     else
       log_error("FMX-EP-SQUATTED",
                 "endpoint id %u on board %u: its socket name is held by a socket that accepts no connection "
                 "(another user may have bound it): refused",
-                ep->eid, ep->board);
+                shm_eid(ep), transport_ep(ep)->board);
     return -EACCES;
   }
-  ep->listen_fd = fd;
+  shm_ep(ep)->listen_fd = fd;
+  shm_ep(ep)->listening = 1;
+  shm_ep(ep)->probe_word = sys_random64();
   return 0;
 }
 
 static void count(struct fmx_endpoint *ep, int ok) {
-  ep_lock(ep);
+  transport_lock(ep);
   if (ok)
-    CNT(ep, CONNECT_OK);
+    TRANSPORT_CNT(ep, CONNECT_OK);
   else
-    CNT(ep, CONNECT_REFUSED);
-  ep_unlock(ep);
+    TRANSPORT_CNT(ep, CONNECT_REFUSED);
+  transport_unlock(ep);
 }
 
 /* A reply that carries only a status: never blocks (a peer that does not
@@ -120,7 +122,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
   if (r == -EMFILE) {
     count(ep, 0);
     log_warn("FMX-FDS", "endpoint %u: connect request from pid %d lost its descriptors: this process is out of file "
-             "descriptors (RLIMIT_NOFILE %llu)", ep->eid, (int)cred->pid, sys_nofile_limit());
+             "descriptors (RLIMIT_NOFILE %llu)", shm_eid(ep), (int)cred->pid, sys_nofile_limit());
     refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
     return 1;
   }
@@ -128,22 +130,23 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
   if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || (!nochan && fds[2] < 0)) {
     shm_close_fds(fds);
     count(ep, 0);
-    log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", ep->eid,
+    log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", shm_eid(ep),
              (int)cred->pid);
     refuse(fd, ep, FMX_BAD_ERROR);
     return 1;
   }
-  if (h.key != ep->key) {
+  if (h.key != transport_ep(ep)->key) {
     rep.status = FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
-    log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", ep->eid, h.eid);
+    log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", shm_eid(ep), h.eid);
   } else if (nochan) {
     /* It shares the channel we made when we connected to it, if we have
      * that partner still. */
-    ep_lock(ep);
-    struct partner *p = ep->closing ? NULL : ep_partner_find(ep, h.eid, h.session);
-    if (p && p->nchan > 0 && p->state == PARTNER_ALIVE) p = shm_adopt(ep, &h, cred->pid, fds[0], fds[1], NULL);
+    transport_lock(ep);
+    struct partner *p = transport_ep(ep)->closing ? NULL : transport_peer_find(ep, h.eid, h.session);
+    if (p && shm_peer(p)->nchan > 0 && transport_peer(p)->state == PARTNER_ALIVE)
+      p = shm_adopt(ep, &h, cred->pid, fds[0], fds[1], NULL);
     else p = NULL;
-    ep_unlock(ep);
+    transport_unlock(ep);
     rep.status = p ? FMX_SUCCESS : FMX_BUSY;
     if (!p) rep.flags |= SHM_F_NEEDCHAN;
   } else {
@@ -151,7 +154,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     struct channel *ch = chan_attach(fds[2], &why);
     if (!ch) {
       rep.status = FMX_BAD_ERROR;
-      log_warn("FMX-CONN-CHAN", "endpoint %u: channel from pid %d refused: %s", ep->eid, (int)cred->pid, why);
+      log_warn("FMX-CONN-CHAN", "endpoint %u: channel from pid %d refused: %s", shm_eid(ep), (int)cred->pid, why);
     } else {
       /* The vmsplice pipes are optional: without them (or with anything
        * else in their place) the connection just has no vmsplice engine. */
@@ -159,14 +162,15 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
         fds[3] = fds[4] = -1;
         rep.flags |= SHM_F_PIPES;
       }
-      ep_lock(ep);
-      struct partner *p = ep->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], fds[1], ch);
+      transport_lock(ep);
+      struct partner *p = transport_ep(ep)->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], fds[1], ch);
       if (!p) chan_destroy(ch);
-      ep_unlock(ep);
+      transport_unlock(ep);
       rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
       if (!p)
-        log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", ep->eid,
-                 (int)cred->pid, ep->closing ? "unused (closing)" : "or pool not a sealed memfd of its form");
+        log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", shm_eid(ep),
+                 (int)cred->pid,
+                 transport_ep(ep)->closing ? "unused (closing)" : "or pool not a sealed memfd of its form");
     }
   }
   /* A peer that offered to share a channel we no longer have is asked for
@@ -174,7 +178,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
    * counted as one: "connections refused" read 1 after a plain 2-rank
    * run). */
   if (!(rep.flags & SHM_F_NEEDCHAN)) count(ep, rep.status == FMX_SUCCESS);
-  int ours[2] = {ep->desc_fd, shm_pool_fd(ep)};
+  int ours[2] = {transport_ep(ep)->desc_fd, shm_pool_fd(ep)};
   shm_hello_send(fd, &rep, ours, rep.status == FMX_SUCCESS ? 2 : 0);
   shm_close_fds(fds);
   return 1;
@@ -208,11 +212,11 @@ static void hs_drop(struct handshakes *hs, size_t i) {
  * FMX_HANDSHAKES_PER_UID of one uid at a time. */
 static void accept_all(struct fmx_endpoint *ep, struct handshakes *hs) {
   for (int k = 0; k < 64; k++) {
-    int c = accept4(ep->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    int c = accept4(shm_ep(ep)->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         log_warn("FMX-FDS", "endpoint %u: cannot accept a connect request: %s (RLIMIT_NOFILE %llu); it waits",
-                 ep->eid, strerror(errno), sys_nofile_limit());
+                 shm_eid(ep), strerror(errno), sys_nofile_limit());
         hs->accept_after = sys_now_ns() + 100000000ull;
       }
       return;
@@ -221,7 +225,7 @@ static void accept_all(struct fmx_endpoint *ep, struct handshakes *hs) {
     socklen_t cl = sizeof cred;
     if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != getuid()) {
       count(ep, 0);
-      log_warn("FMX-CONN-UID", "endpoint %u: connect from uid %d (pid %d) refused (same uid only)", ep->eid,
+      log_warn("FMX-CONN-UID", "endpoint %u: connect from uid %d (pid %d) refused (same uid only)", shm_eid(ep),
                (int)cred.uid, (int)cred.pid);
       refuse(c, ep, FMX_ACCESS_DENIED);
       close(c);
@@ -232,7 +236,7 @@ static void accept_all(struct fmx_endpoint *ep, struct handshakes *hs) {
     if (same >= fmx_cfg.handshakes_per_uid || (hs->n == hs->cap && hs->cap >= 4096)) {
       count(ep, 0);
       log_warn("FMX-CONN-BUSY", "endpoint %u: connect from pid %d refused: %llu handshakes of uid %d in flight",
-               ep->eid, (int)cred.pid, (unsigned long long)same, (int)cred.uid);
+               shm_eid(ep), (int)cred.pid, (unsigned long long)same, (int)cred.uid);
       refuse(c, ep, FMX_BUSY);
       /* Closing with its HELLO unread would reset the connection and the
        * peer might lose our reply (ECONNRESET) before it reads it. */
@@ -275,14 +279,16 @@ static void *watcher_main(void *arg) {
   struct watched *who = NULL;
   size_t cap = 0;
   struct handshakes hs = {0};
-  ep_lock_library_thread();
+  transport_thread_init();
   for (;;) {
-    ep_lock(ep);
-    if (ep->closing) {
-      ep_unlock(ep);
+    transport_lock(ep);
+    if (transport_ep(ep)->closing) {
+      transport_unlock(ep);
       break;
     }
-    size_t need = 2 + hs.n + ep->npartners;
+    size_t npeers = 0;
+    for (struct partner *p = NULL; (p = transport_peer_next(ep, &shm_transport, p)) != NULL;) npeers++;
+    size_t need = 2 + hs.n + npeers;
     if (need > cap) {
       struct pollfd *npf = realloc(pf, need * sizeof *pf);
       if (npf) pf = npf;
@@ -294,19 +300,19 @@ static void *watcher_main(void *arg) {
     size_t n = 0, nhs = 0;
     if (cap >= need) {
       int accepting = now >= hs.accept_after;
-      pf[n++] = (struct pollfd){accepting ? ep->listen_fd : -1, POLLIN, 0};
-      pf[n++] = (struct pollfd){ep->ctl_fd, POLLIN, 0};
+      pf[n++] = (struct pollfd){accepting ? shm_ep(ep)->listen_fd : -1, POLLIN, 0};
+      pf[n++] = (struct pollfd){shm_ep(ep)->ctl_fd, POLLIN, 0};
       for (size_t i = 0; i < hs.n; i++) pf[n++] = (struct pollfd){hs.v[i].fd, POLLIN, 0};
       nhs = hs.n;
-      for (uint32_t i = 0; i < ep->npartners; i++) {
-        struct partner *p = ep->partners[i];
-        if (p && p->state == PARTNER_ALIVE && p->bulk.pidfd >= 0) {
-          who[n] = (struct watched){p, p->gen};
-          pf[n++] = (struct pollfd){p->bulk.pidfd, POLLIN, 0};
+      for (struct partner *p = NULL; (p = transport_peer_next(ep, &shm_transport, p)) != NULL;) {
+        struct transport_peer *t = transport_peer(p);
+        if (t->state == PARTNER_ALIVE && t->bulk->pidfd >= 0) {
+          who[n] = (struct watched){p, t->gen};
+          pf[n++] = (struct pollfd){t->bulk->pidfd, POLLIN, 0};
         }
       }
     }
-    ep_unlock(ep);
+    transport_unlock(ep);
     if (n < 2) {
       usleep(10000);
       continue;
@@ -320,7 +326,7 @@ static void *watcher_main(void *arg) {
     if (r < 0) continue;
     if (pf[1].revents) {
       uint64_t v;
-      if (read(ep->ctl_fd, &v, sizeof v) < 0) { /* nothing to do: it is a level */ }
+      if (read(shm_ep(ep)->ctl_fd, &v, sizeof v) < 0) { /* nothing to do: it is a level */ }
     }
     /* Handshakes first (pf[2..2+nhs) are hs.v[0..nhs) until one is dropped:
      * walk backwards so dropping (swap with the last) keeps the rest). */
@@ -331,7 +337,7 @@ static void *watcher_main(void *arg) {
         hs_drop(&hs, i);
       } else if (now >= h->deadline) {
         count(ep, 0);
-        log_info("FMX-CONN-SLOW", "endpoint %u: connect from pid %d sent no request in %llu ms: dropped", ep->eid,
+        log_info("FMX-CONN-SLOW", "endpoint %u: connect from pid %d sent no request in %llu ms: dropped", shm_eid(ep),
                  (int)h->cred.pid, (unsigned long long)fmx_cfg.handshake_ms);
         hs_drop(&hs, i);
       }
@@ -339,15 +345,17 @@ static void *watcher_main(void *arg) {
     if (pf[0].revents & POLLIN) accept_all(ep, &hs);
     for (size_t i = 2 + nhs; i < n; i++) {
       if (!pf[i].revents) continue;
-      ep_lock(ep);
+      transport_lock(ep);
       /* The partner may have been failed or its slot reused meanwhile. */
       struct partner *p = who[i].p;
-      if (p->gen == who[i].gen && p->state == PARTNER_ALIVE && p->bulk.pidfd == pf[i].fd) {
-        CNT(ep, PEER_DEATH);
-        log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", ep->eid, p->eid, (int)p->bulk.pid);
-        ep_partner_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+      struct transport_peer *t = transport_peer(p);
+      if (t->gen == who[i].gen && t->state == PARTNER_ALIVE && t->bulk->pidfd == pf[i].fd) {
+        TRANSPORT_CNT(ep, PEER_DEATH);
+        log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", shm_eid(ep), t->eid,
+                 (int)t->bulk->pid);
+        transport_peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       }
-      ep_unlock(ep);
+      transport_unlock(ep);
     }
   }
   while (hs.n) hs_drop(&hs, hs.n - 1);
@@ -358,33 +366,40 @@ static void *watcher_main(void *arg) {
 }
 
 int shm_watcher_start(struct fmx_endpoint *ep) {
-  ep->ctl_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (ep->ctl_fd < 0) return -errno;
+  struct shm_ep *se = shm_ep(ep);
+  se->ctl_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (se->ctl_fd < 0) return -errno;
   /* The watcher must not take signals meant for the application. */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int r = pthread_create(&ep->watcher, NULL, watcher_main, ep);
+  int r = pthread_create(&se->watcher, NULL, watcher_main, ep);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (r) {
-    close(ep->ctl_fd);
-    ep->ctl_fd = -1;
+    close(se->ctl_fd);
     return -r;
   }
-  ep->watcher_running = 1;
+  se->watcher_running = 1;
   return 0;
 }
 
 void shm_watcher_kick(struct fmx_endpoint *ep) {
+  struct shm_ep *se = shm_ep(ep);
   uint64_t one = 1;
-  if (ep->ctl_fd >= 0 && write(ep->ctl_fd, &one, sizeof one) < 0) { /* counter saturated: already kicked */ }
+  if (se->watcher_running && write(se->ctl_fd, &one, sizeof one) < 0) { /* counter saturated: already kicked */ }
 }
 
 void shm_watcher_stop(struct fmx_endpoint *ep) {
-  if (!ep->watcher_running) return;
-  shm_watcher_kick(ep); /* ep->closing is already set */
-  pthread_join(ep->watcher, NULL);
-  ep->watcher_running = 0;
-  close(ep->ctl_fd);
-  ep->ctl_fd = -1;
+  struct shm_ep *se = shm_ep(ep);
+  if (!se->watcher_running) return;
+  shm_watcher_kick(ep); /* the endpoint is marked closing already */
+  pthread_join(se->watcher, NULL);
+  se->watcher_running = 0;
+  close(se->ctl_fd);
+}
+
+void shm_unlisten(struct fmx_endpoint *ep) {
+  struct shm_ep *se = shm_ep(ep);
+  if (se->listening) close(se->listen_fd);
+  se->listening = 0;
 }

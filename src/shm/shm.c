@@ -12,7 +12,6 @@
 #include "base/log.h"
 #include "platform/topo.h"
 #include "shm/shm.h"
-#include "core/fmx_int.h"
 #include "shm/channel.h"
 #include "shm/connect.h"
 
@@ -45,10 +44,9 @@ static void chan_reclaim_all(struct channel *ch) {
 
 /* The pool is empty: what every partner's receiver consumed comes back. */
 static void reclaim_everywhere(struct fmx_endpoint *ep) {
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *q = ep->partners[i];
-    if (q->tp != &shm_transport || q->reaped) continue;
-    for (int c = 0; c < q->nchan; c++) chan_reclaim(q->chan[c]);
+  for (struct partner *q = NULL; (q = transport_peer_next(ep, &shm_transport, q)) != NULL;) {
+    struct shm_peer *sq = shm_peer(q);
+    for (int c = 0; c < sq->nchan; c++) chan_reclaim(sq->chan[c]);
   }
 }
 
@@ -88,29 +86,18 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
   return 0;
 }
 
-/* A rendezvous we send to p is in flight: its engine uses the channel we
- * sent its RTS on. */
-static int rndv_sending(struct partner *p) {
-  struct list_node *pos;
-  list_for_each(pos, &p->reqs) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, pnode);
-    if (r->kind == REQ_SEND && (r->flags & REQ_F_RNDV)) return 1;
-  }
-  return 0;
-}
-
 /* Send on chan[1] from now on (shm_peer.switch_tx), once nothing can tell:
  * the receiver took all we pushed on chan[0] (no reordering), no medium
  * message is half pushed (its fragments share a ring) and no rendezvous
  * of ours is in flight. Looked at every 16th push: it reads the peer's
  * line. */
 static void maybe_switch(struct partner *p, struct shm_peer *sp) {
-  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || p->nchan < 2) return;
-  struct shm_ring *r = &p->chan[0]->tx;
-  if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || rndv_sending(p)) return;
-  struct channel *c = p->chan[0];
-  p->chan[0] = p->chan[1];
-  p->chan[1] = c;
+  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || sp->nchan < 2) return;
+  struct shm_ring *r = &sp->chan[0]->tx;
+  if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || transport_peer_lending(p)) return;
+  struct channel *c = sp->chan[0];
+  sp->chan[0] = sp->chan[1];
+  sp->chan[1] = c;
   sp->switch_tx = 0;
 }
 
@@ -121,14 +108,15 @@ static void maybe_switch(struct partner *p, struct shm_peer *sp) {
  * peers (FMX_RING_MIN at least, FMX_RING_SIZE at most). With one peer on
  * a core of its own: the whole ring. */
 static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
-  if (se->ring_for == ep->nlive) return se->ring_cells;
+  uint32_t nlive = transport_ep(ep)->nlive;
+  if (se->ring_for == nlive) return se->ring_cells;
   const struct topo_info *t = topo_get();
-  uint64_t ranks = ep->nlive ? ep->nlive : 1, peers = ranks > 1 ? ranks - 1 : 1;
+  uint64_t ranks = nlive ? nlive : 1, peers = ranks > 1 ? ranks - 1 : 1;
   uint64_t npus = t->npus > 0 ? (uint64_t)t->npus : 1, per_core = (ranks + npus - 1) / npus;
   uint64_t bytes = (t->l2.size ? t->l2.size : fmx_cfg.ring_size) / (peers * per_core);
   if (bytes < fmx_cfg.ring_min) bytes = fmx_cfg.ring_min;
   if (bytes > fmx_cfg.ring_size) bytes = fmx_cfg.ring_size;
-  se->ring_for = ep->nlive;
+  se->ring_for = nlive;
   se->ring_cells = bytes / RING_CELL;
   return se->ring_cells;
 }
@@ -137,24 +125,25 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
                     int iovcnt) {
   struct shm_peer *sp = shm_peer(p);
   if (sp->switch_tx) maybe_switch(p, sp);
-  struct shm_ring *r = &p->chan[0]->tx;
+  struct shm_ring *r = &sp->chan[0]->tx;
   uint64_t cells = ring_cells(ep, sp->ep);
   /* Faulted in ahead, except on a channel we are about to leave (both
    * ends connected at once, shm_peer.switch_tx): it may take only a few
    * records. */
   if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
-  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, p->chan[0], h, iov, iovcnt) < 0)
+  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, sp->chan[0], h, iov, iovcnt) < 0)
     return -1;
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
     sp->tx_medium_left = h->msg_len - h->len;
   else if (h->type == PROTO_FRAG)
     sp->tx_medium_left -= h->len < sp->tx_medium_left ? h->len : sp->tx_medium_left;
-  if (ep_wake(sp->desc)) CNT(ep, WAKES);
+  if (ep_wake(sp->desc)) TRANSPORT_CNT(ep, WAKES);
   return 0;
 }
 
 static size_t shm_max_payload(struct partner *p) {
-  size_t ring = shm_ring_max_payload(&p->chan[0]->tx), buf = pool_class_size(shm_peer(p)->pool, POOL_REC);
+  struct shm_peer *sp = shm_peer(p);
+  size_t ring = shm_ring_max_payload(&sp->chan[0]->tx), buf = pool_class_size(sp->pool, POOL_REC);
   return buf > ring ? buf : ring;
 }
 
@@ -164,7 +153,10 @@ static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 void shm_conn_wake(void *partner) { shm_wake(partner); }
 
 /* The bulk engines work on the channel our records go on. */
-static struct bulk_conn *shm_conn(struct partner *p) { return p->nchan ? &p->chan[0]->bulk : NULL; }
+static struct bulk_conn *shm_conn(struct partner *p) {
+  struct shm_peer *sp = shm_peer(p);
+  return sp->nchan ? &sp->chan[0]->bulk : NULL;
+}
 
 /* The payload of the record the ring's last peek returned: inline, or the
  * sender's pool buffer it names (NULL: out of its pool). */
@@ -174,12 +166,14 @@ static const void *payload_of(struct partner *p, struct shm_ring *r, const struc
 }
 
 static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
-  for (int c = 0; c < p->nchan && p->state == PARTNER_ALIVE; c++) {
-    struct channel *ch = p->chan[c];
+  struct shm_peer *sp = shm_peer(p);
+  struct transport_peer *t = transport_peer(p);
+  for (int c = 0; c < sp->nchan && t->state == PARTNER_ALIVE; c++) {
+    struct channel *ch = sp->chan[c];
     uint64_t before = ch->rx.local;
     const struct proto_hdr *h;
     int returned = 0;
-    while (p->state == PARTNER_ALIVE && (h = shm_ring_peek(&ch->rx)) != NULL) {
+    while (t->state == PARTNER_ALIVE && (h = shm_ring_peek(&ch->rx)) != NULL) {
       /* Copy the header out of shared memory: the peer may rewrite it. */
       struct proto_hdr hdr = *h;
       if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
@@ -198,22 +192,22 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
     if (returned) shm_wake(p);
     /* Nothing came: has the peer given up on us? Checked only when idle,
      * so everything it pushed before is delivered first. */
-    if (ch->rx.local == before && p->state == PARTNER_ALIVE &&
+    if (ch->rx.local == before && t->state == PARTNER_ALIVE &&
         __atomic_load_n(ch->rx_abort, __ATOMIC_ACQUIRE) && !shm_ring_peek(&ch->rx)) {
       uint32_t why = *ch->rx_abort;
       fmx_return_t code = why == FMX_NO_RESOURCES || why == FMX_NO_SYSTEM_RESOURCES ? (fmx_return_t)why
                                                                                     : FMX_REMOTE_ENDPOINT_UNREACHABLE;
-      CNT(ep, PEER_ABORTS);
+      TRANSPORT_CNT(ep, PEER_ABORTS);
       log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u (pid %d) dropped the connection (%s): its requests with us fail",
-               ep->eid, p->eid, (int)p->bulk.pid, fmx_strerror(code));
-      ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
+               shm_eid(ep), t->eid, (int)t->bulk->pid, fmx_strerror(code));
+      transport_peer_down(ep, p, PARTNER_DISCONNECTED, code);
       return;
     }
-    if (ch->rx.broken && p->state == PARTNER_ALIVE) {
-      CNT(ep, BAD_PACKET);
-      log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring from endpoint %u (pid %d) is corrupt: peer dropped", ep->eid,
-               p->eid, (int)p->bulk.pid);
-      ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    if (ch->rx.broken && t->state == PARTNER_ALIVE) {
+      TRANSPORT_CNT(ep, BAD_PACKET);
+      log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring from endpoint %u (pid %d) is corrupt: peer dropped", shm_eid(ep),
+               t->eid, (int)t->bulk->pid);
+      transport_peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     }
     /* The sender may sleep waiting for room. Waking costs a fence, so do it
      * once a quarter of the ring is freed: a sender that lacks room for a
@@ -231,8 +225,9 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
  * pushed. No record, so it needs neither ring room nor memory. */
 static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   (void)ep;
-  if (!p->nchan) return;
-  __atomic_store_n(p->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
+  struct shm_peer *sp = shm_peer(p);
+  if (!sp->nchan) return;
+  __atomic_store_n(sp->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
   shm_wake(p);
 }
 
@@ -241,19 +236,20 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   if (sp->pool) pool_forget(sp->pool, sp->pool_held);
   sp->pool = NULL;
   pool_view_detach(&sp->peer);
-  for (int c = 0; c < p->nchan; c++) {
-    chan_reclaim_all(p->chan[c]);
-    chan_destroy(p->chan[c]);
+  for (int c = 0; c < sp->nchan; c++) {
+    chan_reclaim_all(sp->chan[c]);
+    chan_destroy(sp->chan[c]);
   }
-  p->nchan = 0;
+  sp->nchan = 0;
   if (sp->desc) munmap(sp->desc, EP_DESC_SIZE);
   sp->desc = NULL;
-  if (p->bulk.pidfd >= 0) close(p->bulk.pidfd);
-  p->bulk.pidfd = -1;
+  struct bulk_peer *b = transport_peer(p)->bulk;
+  if (b->pidfd >= 0) close(b->pidfd);
+  b->pidfd = -1;
 }
 
 int shm_pool_open(struct fmx_endpoint *ep) {
-  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  struct shm_ep *se = shm_ep(ep);
   /* Records' buffers hold the longest payload one takes (a medium
    * fragment), as many as the fragments of one L2 (FMX_POOL_BUFFERS); the
    * ring engine's are its chunks, twice FMX_BULK_SLOTS: the slots of two
@@ -266,12 +262,12 @@ int shm_pool_open(struct fmx_endpoint *ep) {
 }
 
 int shm_pool_fd(struct fmx_endpoint *ep) {
-  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  struct shm_ep *se = shm_ep(ep);
   return se->pool.fd;
 }
 
 int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, const char **why) {
-  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  struct shm_ep *se = shm_ep(ep);
   struct shm_peer *sp = shm_peer(p);
   if (pool_fd < 0) {
     *why = "no pool";
@@ -284,7 +280,8 @@ int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, con
 }
 
 static void shm_ep_fini(struct fmx_endpoint *ep) {
-  struct shm_ep *se = transport_ep_state(ep, &shm_transport);
+  struct shm_ep *se = shm_ep(ep);
+  shm_unlisten(ep);
   if (se->pool_ready) pool_destroy(&se->pool);
   se->pool_ready = 0;
 }
@@ -295,6 +292,12 @@ static int shm_ep_open(struct fmx_endpoint *ep) {
   return r < 0 ? r : shm_watcher_start(ep);
 }
 
+/* No more connects or deaths served: the watcher ends, then the socket. */
+static void shm_ep_close(struct fmx_endpoint *ep) {
+  shm_watcher_stop(ep);
+  shm_unlisten(ep);
+}
+
 const struct fmx_transport_ops shm_transport = {
     .name = "shm",
     .tiny_max = RING_CELL_TINY,
@@ -302,7 +305,7 @@ const struct fmx_transport_ops shm_transport = {
     .ep_size = sizeof(struct shm_ep),
     .listen = shm_listen,
     .open = shm_ep_open,
-    .close = shm_watcher_stop,
+    .close = shm_ep_close,
     .connect = shm_connect,
     .push = shm_push,
     .max_payload = shm_max_payload,

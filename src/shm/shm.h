@@ -5,13 +5,22 @@
 #ifndef FMX_SHM_SHM_H
 #define FMX_SHM_SHM_H
 
+#include <pthread.h>
+
 #include "region/pool.h"
 #include "transport/transport.h"
 
 extern const struct fmx_transport_ops shm_transport;
 
-/* Per endpoint (transport_ep_state): its send pool. */
+/* Per endpoint (transport_ep_state): its socket, its watcher thread, its
+ * send pool. Zeroed when made: each part says whether it is set up. */
 struct shm_ep {
+  int listening;  /* listen_fd is ours (shm_listen) */
+  int listen_fd;
+  int watcher_running; /* the watcher runs, ctl_fd is open (listen.c) */
+  int ctl_fd;          /* eventfd: tells the watcher thread to rescan or quit */
+  pthread_t watcher;
+  uint64_t probe_word; /* peers read it to prove CMA works (hello.c) */
   struct buf_pool pool;
   int pool_ready;
   uint32_t ring_for;    /* ep->nlive when ring_cells was set */
@@ -31,9 +40,14 @@ struct shm_peer {
   int switch_tx;             /* chan[1] is that one: send on it once safe */
   uint32_t pushes;           /* while switch_tx: pushes since the last look */
   uint64_t tx_medium_left;   /* bytes of the medium message we push still to come */
+  struct channel *chan[2];   /* we send on chan[0]; we poll every one */
+  int nchan;
 };
 
 static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }
+static inline struct shm_ep *shm_ep(struct fmx_endpoint *ep) { return transport_ep_state(ep, &shm_transport); }
+/* Our endpoint id (for names and messages). */
+static inline uint32_t shm_eid(struct fmx_endpoint *ep) { return transport_ep(ep)->eid; }
 
 /* Make the endpoint's pool (at listen). 0 or -errno. */
 int shm_pool_open(struct fmx_endpoint *ep);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "base/counters.h"
+#include "bulk/xfer.h"
 #include "fmx.h"
 #include "transport/record.h"
 
@@ -17,8 +19,38 @@ struct partner;
 struct bulk_conn;
 struct fmx_transport_ops;
 
+enum partner_state { PARTNER_ALIVE = 0, PARTNER_DEAD, PARTNER_CLOSED, PARTNER_DISCONNECTED };
+
+/* What a transport reads of an endpoint (the core's, fixed once it is
+ * open; closing and nlive change under the endpoint's lock). */
+struct transport_ep {
+  uint64_t nic;
+  uint32_t board, eid, key, session;
+  int desc_fd;          /* its wake word's memfd (platform/wake.h), for peers to map */
+  int closing;          /* fmx_close_endpoint began */
+  uint32_t nlive;       /* partners in use, ourselves included */
+  struct bulk_env *bulk; /* the endpoint as the bulk engines know it (our CPU) */
+  uint64_t *counters;    /* its event counters (base/counters.h), under its lock */
+};
+#define TRANSPORT_CNT(ep, name) (transport_ep(ep)->counters[CNT_##name]++)
+
+/* What a transport reads and fills of a partner: who it is (the
+ * transport's handshake fills nic, eid, session and bulk's first part:
+ * pid, pidfd, CPU, CMA rights) and the core's view of it (state, gen). */
+struct transport_peer {
+  uint64_t nic;
+  uint32_t eid;
+  uint32_t session;
+  uint32_t gen;  /* the core's: bumped when the partner's slot is reused */
+  int state;     /* the core's: enum partner_state */
+  struct bulk_peer *bulk; /* the core's, for the handshake to fill */
+};
+
+/* ---- The core's side of the seam (core/transport.c): what a transport
+ * asks of the core. The endpoint and the partner stay opaque. ---- */
+
 /* How a transport hands the protocol a record that arrived from p (the
- * core gives it to poll: transports never call up by name). lane: the
+ * core gives it to poll: transports never call the protocol). lane: the
  * transport's connection it came on, opaque to the protocol: what that
  * connection lends the bulk engines (bulk/conn.h; shm: its channel's), or
  * NULL when the transport lends them nothing. Returns nonzero once p is no
@@ -26,6 +58,8 @@ struct fmx_transport_ops;
 typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,
                                     const struct proto_hdr *h, const void *payload);
 
+struct transport_ep *transport_ep(struct fmx_endpoint *ep);
+struct transport_peer *transport_peer(struct partner *p);
 /* The transport's private state of partner p: partner_size bytes, zeroed
  * when the partner is made (core/endpoint.c). */
 void *transport_state(struct partner *p);
@@ -35,6 +69,31 @@ void *transport_ep_state(struct fmx_endpoint *ep, const struct fmx_transport_ops
 /* Wake the threads of ours that sleep waiting on ep (a record to
  * ourselves arrived: nobody else would). */
 void transport_wake_own(struct fmx_endpoint *ep);
+/* The endpoint's lock (the core's): partners are made, found and failed
+ * under it. */
+void transport_lock(struct fmx_endpoint *ep);
+void transport_unlock(struct fmx_endpoint *ep);
+/* A thread of the transport's own (shm's watcher) starts. */
+void transport_thread_init(void);
+/* A new partner served by tp (lock held), its state zeroed; NULL when out
+ * of memory. Partners gone for good are reaped first. */
+struct partner *transport_peer_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
+/* The live partner with that endpoint id and session, or NULL. */
+struct partner *transport_peer_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
+/* The handshake filled p's view (transport_peer): the core counts it. */
+void transport_peer_joined(struct fmx_endpoint *ep, struct partner *p);
+/* The partner died or left (state: enum partner_state): its requests
+ * complete with code. fail takes what its connection still holds first;
+ * down does not. */
+void transport_peer_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+void transport_peer_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+/* The partners tp serves that are not reaped, in slot order: start with
+ * prev NULL; NULL at the end. Lock held. */
+struct partner *transport_peer_next(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp,
+                                    struct partner *prev);
+/* A rendezvous we send to p is in flight: its engine may still use what
+ * the connection we sent its RTS on lends (bulk/conn.h). */
+int transport_peer_lending(struct partner *p);
 
 /* A transport: how records reach the partners it serves. Registered
  * explicitly (transport_register, at fmx_init); every partner points to

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* Accepted hellos leave partners in E (F's identity under sessions the
    * input chose; a peer of our uid is trusted that far): a fresh E now and
    * then keeps long runs flat, and closes one with many partners. */
-  if (E->nlive > 64) {
+  if (E->t.nlive > 64) {
     if (fmx_close_endpoint(E) != FMX_SUCCESS) abort();
     if (fmx_open_endpoint(0, FMX_ANY_ENDPOINT, KEY_E, NULL, 0, &E) != FMX_SUCCESS) abort();
   }
@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fds[8], nfds = 0, chan_fd = -1, pipes[2][2] = {{-1, -1}, {-1, -1}};
   struct channel *ch = NULL;
   /* descriptor, pool, channel: real (bit set) or forged, unless left out */
-  if (!(which & 0x01)) fds[nfds++] = which & 0x02 ? dup(F->desc_fd) : forged(&data, &size);
+  if (!(which & 0x01)) fds[nfds++] = which & 0x02 ? dup(F->t.desc_fd) : forged(&data, &size);
   if (!(which & 0x04)) fds[nfds++] = which & 0x08 ? dup(shm_pool_fd(F)) : forged(&data, &size);
   if (!(which & 0x10)) {
     if (which & 0x20) {

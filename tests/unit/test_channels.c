@@ -10,6 +10,7 @@
 #include "core/fmx_int.h"
 #include "platform/topo.h"
 #include "shm/channel.h"
+#include "shm/shm.h"
 #include "shm/eager_ring.h"
 
 static fmx_endpoint_t open_ep(uint32_t eid, uint32_t key) {
@@ -53,9 +54,9 @@ static void test_second_connect_shares_the_channel(void) {
   CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(a), 11, 1000, &b_to_a), FMX_SUCCESS);
   struct partner *pa = ep_partner_from_addr(a, a_to_b), *pb = ep_partner_from_addr(b, b_to_a);
   CHECK(pa && pb);
-  CHECK_EQ(pa->nchan, 1);
-  CHECK_EQ(pb->nchan, 1);
-  CHECK(pa->chan[0]->ours && !pb->chan[0]->ours); /* a made it, b uses it */
+  CHECK_EQ(shm_peer(pa)->nchan, 1);
+  CHECK_EQ(shm_peer(pb)->nchan, 1);
+  CHECK(shm_peer(pa)->chan[0]->ours && !shm_peer(pb)->chan[0]->ours); /* a made it, b uses it */
   for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
     message(a, a_to_b, b, len);
     message(b, b_to_a, a, len);
@@ -77,7 +78,7 @@ static void test_stale_partner_gets_a_new_channel(void) {
   fmx_endpoint_t b2 = open_ep(eb, 22);
   CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eb, 22, 1000, &a_to_b2), FMX_SUCCESS);
   struct partner *p = ep_partner_from_addr(a, a_to_b2);
-  CHECK(p && p->nchan == 1 && p->chan[0]->ours);
+  CHECK(p && shm_peer(p)->nchan == 1 && shm_peer(p)->chan[0]->ours);
   message(a, a_to_b2, b2, 100);
   message(a, a_to_b2, b2, 200000);
   CHECK_EQ(b2->counters[CNT_CONNECT_OK], 1);

@@ -14,6 +14,7 @@
 #include "core/fmx_int.h"
 #include "transport/record.h"
 #include "shm/channel.h"
+#include "shm/shm.h"
 #include "shm/eager_ring.h"
 
 static fmx_endpoint_t a, b;
@@ -30,7 +31,7 @@ static void inject(const struct proto_hdr *h, const void *payload) {
   struct partner *p = ep_partner_from_addr(a, a_to_b);
   CHECK(p != NULL);
   struct iovec iov = {(void *)payload, h->len};
-  CHECK_EQ(shm_ring_push(&p->chan[0]->tx, h, &iov, payload ? 1 : 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(p)->chan[0]->tx, h, &iov, payload ? 1 : 0), 0);
 }
 
 /* The first fragment of an 8 KiB medium message: 4 KiB of ones. */
@@ -88,9 +89,9 @@ static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
   struct partner *pc = ep_partner_from_addr(c, c_to_d);
   struct proto_hdr h = {.type = PROTO_EAGER, .len = len, .msg_len = len, .match = 9};
   uint64_t at;
-  CHECK_EQ(shm_ring_push_ref(&pc->chan[0]->tx, &h, ref, &at), 0);
+  CHECK_EQ(shm_ring_push_ref(&shm_peer(pc)->chan[0]->tx, &h, ref, &at), 0);
   for (int i = 0; i < 10; i++) fmx_progress(d);
-  CHECK(ep_partner_from_addr(d, d_to_c)->state != PARTNER_ALIVE);
+  CHECK(ep_partner_from_addr(d, d_to_c)->t.state != PARTNER_ALIVE);
   CHECK(counter(d, CNT_BAD_PACKET) > bad0);
   uint32_t cancelled = 0;
   CHECK_EQ(fmx_cancel(d, &rr, &cancelled), FMX_SUCCESS); /* nothing matched it */
@@ -294,7 +295,7 @@ int main(void) {
   CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);
   struct fmx_request *sreq = (struct fmx_request *)sr;
   struct partner *pb = ep_partner_from_addr(b, b_to_a);
-  struct coop_area *area = pb->chan[0]->bulk.tx_coop;
+  struct coop_area *area = shm_peer(pb)->chan[0]->bulk.tx_coop;
   uint32_t gen = 77;
   memset(area, 0xff, sizeof *area);
   area->stripe = (uint64_t)gen << COOP_GEN_SHIFT;
@@ -303,7 +304,7 @@ int main(void) {
                           .msg_len = sizeof big, .match = gen};
   struct partner *pa2 = ep_partner_from_addr(a, a_to_b);
   struct iovec none = {NULL, 0};
-  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &cts, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->stripe, (uint64_t)gen << COOP_GEN_SHIFT); /* nothing taken */
   memset(area, 0, sizeof *area);
@@ -314,12 +315,12 @@ int main(void) {
   area->segs[0].addr = 4096; /* unmapped in any process */
   area->segs[0].len = sizeof big;
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
-  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &cts, &none, 0), 0); /* b left the first one */
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &cts, &none, 0), 0); /* b left the first one */
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, FMX_MESSAGE_ABORTED); /* b tried its stripe, failed, said so */
   CHECK_EQ(area->done, 4096);
   struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .sreq = req_id(sreq), .match = FMX_MESSAGE_ABORTED};
-  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &fin, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
@@ -343,13 +344,13 @@ int main(void) {
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
   cts.sreq = req_id(sreq);
   cts.match = gen;
-  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &cts, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, FMX_MESSAGE_ABORTED);
   for (size_t i = 0; i < sizeof outside; i++) CHECK_EQ(outside[i], 0x11);
   for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ(reg[i], 0x22);
   fin.sreq = req_id(sreq);
-  CHECK_EQ(shm_ring_push(&pa2->chan[0]->tx, &fin, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
@@ -362,7 +363,7 @@ int main(void) {
   progress_b();
   struct partner *pa = ep_partner_from_addr(b, b_to_a);
   CHECK(pa != NULL);
-  CHECK(pa->state != PARTNER_ALIVE);
+  CHECK(pa->t.state != PARTNER_ALIVE);
   CHECK_EQ(fmx_isend(b, &vs, 1, b_to_a, 6, NULL, &sr), FMX_SUCCESS);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
