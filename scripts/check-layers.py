@@ -53,7 +53,12 @@ RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders
 
 # (including file, included header): arrows still wrong, to be removed.
 DEBT = {
-    # Proto works on the core's requests and endpoint objects.
+    # Proto works on the core's requests, partners and endpoint (fmx_int.h)
+    # and matches into the core's queues (match.h), and calls the core by
+    # name (req_complete, progress_watch, ep_partner_fail). To remove: the
+    # message state proto keeps (out_rec, medium_rx, sreq/rreq) in proto's
+    # own headers, embedded in the request and partner, and the calls up
+    # as callbacks the core gives proto at init.
     ("src/proto/proto.h", "core/fmx_int.h"),
     ("src/proto/proto_int.h", "core/match.h"),
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a connection lends the bulk engines: a transport that has shared
- * memory with its peer (shm: a channel, shm/channel.h) fills one of these
+ * memory with its peer (shm: a link, shm/link.h) fills one of these
  * per connection and hands it on as an opaque resource (the lane its
  * records come on, and transport op `conn` for our sends). The engines see
  * this and never the transport's own state.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * coop: cooperative striping. The receiver publishes the transfer in the
- * channel's coop area (its destination segments, a stripe counter, a done
+ * connection's coop area (its destination segments, a stripe counter, a done
  * counter) and invites the sender with a CTS. Then whoever is inside fmx
  * takes the next stripe: the receiver pulls it with process_vm_readv, the
  * sender pushes it with process_vm_writev. A sender that never re-enters

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ring: pipelined two-copy through the channel's bulk slots. The sender
+/* ring: pipelined two-copy through the connection's bulk slots. The sender
  * copies chunks into buffers of its pool and names them in free slots
  * while the receiver copies full slots out and gives their buffers back;
  * chunks are sized from the L2 so both copies stay in cache (MPICH Nemesis
@@ -55,7 +55,7 @@ static int consume_held(struct bulk_xfer *x, int drop, uint64_t *done, uint64_t 
   return *done == x->want ? BULK_DONE : BULK_MORE;
 }
 
-/* Whoever holds the channel's rx_busy copies out (the application or an
+/* Whoever holds the connection's rx_busy copies out (the application or an
  * offload channel); the other tries again later. */
 static int consume(struct bulk_xfer *x, int drop, uint64_t *done, uint64_t *moved) {
   if (__atomic_exchange_n(&x->conn->rx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;

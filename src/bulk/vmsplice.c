@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vmsplice: one copy by the kernel, no rights over the peer. After the
- * receiver's CTS the sender vmsplice(2)s its pages into the channel's pipe
+ * receiver's CTS the sender vmsplice(2)s its pages into the connection's pipe
  * of this direction (no copy: the pipe references the pages), the receiver
  * readv(2)s them straight into its buffer (the one copy). The pipes are
  * created by the connector and passed in the hello (shm/connect.c), only
@@ -71,7 +71,7 @@ static int vms_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
   return c && c->pipe_tx >= 0 && c->pipe_rx >= 0;
 }
 
-/* Receiver: take the pipe of the channel the RTS came on; -1 when another
+/* Receiver: take the pipe of the connection the RTS came on; -1 when another
  * receive uses it, an earlier one broke it, or there is none (then ring). */
 static int vmsplice_claim(struct bulk_xfer *x) {
   struct bulk_conn *c = x->conn;

@@ -84,10 +84,10 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
   return 0;
 }
 
-/* Release what gone partners hold (channels, descriptor, mapped regions)
+/* Release what gone partners hold (links, descriptor, mapped regions)
  * once nothing refers to them, and mark their slots free for the next
  * partner: a server whose clients come and go stays flat (seen before:
- * 600 short-lived clients left 600 channel mappings and 80 MB behind).
+ * 600 short-lived clients left 600 link mappings and 80 MB behind).
  * The struct stays allocated, so a pointer snapshotted by the watcher
  * never dangles; its generation changes when the slot is reused. Called
  * with ep->lock held, where a partner is added. */
@@ -184,7 +184,7 @@ struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t 
  * (the bytes are gone with it) instead of leaving that receive waiting for
  * ever. Everything else pending with it completes with `code`. Unexpected
  * rendezvous messages from it stay queued: a receive that takes one later
- * completes with REMOTE_ENDPOINT_UNREACHABLE. Channels stay mapped until the
+ * completes with REMOTE_ENDPOINT_UNREACHABLE. Links stay mapped until the
  * endpoint closes so no stale pointer can fault. */
 /* What a transport calls for each record it takes from p. */
 static int deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
@@ -314,7 +314,7 @@ static int open_self(struct fmx_endpoint *ep) {
 }
 
 static void ep_free(struct fmx_endpoint *ep) {
-  /* Channels moving a transfer let go before its shared memory goes. */
+  /* Offload channels moving a transfer let go before its shared memory goes. */
   for (uint32_t i = 0; i < ep->nreqs; i++)
     if (ep->reqs[i]->xfer.job) offload_detach(&ep->reqs[i]->xfer);
   for (uint32_t i = 0; i < ep->npartners; i++) {

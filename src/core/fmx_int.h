@@ -19,13 +19,13 @@
 #include "region/region.h"
 #include "bulk/xfer.h"
 
-struct channel;
+
 struct bulk_conn;
 struct fmx_bulk_engine;
 struct fmx_transport_ops;
 struct offload_job;
 
-/* A medium message arriving in fragments on one channel (proto/medium.c):
+/* A medium message arriving in fragments on one lane (proto/medium.c):
  * into a matched receive, or into a buffer until it is whole (neither:
  * out of memory, its fragments are swallowed). */
 struct medium_rx {

@@ -100,7 +100,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
   }
   struct medium_rx *m = free_slot(p);
   if (!m) { /* both slots busy: cannot be (one per lane) */
-    bad(ep, p, "medium message on an unknown channel");
+    bad(ep, p, "medium message on an unknown lane");
     return;
   }
   m->busy = 1;

@@ -119,7 +119,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
     recv_finish(ep, r, FMX_SUCCESS);
     return;
   }
-  /* Engines with one transfer per channel direction at a time (coop's
+  /* Engines with one transfer per connection direction at a time (coop's
    * area, vmsplice's pipe) claim it here; when it is busy the message goes
    * their fallback (cma, ring: the same rights). */
   bulk_recv_start(&r->xfer);

@@ -17,7 +17,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "platform/sys.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/hello.h"
 #include "shm/shm.h"
 
@@ -51,22 +51,22 @@ static int ms_left(uint64_t deadline) {
 }
 
 /* One handshake with (board, eid), up to the deadline. */
-/* We have a live partner with endpoint eid that has a channel (it
+/* We have a live partner with endpoint eid that has a link (it
  * connected to us): a connect of ours need not make another. */
-static int has_channel_with(struct fmx_endpoint *ep, uint32_t eid) {
+static int has_link_with(struct fmx_endpoint *ep, uint32_t eid) {
   int found = 0;
   transport_lock(ep);
   for (struct partner *p = NULL; !found && (p = transport_peer_next(ep, &shm_transport, p)) != NULL;)
-    found = transport_peer(p)->state == PARTNER_ALIVE && transport_peer(p)->eid == eid && shm_peer(p)->nchan > 0;
+    found = transport_peer(p)->state == PARTNER_ALIVE && transport_peer(p)->eid == eid && shm_peer(p)->nlink > 0;
   transport_unlock(ep);
   return found;
 }
 
-/* One handshake with (board, eid), up to the deadline; with_chan: send a
- * channel even if we share one already (the peer said it has none with
- * us: *needs_chan). */
-static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint64_t deadline, int with_chan,
-                              int *needs_chan, struct partner **out) {
+/* One handshake with (board, eid), up to the deadline; with_link: send a
+ * link even if we share one already (the peer said it has none with
+ * us: *needs_link). */
+static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint64_t deadline, int with_link,
+                              int *needs_link, struct partner **out) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     int e = errno;
@@ -91,25 +91,25 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     close(fd);
     return FMX_ACCESS_DENIED;
   }
-  int chan_fd = -1;
-  struct channel *ch = NULL;
+  int link_fd = -1;
+  struct shm_link *ch = NULL;
   struct shm_hello h, rep;
   shm_hello_fill(ep, &h, SHM_HELLO);
   h.key = key;
   int fds[SHM_MAX_FDS] = {transport_ep(ep)->desc_fd, shm_pool_fd(ep), -1, -1, -1};
   int nfds = 2;
-  if (!with_chan && has_channel_with(ep, eid)) {
-    h.flags |= SHM_F_NOCHAN;
+  if (!with_link && has_link_with(ep, eid)) {
+    h.flags |= SHM_F_NOLINK;
   } else {
-    if ((ch = chan_create(&chan_fd)) == NULL) {
-      log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no channel memory or descriptor: %s "
+    if ((ch = link_create(&link_fd)) == NULL) {
+      log_warn("FMX-CONN-NOMEM", "endpoint %u: connect to endpoint %u: no link memory or descriptor: %s "
                "(RLIMIT_NOFILE %llu)", shm_eid(ep), eid, strerror(errno), sys_nofile_limit());
       close(fd);
       return FMX_NO_SYSTEM_RESOURCES;
     }
     ch->ours = 1;
-    fds[nfds++] = chan_fd;
-    if (chan_pipes_wanted() && chan_pipes_create(ch, &fds[3]) == 0) {
+    fds[nfds++] = link_fd;
+    if (link_pipes_wanted() && link_pipes_create(ch, &fds[3]) == 0) {
       h.flags |= SHM_F_PIPES;
       nfds = 5;
     }
@@ -150,18 +150,18 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
       rc = (fmx_return_t)rep.status;
     else if (rfds[0] < 0 || rfds[1] < 0)
       rc = FMX_BAD_ERROR;
-    if (rc == FMX_BUSY && (rep.flags & SHM_F_NEEDCHAN)) *needs_chan = 1;
+    if (rc == FMX_BUSY && (rep.flags & SHM_F_NEEDLINK)) *needs_link = 1;
     if (r == -EMFILE)
       log_warn("FMX-FDS", "endpoint %u: connect to endpoint %u: the reply's descriptor was lost: this process is out "
                "of file descriptors (RLIMIT_NOFILE %llu)", shm_eid(ep), eid, sys_nofile_limit());
   }
   close(fd);
-  if (chan_fd >= 0) close(chan_fd);
+  if (link_fd >= 0) close(link_fd);
   /* The peer's pipe ends are the peer's now: keeping a copy would hide its
    * death (no EOF, no EPIPE). */
   for (int i = 3; i < nfds; i++) close(fds[i]);
   if (rc != FMX_SUCCESS) {
-    chan_destroy(ch);
+    link_destroy(ch);
     shm_close_fds(rfds);
     return rc;
   }
@@ -175,13 +175,13 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   transport_unlock(ep);
   shm_close_fds(rfds);
   if (!p && !ch) {
-    *needs_chan = 1; /* the partner we meant to share a channel with is gone: make one */
+    *needs_link = 1; /* the partner we meant to share a link with is gone: make one */
     return FMX_BUSY;
   }
   if (!p) {
     log_warn("FMX-CONN-DESC", "endpoint %u: connect to endpoint %u: its descriptor or pool is not a sealed memfd of its form",
              shm_eid(ep), eid);
-    chan_destroy(ch);
+    link_destroy(ch);
     return FMX_REMOTE_ENDPOINT_CLOSED;
   }
   shm_watcher_kick(ep);
@@ -195,13 +195,13 @@ fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, ui
   /* FMX_BUSY: the peer has as many of our uid's handshakes in flight as it
    * takes (FMX_HANDSHAKES_PER_UID); they end within FMX_HANDSHAKE_MS, so
    * try again while the timeout lasts. */
-  int with_chan = 0;
+  int with_link = 0;
   for (;;) {
-    int needs_chan = 0;
-    fmx_return_t rc = handshake(ep, eid, key, deadline, with_chan, &needs_chan, out);
+    int needs_link = 0;
+    fmx_return_t rc = handshake(ep, eid, key, deadline, with_link, &needs_link, out);
     if (rc != FMX_BUSY || sys_now_ns() >= deadline) return rc;
-    if (needs_chan && !with_chan) {
-      with_chan = 1; /* at once: nothing to wait for */
+    if (needs_link && !with_link) {
+      with_link = 1; /* at once: nothing to wait for */
       continue;
     }
     usleep(2000);

@@ -3,11 +3,11 @@
  * Same-host discovery and connect, without files:
  *  - each endpoint listens on the abstract Unix socket "\0fmx/<uid>/<board>/<eid>";
  *  - connect = one SOCK_SEQPACKET exchange: HELLO {key, our eid/session,
- *    CMA probe address} with our descriptor and pool memfds, a new channel
- *    memfd and the peer's ends of the channel's two pipes (vmsplice),
+ *    CMA probe address} with our descriptor and pool memfds, a new link
+ *    memfd and the peer's ends of the link's two pipes (vmsplice),
  *    answered by REPLY {status, its session, its probe address} with its
- *    descriptor and pool memfds. A pair has one channel: who connects to a
- *    peer that already connected to it sends none (SHM_F_NOCHAN) and both
+ *    descriptor and pool memfds. A pair has one link: who connects to a
+ *    peer that already connected to it sends none (SHM_F_NOLINK) and both
  *    use the peer's; two that connect at once make two, and both ends
  *    move to the one the lower endpoint id made (shm.c);
  *  - the acceptor checks the key and the peer's uid (SO_PEERCRED): abstract
@@ -44,14 +44,14 @@ struct shm_hello {
   int32_t cpu; /* the CPU the sender's process runs on (a hint), -1 unknown */
   uint32_t flags; /* SHM_F_*; 0 from a peer that predates them */
 };
-/* HELLO: the two vmsplice pipe ends follow the channel fd; REPLY: the
+/* HELLO: the two vmsplice pipe ends follow the link fd; REPLY: the
  * listener took them (else the connector closes its ends). */
 #define SHM_F_PIPES 0x1
-/* HELLO: no channel (fds: descriptor and pool only): we have the one the
+/* HELLO: no link (fds: descriptor and pool only): we have the one the
  * peer made when it connected to us; REPLY with FMX_BUSY: we have none with
- * you, send one (the connector tries again at once, with a channel). */
-#define SHM_F_NOCHAN 0x2
-#define SHM_F_NEEDCHAN 0x4
+ * you, send one (the connector tries again at once, with a link). */
+#define SHM_F_NOLINK 0x2
+#define SHM_F_NEEDLINK 0x4
 _Static_assert(sizeof(struct shm_hello) == 64, "hello layout");
 
 /* Bind the listening socket; 0, or -errno (-EADDRINUSE: id taken). */

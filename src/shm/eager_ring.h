@@ -76,7 +76,7 @@ struct shm_ring {
 };
 
 /* Bytes of cells for a ring of `bytes` payload capacity (its shared
- * header, struct shm_ring_shared, lives apart: a channel keeps both rings'
+ * header, struct shm_ring_shared, lives apart: a link keeps both rings'
  * headers on its first page, so an idle ring takes no page of its own). */
 size_t shm_ring_cells_bytes(size_t bytes);
 /* Initialise the shared header (creator only). */

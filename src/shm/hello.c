@@ -19,7 +19,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "platform/sys.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/hello.h"
 #include "shm/shm.h"
 
@@ -166,9 +166,9 @@ static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
 
 /* Register what a handshake brought. Called with the endpoint's lock held. */
 struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
-                          struct channel *ch) {
+                          struct shm_link *ch) {
   struct partner *p = transport_peer_find(ep, h->eid, h->session);
-  if (!p && !ch) return NULL; /* no channel: only a partner that has one */
+  if (!p && !ch) return NULL; /* no link: only a partner that has one */
   if (!p) {
     p = transport_peer_new(ep, &shm_transport);
     if (!p) return NULL;
@@ -197,14 +197,14 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     ch->bulk.peer_pool = &sp->peer;
     ch->bulk.wake = shm_conn_wake;
     ch->bulk.wake_arg = p;
-    /* The channel made by the lower endpoint id is the one both send on. */
+    /* The link made by the lower endpoint id is the one both send on. */
     uint32_t mine = shm_eid(ep), theirs = transport_peer(p)->eid;
     uint32_t maker = ch->ours ? mine : theirs, low = mine < theirs ? mine : theirs;
-    if (sp->nchan == 1 && maker == low) sp->switch_tx = 1;
-    if (sp->nchan < 2)
-      sp->chan[sp->nchan++] = ch;
+    if (sp->nlink == 1 && maker == low) sp->switch_tx = 1;
+    if (sp->nlink < 2)
+      sp->link[sp->nlink++] = ch;
     else
-      chan_destroy(ch);
+      link_destroy(ch);
   }
   return p;
 }

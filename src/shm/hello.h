@@ -10,7 +10,7 @@
 
 #include "shm/connect.h"
 
-/* HELLO: descriptor, pool, channel, pipe read end, pipe write end;
+/* HELLO: descriptor, pool, link, pipe read end, pipe write end;
  * REPLY: descriptor, pool. */
 #define SHM_MAX_FDS 5
 
@@ -34,6 +34,6 @@ void shm_hello_fill(struct fmx_endpoint *ep, struct shm_hello *h, int type);
  * when its descriptor or pool is not a sealed memfd of the right form (or
  * out of memory). */
 struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
-                          struct channel *ch);
+                          struct shm_link *ch);
 
 #endif

@@ -19,7 +19,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "platform/sys.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/hello.h"
 #include "shm/shm.h"
 
@@ -126,7 +126,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
     return 1;
   }
-  int nochan = r == 0 && (h.flags & SHM_F_NOCHAN);
+  int nochan = r == 0 && (h.flags & SHM_F_NOLINK);
   if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || (!nochan && fds[2] < 0)) {
     shm_close_fds(fds);
     count(ep, 0);
@@ -139,22 +139,22 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     rep.status = FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", shm_eid(ep), h.eid);
   } else if (nochan) {
-    /* It shares the channel we made when we connected to it, if we have
+    /* It shares the link we made when we connected to it, if we have
      * that partner still. */
     transport_lock(ep);
     struct partner *p = transport_ep(ep)->closing ? NULL : transport_peer_find(ep, h.eid, h.session);
-    if (p && shm_peer(p)->nchan > 0 && transport_peer(p)->state == PARTNER_ALIVE)
+    if (p && shm_peer(p)->nlink > 0 && transport_peer(p)->state == PARTNER_ALIVE)
       p = shm_adopt(ep, &h, cred->pid, fds[0], fds[1], NULL);
     else p = NULL;
     transport_unlock(ep);
     rep.status = p ? FMX_SUCCESS : FMX_BUSY;
-    if (!p) rep.flags |= SHM_F_NEEDCHAN;
+    if (!p) rep.flags |= SHM_F_NEEDLINK;
   } else {
     const char *why = NULL;
-    struct channel *ch = chan_attach(fds[2], &why);
+    struct shm_link *ch = link_attach(fds[2], &why);
     if (!ch) {
       rep.status = FMX_BAD_ERROR;
-      log_warn("FMX-CONN-CHAN", "endpoint %u: channel from pid %d refused: %s", shm_eid(ep), (int)cred->pid, why);
+      log_warn("FMX-CONN-LINK", "endpoint %u: link from pid %d refused: %s", shm_eid(ep), (int)cred->pid, why);
     } else {
       /* The vmsplice pipes are optional: without them (or with anything
        * else in their place) the connection just has no vmsplice engine. */
@@ -164,7 +164,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
       }
       transport_lock(ep);
       struct partner *p = transport_ep(ep)->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], fds[1], ch);
-      if (!p) chan_destroy(ch);
+      if (!p) link_destroy(ch);
       transport_unlock(ep);
       rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
       if (!p)
@@ -173,11 +173,11 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
                  transport_ep(ep)->closing ? "unused (closing)" : "or pool not a sealed memfd of its form");
     }
   }
-  /* A peer that offered to share a channel we no longer have is asked for
+  /* A peer that offered to share a link we no longer have is asked for
    * one (BUSY, NEEDCHAN) and connects again at once: not a refusal (it was
    * counted as one: "connections refused" read 1 after a plain 2-rank
    * run). */
-  if (!(rep.flags & SHM_F_NEEDCHAN)) count(ep, rep.status == FMX_SUCCESS);
+  if (!(rep.flags & SHM_F_NEEDLINK)) count(ep, rep.status == FMX_SUCCESS);
   int ours[2] = {transport_ep(ep)->desc_fd, shm_pool_fd(ep)};
   shm_hello_send(fd, &rep, ours, rep.status == FMX_SUCCESS ? 2 : 0);
   shm_close_fds(fds);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The shm transport: records travel through the channel's rings, their
+/* The shm transport: records travel through the link's rings, their
  * payload inline when short, else in a buffer of the sender's pool
  * (region/pool.h) that the record names. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "platform/topo.h"
 #include "shm/shm.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/connect.h"
 
 /* A payload longer than this goes in a pool buffer: a quarter of the ring
@@ -22,7 +22,7 @@ static size_t inline_max(const struct shm_ring *r) { return shm_ring_max_payload
 
 /* Our buffers named by records of ch that its receiver has consumed go
  * back to the pool. */
-static void chan_reclaim(struct channel *ch) {
+static void link_reclaim(struct shm_link *ch) {
   if (!ch->lent.n) return;
   uint64_t tail = __atomic_load_n(&ch->tx.sh->tail, __ATOMIC_ACQUIRE);
   while (ch->lent.n && ch->lent.pos[ch->lent.head] < tail) {
@@ -34,7 +34,7 @@ static void chan_reclaim(struct channel *ch) {
 }
 
 /* Every buffer of ch back, consumed or not (the partner is gone). */
-static void chan_reclaim_all(struct channel *ch) {
+static void link_reclaim_all(struct shm_link *ch) {
   for (; ch->lent.n; ch->lent.n--) {
     pool_put(ch->bulk.pool, ch->lent.buf[ch->lent.head]);
     if (++ch->lent.head == ch->lent.cap) ch->lent.head = 0;
@@ -46,11 +46,11 @@ static void chan_reclaim_all(struct channel *ch) {
 static void reclaim_everywhere(struct fmx_endpoint *ep) {
   for (struct partner *q = NULL; (q = transport_peer_next(ep, &shm_transport, q)) != NULL;) {
     struct shm_peer *sq = shm_peer(q);
-    for (int c = 0; c < sq->nchan; c++) chan_reclaim(sq->chan[c]);
+    for (int c = 0; c < sq->nlink; c++) link_reclaim(sq->link[c]);
   }
 }
 
-static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct proto_hdr *h, const struct iovec *iov,
+static int push_pooled(struct fmx_endpoint *ep, struct shm_link *ch, const struct proto_hdr *h, const struct iovec *iov,
                        int iovcnt) {
   struct buf_pool *pool = ch->bulk.pool;
   if (!shm_ring_ref_fits(&ch->tx)) return -1;
@@ -58,7 +58,7 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
     uint32_t cap = (uint32_t)pool->cls[POOL_REC].n;
     ch->lent.pos = calloc(cap, sizeof *ch->lent.pos);
     ch->lent.buf = calloc(cap, sizeof *ch->lent.buf);
-    if (!ch->lent.pos || !ch->lent.buf) return -1; /* freed with the channel */
+    if (!ch->lent.pos || !ch->lent.buf) return -1; /* freed with the link */
     ch->lent.cap = cap;
   }
   /* Reading the tail costs a miss on the receiver's line: once a quarter
@@ -66,7 +66,7 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
    * through the pool ran about 0.94x as fast as after every 16th), or when the
    * partner holds its share. What a rank's pool touches stays bounded by
    * the pool. */
-  if (ch->lent.n >= ch->lent.cap / 4 || ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) chan_reclaim(ch);
+  if (ch->lent.n >= ch->lent.cap / 4 || ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) link_reclaim(ch);
   /* No partner holds more than half: one that stops taking its messages
    * cannot stop our sends to the others. */
   if (ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) return -1;
@@ -92,12 +92,12 @@ static int push_pooled(struct fmx_endpoint *ep, struct channel *ch, const struct
  * of ours is in flight. Looked at every 16th push: it reads the peer's
  * line. */
 static void maybe_switch(struct partner *p, struct shm_peer *sp) {
-  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || sp->nchan < 2) return;
-  struct shm_ring *r = &sp->chan[0]->tx;
+  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || sp->nlink < 2) return;
+  struct shm_ring *r = &sp->link[0]->tx;
   if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || transport_peer_lending(p)) return;
-  struct channel *c = sp->chan[0];
-  sp->chan[0] = sp->chan[1];
-  sp->chan[1] = c;
+  struct shm_link *c = sp->link[0];
+  sp->link[0] = sp->link[1];
+  sp->link[1] = c;
   sp->switch_tx = 0;
 }
 
@@ -125,13 +125,13 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
                     int iovcnt) {
   struct shm_peer *sp = shm_peer(p);
   if (sp->switch_tx) maybe_switch(p, sp);
-  struct shm_ring *r = &sp->chan[0]->tx;
+  struct shm_ring *r = &sp->link[0]->tx;
   uint64_t cells = ring_cells(ep, sp->ep);
-  /* Faulted in ahead, except on a channel we are about to leave (both
+  /* Faulted in ahead, except on a link we are about to leave (both
    * ends connected at once, shm_peer.switch_tx): it may take only a few
    * records. */
   if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
-  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, sp->chan[0], h, iov, iovcnt) < 0)
+  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, sp->link[0], h, iov, iovcnt) < 0)
     return -1;
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
     sp->tx_medium_left = h->msg_len - h->len;
@@ -143,7 +143,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
 
 static size_t shm_max_payload(struct partner *p) {
   struct shm_peer *sp = shm_peer(p);
-  size_t ring = shm_ring_max_payload(&sp->chan[0]->tx), buf = pool_class_size(sp->pool, POOL_REC);
+  size_t ring = shm_ring_max_payload(&sp->link[0]->tx), buf = pool_class_size(sp->pool, POOL_REC);
   return buf > ring ? buf : ring;
 }
 
@@ -152,10 +152,10 @@ static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 
 void shm_conn_wake(void *partner) { shm_wake(partner); }
 
-/* The bulk engines work on the channel our records go on. */
+/* The bulk engines work on the link our records go on. */
 static struct bulk_conn *shm_conn(struct partner *p) {
   struct shm_peer *sp = shm_peer(p);
-  return sp->nchan ? &sp->chan[0]->bulk : NULL;
+  return sp->nlink ? &sp->link[0]->bulk : NULL;
 }
 
 /* The payload of the record the ring's last peek returned: inline, or the
@@ -168,8 +168,8 @@ static const void *payload_of(struct partner *p, struct shm_ring *r, const struc
 static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
   struct shm_peer *sp = shm_peer(p);
   struct transport_peer *t = transport_peer(p);
-  for (int c = 0; c < sp->nchan && t->state == PARTNER_ALIVE; c++) {
-    struct channel *ch = sp->chan[c];
+  for (int c = 0; c < sp->nlink && t->state == PARTNER_ALIVE; c++) {
+    struct shm_link *ch = sp->link[c];
     uint64_t before = ch->rx.local;
     const struct proto_hdr *h;
     int returned = 0;
@@ -226,8 +226,8 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
 static void shm_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   (void)ep;
   struct shm_peer *sp = shm_peer(p);
-  if (!sp->nchan) return;
-  __atomic_store_n(sp->chan[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
+  if (!sp->nlink) return;
+  __atomic_store_n(sp->link[0]->tx_abort, (uint32_t)code, __ATOMIC_RELEASE);
   shm_wake(p);
 }
 
@@ -236,11 +236,11 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
   if (sp->pool) pool_forget(sp->pool, sp->pool_held);
   sp->pool = NULL;
   pool_view_detach(&sp->peer);
-  for (int c = 0; c < sp->nchan; c++) {
-    chan_reclaim_all(sp->chan[c]);
-    chan_destroy(sp->chan[c]);
+  for (int c = 0; c < sp->nlink; c++) {
+    link_reclaim_all(sp->link[c]);
+    link_destroy(sp->link[c]);
   }
-  sp->nchan = 0;
+  sp->nlink = 0;
   if (sp->desc) munmap(sp->desc, EP_DESC_SIZE);
   sp->desc = NULL;
   struct bulk_peer *b = transport_peer(p)->bulk;
@@ -250,6 +250,7 @@ static void shm_release(struct fmx_endpoint *ep, struct partner *p) {
 
 int shm_pool_open(struct fmx_endpoint *ep) {
   struct shm_ep *se = shm_ep(ep);
+  if (!se) return -EINVAL; /* not registered (never: fmx_init registers shm) */
   /* Records' buffers hold the longest payload one takes (a medium
    * fragment), as many as the fragments of one L2 (FMX_POOL_BUFFERS); the
    * ring engine's are its chunks, twice FMX_BULK_SLOTS: the slots of two

@@ -34,14 +34,14 @@ struct shm_peer {
   struct buf_pool *pool;     /* ours, to lend buffers from */
   uint32_t pool_held[POOL_CLASSES]; /* our buffers it holds, per class */
   struct pool_view peer; /* its pool, to copy out of */
-  /* Both ends connected at once: two channels. Both ends move their
+  /* Both ends connected at once: two links. Both ends move their
    * sending to the one the lower endpoint id made (shm.c, switch_tx), so
    * the other's rings stop taking pages. */
   int switch_tx;             /* chan[1] is that one: send on it once safe */
   uint32_t pushes;           /* while switch_tx: pushes since the last look */
   uint64_t tx_medium_left;   /* bytes of the medium message we push still to come */
-  struct channel *chan[2];   /* we send on chan[0]; we poll every one */
-  int nchan;
+  struct shm_link *link[2];   /* we send on chan[0]; we poll every one */
+  int nlink;
 };
 
 static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }
@@ -56,7 +56,7 @@ int shm_pool_fd(struct fmx_endpoint *ep);
 /* Link a new partner to our pool and map its pool from pool_fd: 0, or -1
  * with *why set. */
 int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, const char **why);
-/* Wake the partner (a struct partner *) if it sleeps: what a channel's
+/* Wake the partner (a struct partner *) if it sleeps: what a link's
  * bulk_conn calls when an engine filled a slot or a stripe. */
 void shm_conn_wake(void *partner);
 

@@ -52,7 +52,7 @@ struct transport_peer {
 /* How a transport hands the protocol a record that arrived from p (the
  * core gives it to poll: transports never call the protocol). lane: the
  * transport's connection it came on, opaque to the protocol: what that
- * connection lends the bulk engines (bulk/conn.h; shm: its channel's), or
+ * connection lends the bulk engines (bulk/conn.h; shm: its link's), or
  * NULL when the transport lends them nothing. Returns nonzero once p is no
  * longer alive: deliver nothing more from it. */
 typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,

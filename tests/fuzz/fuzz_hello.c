@@ -3,7 +3,7 @@
  * Fuzz target: the connect handshake as a local peer sends it to a live
  * endpoint. The input builds a HELLO (raw bytes, or a valid one of another
  * endpoint of ours with 32-bit patches) and the fds that go with it: the
- * descriptor, the pool and the channel, each either the real thing or a
+ * descriptor, the pool and the link, each either the real thing or a
  * sealed memfd holding input bytes (or absent), the vmsplice pipes, and
  * stray fds. It is sent to endpoint E over its socket; the listener thread
  * answers or closes. A crash or hang of the listener is the finding; E must
@@ -21,7 +21,7 @@
 #include "core/fmx_int.h"
 #include "fmx.h"
 #include "fuzz_input.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/connect.h"
 #include "shm/hello.h"
 #include "shm/shm.h"
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     h = tmpl;
     h.flags = which & 0x40 ? SHM_F_PIPES : 0;
-    if (which & 0x80) h.flags |= SHM_F_NOCHAN;
+    if (which & 0x80) h.flags |= SHM_F_NOLINK;
     for (int i = 0; i < (mode >> 1) % 8; i++) { /* 32-bit patches */
       uint8_t at;
       uint32_t v;
@@ -78,16 +78,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       memcpy((uint8_t *)&h + (at % (sizeof h / 4)) * 4, &v, sizeof v);
     }
   }
-  int fds[8], nfds = 0, chan_fd = -1, pipes[2][2] = {{-1, -1}, {-1, -1}};
-  struct channel *ch = NULL;
-  /* descriptor, pool, channel: real (bit set) or forged, unless left out */
+  int fds[8], nfds = 0, link_fd = -1, pipes[2][2] = {{-1, -1}, {-1, -1}};
+  struct shm_link *ch = NULL;
+  /* descriptor, pool, link: real (bit set) or forged, unless left out */
   if (!(which & 0x01)) fds[nfds++] = which & 0x02 ? dup(F->t.desc_fd) : forged(&data, &size);
   if (!(which & 0x04)) fds[nfds++] = which & 0x08 ? dup(shm_pool_fd(F)) : forged(&data, &size);
   if (!(which & 0x10)) {
     if (which & 0x20) {
-      ch = chan_create(&chan_fd);
+      ch = link_create(&link_fd);
       if (!ch) abort();
-      fds[nfds++] = chan_fd;
+      fds[nfds++] = link_fd;
     } else {
       fds[nfds++] = forged(&data, &size);
     }
@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++)
       if (pipes[i][j] >= 0 && pipes[i][j] != pipes[0][0] && pipes[i][j] != pipes[1][1]) close(pipes[i][j]);
-  if (ch) chan_destroy(ch);
+  if (ch) link_destroy(ch);
   /* E answers, or closes: within its handshake timeout at worst. */
   struct pollfd p = {s, POLLIN, 0};
   if (poll(&p, 1, 10000) != 1) abort();

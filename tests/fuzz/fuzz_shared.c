@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the headers a peer's memfds carry, the send pool's
- * (pool_view_attach) and the channel's (chan_attach), as a peer that forged
+ * (pool_view_attach) and the link's (link_attach), as a peer that forged
  * them would hand them over: sealed memfds of a size it chose. The first
  * input byte picks the form: raw bytes (odd), or a valid header of ours
- * (a pool, or a channel) with 8-byte patches from the input written over
+ * (a pool, or a link) with 8-byte patches from the input written over
  * its first 512 bytes, so that the checks past the magic are reached. Then
  * the buffer references a record could name (pool_view_buf): whatever is
  * accepted must lie inside the mapping, and is read whole (a read past it
@@ -20,7 +20,7 @@
 
 #include "fmx.h"
 #include "fuzz_input.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "region/pool.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint64_t sink;
 static uint8_t pool_hdr[4096], chan_hdr[4096];
-static size_t pool_size, chan_size;
+static size_t pool_size, link_size;
 
 static void first_page(int fd, uint8_t *out, size_t *size) {
   struct stat st;
@@ -36,7 +36,7 @@ static void first_page(int fd, uint8_t *out, size_t *size) {
   *size = (size_t)st.st_size;
 }
 
-/* Valid headers to start from: a pool and a channel of ours. */
+/* Valid headers to start from: a pool and a link of ours. */
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (fmx_init() != FMX_SUCCESS) abort();
   struct buf_pool p;
@@ -45,10 +45,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   first_page(p.fd, pool_hdr, &pool_size);
   pool_destroy(&p);
   int fd;
-  struct channel *c = chan_create(&fd);
+  struct shm_link *c = link_create(&fd);
   if (!c) abort();
-  first_page(fd, chan_hdr, &chan_size);
-  chan_destroy(c);
+  first_page(fd, chan_hdr, &link_size);
+  link_destroy(c);
   close(fd);
   return 0;
 }
@@ -90,14 +90,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       memcpy(&at, data + off, sizeof at);
       memcpy(page + (at % 512), data + off + 2, 8);
     }
-    fd = fuzz_memfd(is_pool ? pool_size : chan_size, page, sizeof page, 1);
+    fd = fuzz_memfd(is_pool ? pool_size : link_size, page, sizeof page, 1);
     size_t skip = size < 320 ? size : 320;
     data += skip, size -= skip;
   }
   use_pool(fd, data, size);
   const char *why;
-  struct channel *c = chan_attach(fd, &why);
-  if (c) chan_destroy(c);
+  struct shm_link *c = link_attach(fd, &why);
+  if (c) link_destroy(c);
   close(fd);
   return 0;
 }

@@ -274,7 +274,7 @@ def _memfd(size, sealed, magic=0):
     return fd
 
 
-@pytest.mark.parametrize("what", ["both-unsealed", "channel-unsealed", "channel-too-small", "desc-not-memfd"])
+@pytest.mark.parametrize("what", ["both-unsealed", "link-unsealed", "link-too-small", "desc-not-memfd"])
 def test_forged_memfds_refused_before_mapping(what):
     """A same-uid peer passes memfds it could truncate later (once: SIGBUS
     in the endpoint's process). Unsealed or undersized, they are refused
@@ -285,11 +285,11 @@ def test_forged_memfds_refused_before_mapping(what):
         if what == "desc-not-memfd":
             os.close(desc)
             desc = os.open("/dev/null", os.O_RDWR)
-        chan = _memfd(1 << 20 if what != "channel-too-small" else 1024, what not in ("both-unsealed",
-                                                                                   "channel-unsealed"))
+        chan = _memfd(1 << 20 if what != "link-too-small" else 1024, what not in ("both-unsealed",
+                                                                                   "link-unsealed"))
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         s.connect(name(234))
-        pool = _memfd(1 << 16, True)  # never looked at: the channel or the descriptor fails first
+        pool = _memfd(1 << 16, True)  # never looked at: the link or the descriptor fails first
         hello = struct.pack(HELLO, HELLO_MAGIC, 3, 1, 0, KEY, 99, 1, 0, 1, 0, 0, -1, 0)
         socket.send_fds(s, [hello], [desc, pool, chan])
         os.close(pool)
@@ -306,7 +306,7 @@ def test_forged_memfds_refused_before_mapping(what):
         p = fmx_sys("connect", "--target", 234, "--key", KEY)
         assert p.stdout.strip() == "Success", p.stderr
         assert srv.stop() == 0, srv.err
-        assert "FMX-CONN-CHAN" in srv.err
+        assert "FMX-CONN-LINK" in srv.err
         if what != "desc-not-memfd":
             assert "sealed" in srv.err or "wrong size" in srv.err, srv.err
     finally:
@@ -367,13 +367,13 @@ def _mem(pid):
         rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
     with open(f"/proc/{pid}/maps") as f:
         maps = f.read()
-    return rss, maps.count("fmx-channel"), maps.count("fmx-endpoint")
+    return rss, maps.count("fmx-link"), maps.count("fmx-endpoint")
 
 
 def test_short_lived_clients_leave_nothing_behind():
     """1000 clients connect, send, close: the server unmaps what each left
-    (channels, descriptors) and its RSS stays flat (before: 600 clients
-    left 600 channel and 601 descriptor mappings, 4.7 -> 87 MB)."""
+    (links, descriptors) and its RSS stays flat (before: 600 clients
+    left 600 link and 601 descriptor mappings, 4.7 -> 87 MB)."""
     srv = Server(238)
     try:
         p = fmx_sys("churn", "--target", 238, "--rounds", 50)
@@ -382,7 +382,7 @@ def test_short_lived_clients_leave_nothing_behind():
         p = fmx_sys("churn", "--target", 238, "--rounds", 1000, timeout=600)
         assert p.returncode == 0, p.stderr
         rss1, chan1, desc1 = _mem(srv.p.pid)
-        print(f"server RSS {rss0} -> {rss1} kB, channel mappings {chan0} -> {chan1}, "
+        print(f"server RSS {rss0} -> {rss1} kB, link mappings {chan0} -> {chan1}, "
               f"descriptor mappings {desc0} -> {desc1}")
         assert chan1 <= 2 and desc1 <= 3, (chan1, desc1)
         assert rss1 - rss0 < 16 * 1024, (rss0, rss1)  # was about 140 kB per client

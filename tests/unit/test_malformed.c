@@ -13,7 +13,7 @@
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
 #include "transport/record.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/shm.h"
 #include "shm/eager_ring.h"
 
@@ -31,7 +31,7 @@ static void inject(const struct proto_hdr *h, const void *payload) {
   struct partner *p = ep_partner_from_addr(a, a_to_b);
   CHECK(p != NULL);
   struct iovec iov = {(void *)payload, h->len};
-  CHECK_EQ(shm_ring_push(&shm_peer(p)->chan[0]->tx, h, &iov, payload ? 1 : 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(p)->link[0]->tx, h, &iov, payload ? 1 : 0), 0);
 }
 
 /* The first fragment of an 8 KiB medium message: 4 KiB of ones. */
@@ -89,7 +89,7 @@ static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
   struct partner *pc = ep_partner_from_addr(c, c_to_d);
   struct proto_hdr h = {.type = PROTO_EAGER, .len = len, .msg_len = len, .match = 9};
   uint64_t at;
-  CHECK_EQ(shm_ring_push_ref(&shm_peer(pc)->chan[0]->tx, &h, ref, &at), 0);
+  CHECK_EQ(shm_ring_push_ref(&shm_peer(pc)->link[0]->tx, &h, ref, &at), 0);
   for (int i = 0; i < 10; i++) fmx_progress(d);
   CHECK(ep_partner_from_addr(d, d_to_c)->t.state != PARTNER_ALIVE);
   CHECK(counter(d, CNT_BAD_PACKET) > bad0);
@@ -100,28 +100,28 @@ static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
   CHECK_EQ(fmx_close_endpoint(d), FMX_SUCCESS);
 }
 
-/* A channel header whose area offsets are forged so that offset + length
+/* A link header whose area offsets are forged so that offset + length
  * wraps past 2^64 (found by tests/fuzz/fuzz_shared): refused, never
  * mapped into a view. Each of the ring, slots and coop offsets, each
  * direction. */
 static void forged_channel_offsets(void) {
   int fd;
-  struct channel *c = chan_create(&fd);
+  struct shm_link *c = link_create(&fd);
   CHECK(c != NULL);
-  chan_destroy(c);
+  link_destroy(c);
   struct chan_hdr good;
   CHECK_EQ(pread(fd, &good, sizeof good, 0), (ssize_t)sizeof good);
   const char *why = NULL;
-  struct channel *ok = chan_attach(fd, &why); /* the untouched header is fine */
+  struct shm_link *ok = link_attach(fd, &why); /* the untouched header is fine */
   CHECK(ok != NULL);
-  chan_destroy(ok);
+  link_destroy(ok);
   for (int field = 0; field < 3; field++)
     for (int d = 0; d < 2; d++) {
       struct chan_hdr h = good;
       uint64_t *off = field == 0 ? &h.ring_off[d] : field == 1 ? &h.slots_off[d] : &h.coop_off[d];
       *off = ~0ull - 255; /* 64-aligned, and off + len wraps to a small number */
       CHECK_EQ(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
-      CHECK(chan_attach(fd, &why) == NULL);
+      CHECK(link_attach(fd, &why) == NULL);
       CHECK(why != NULL);
     }
   close(fd);
@@ -295,7 +295,7 @@ int main(void) {
   CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);
   struct fmx_request *sreq = (struct fmx_request *)sr;
   struct partner *pb = ep_partner_from_addr(b, b_to_a);
-  struct coop_area *area = shm_peer(pb)->chan[0]->bulk.tx_coop;
+  struct coop_area *area = shm_peer(pb)->link[0]->bulk.tx_coop;
   uint32_t gen = 77;
   memset(area, 0xff, sizeof *area);
   area->stripe = (uint64_t)gen << COOP_GEN_SHIFT;
@@ -304,7 +304,7 @@ int main(void) {
                           .msg_len = sizeof big, .match = gen};
   struct partner *pa2 = ep_partner_from_addr(a, a_to_b);
   struct iovec none = {NULL, 0};
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &cts, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->stripe, (uint64_t)gen << COOP_GEN_SHIFT); /* nothing taken */
   memset(area, 0, sizeof *area);
@@ -315,12 +315,12 @@ int main(void) {
   area->segs[0].addr = 4096; /* unmapped in any process */
   area->segs[0].len = sizeof big;
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &cts, &none, 0), 0); /* b left the first one */
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0); /* b left the first one */
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, FMX_MESSAGE_ABORTED); /* b tried its stripe, failed, said so */
   CHECK_EQ(area->done, 4096);
   struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .sreq = req_id(sreq), .match = FMX_MESSAGE_ABORTED};
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &fin, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
@@ -344,13 +344,13 @@ int main(void) {
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
   cts.sreq = req_id(sreq);
   cts.match = gen;
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &cts, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, FMX_MESSAGE_ABORTED);
   for (size_t i = 0; i < sizeof outside; i++) CHECK_EQ(outside[i], 0x11);
   for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ(reg[i], 0x22);
   fin.sreq = req_id(sreq);
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->chan[0]->tx, &fin, &none, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);

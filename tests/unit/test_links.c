@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* One channel per pair of endpoints: who connects to a peer that already
- * connected to it shares the peer's channel; a peer that no longer has the
- * partner asks for a channel and gets one; and the shm rings' limit: a
+/* One link per pair of endpoints: who connects to a peer that already
+ * connected to it shares the peer's link; a peer that no longer has the
+ * partner asks for a link and gets one; and the shm rings' limit: a
  * sender uses only what its limit says, a PAD covers the rest. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "check.h"
 #include "core/fmx_int.h"
 #include "platform/topo.h"
-#include "shm/channel.h"
+#include "shm/link.h"
 #include "shm/shm.h"
 #include "shm/eager_ring.h"
 
@@ -54,9 +54,9 @@ static void test_second_connect_shares_the_channel(void) {
   CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(a), 11, 1000, &b_to_a), FMX_SUCCESS);
   struct partner *pa = ep_partner_from_addr(a, a_to_b), *pb = ep_partner_from_addr(b, b_to_a);
   CHECK(pa && pb);
-  CHECK_EQ(shm_peer(pa)->nchan, 1);
-  CHECK_EQ(shm_peer(pb)->nchan, 1);
-  CHECK(shm_peer(pa)->chan[0]->ours && !shm_peer(pb)->chan[0]->ours); /* a made it, b uses it */
+  CHECK_EQ(shm_peer(pa)->nlink, 1);
+  CHECK_EQ(shm_peer(pb)->nlink, 1);
+  CHECK(shm_peer(pa)->link[0]->ours && !shm_peer(pb)->link[0]->ours); /* a made it, b uses it */
   for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
     message(a, a_to_b, b, len);
     message(b, b_to_a, a, len);
@@ -66,8 +66,8 @@ static void test_second_connect_shares_the_channel(void) {
 }
 
 /* b connects to a, then closes; a new endpoint takes b's id. a, which has
- * not noticed yet, offers to share the old channel; the newcomer has none
- * with a and asks for one: the connect succeeds with a new channel, and
+ * not noticed yet, offers to share the old link; the newcomer has none
+ * with a and asks for one: the connect succeeds with a new link, and
  * the newcomer counts one connection, none refused. */
 static void test_stale_partner_gets_a_new_channel(void) {
   fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 21), b = open_ep(FMX_ANY_ENDPOINT, 22);
@@ -78,7 +78,7 @@ static void test_stale_partner_gets_a_new_channel(void) {
   fmx_endpoint_t b2 = open_ep(eb, 22);
   CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eb, 22, 1000, &a_to_b2), FMX_SUCCESS);
   struct partner *p = ep_partner_from_addr(a, a_to_b2);
-  CHECK(p && shm_peer(p)->nchan == 1 && shm_peer(p)->chan[0]->ours);
+  CHECK(p && shm_peer(p)->nlink == 1 && shm_peer(p)->link[0]->ours);
   message(a, a_to_b2, b2, 100);
   message(a, a_to_b2, b2, 200000);
   CHECK_EQ(b2->counters[CNT_CONNECT_OK], 1);

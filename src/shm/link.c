@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "shm/channel.h"
+#include "shm/link.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -46,9 +46,9 @@ static void slots_view(struct bulk_slots *s, uint8_t *base, const struct chan_hd
  * other pipe of the user): made only when the vmsplice engine may be used,
  * i.e. forced (FMX_BULK=vmsplice) or measured by fmx_tune (FMX_COST_VMSPLICE).
  * They keep the default size, 64 KiB: the chunk the engine moves per call. */
-int chan_pipes_wanted(void) { return strcmp(fmx_cfg.bulk, "vmsplice") == 0 || fmx_cfg.cost_vmsplice[0] != '\0'; }
+int link_pipes_wanted(void) { return strcmp(fmx_cfg.bulk, "vmsplice") == 0 || fmx_cfg.cost_vmsplice[0] != '\0'; }
 
-int chan_pipes_create(struct channel *c, int peer_fds[2]) {
+int link_pipes_create(struct shm_link *c, int peer_fds[2]) {
   int d0[2], d1[2]; /* direction 0: we write; direction 1: we read */
   if (pipe2(d0, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
   if (pipe2(d1, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -69,7 +69,7 @@ static int is_pipe_end(int fd, int mode) {
   return fl >= 0 && (fl & O_ACCMODE) == mode && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
-int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd) {
+int chan_pipes_attach(struct shm_link *c, int rx_fd, int tx_fd) {
   if (!is_pipe_end(rx_fd, O_RDONLY) || !is_pipe_end(tx_fd, O_WRONLY)) return -1;
   /* The connector made them non-blocking; a peer that did not must not
    * block our progress. */
@@ -80,7 +80,7 @@ int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd) {
 }
 
 /* Build the local view; `tx_dir` is the direction we send on. */
-static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_dir) {
+static int view(struct shm_link *c, const struct chan_hdr *h, int tx_dir, int rx_dir) {
   uint8_t *b = c->base;
   struct chan_hdr *live = c->base;
   uint64_t ring_fp = shm_ring_cells_bytes(h->ring_bytes);
@@ -96,17 +96,17 @@ static int view(struct channel *c, const struct chan_hdr *h, int tx_dir, int rx_
   return 0;
 }
 
-static void format(struct channel *c) {
+static void format(struct shm_link *c) {
   struct chan_hdr *h = c->base;
   for (int d = 0; d < 2; d++) shm_ring_format(&h->ring[d], h->ring_bytes);
 }
 
-struct channel *chan_create(int *fd) {
+struct shm_link *link_create(int *fd) {
   struct chan_hdr h;
   size_t size = layout(&h);
-  struct channel *c = calloc(1, sizeof *c);
+  struct shm_link *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  *fd = sys_memfd("fmx-channel", size);
+  *fd = sys_memfd("fmx-link", size);
   if (*fd < 0) goto fail;
   c->base = sys_map_shared(*fd, size);
   if (!c->base) goto fail_fd;
@@ -131,7 +131,7 @@ static int area_ok(uint64_t off, uint64_t len, uint64_t size) {
   return off >= sizeof(struct chan_hdr) && off % 64 == 0 && off <= size && len <= size - off;
 }
 
-struct channel *chan_attach(int fd, const char **why) {
+struct shm_link *link_attach(int fd, const char **why) {
   /* Sealed and sized before it is mapped: a peer that could truncate it
    * would make every later access of ours fault (SIGBUS). */
   uint64_t fsize;
@@ -142,7 +142,7 @@ struct channel *chan_attach(int fd, const char **why) {
   }
   *why = "a malformed header";
   size_t size = (size_t)fsize;
-  struct channel *c = calloc(1, sizeof *c);
+  struct shm_link *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->base = sys_map_shared(fd, size);
   if (!c->base) {
@@ -171,7 +171,7 @@ struct channel *chan_attach(int fd, const char **why) {
   return c;
 }
 
-void chan_destroy(struct channel *c) {
+void link_destroy(struct shm_link *c) {
   if (!c) return;
   free(c->lent.pos);
   free(c->lent.buf);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A channel: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
+ * A link: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
  *   [chan_hdr + both rings' headers][cells 0][cells 1][slots 0][slots 1][coop 0][coop 1]
@@ -8,11 +8,11 @@
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
  * direction has a ring, the ring engine's slot headers (their data lies in
  * the sender's pool, region/pool.h) and the coop engine's transfer descriptor
- * (bulk/coop.c). Nothing is page-aligned but the start: a channel costs
+ * (bulk/coop.c). Nothing is page-aligned but the start: a link costs
  * the pages its rings touch, and the coop pages only once used.
  */
-#ifndef FMX_SHM_CHANNEL_H
-#define FMX_SHM_CHANNEL_H
+#ifndef FMX_SHM_LINK_H
+#define FMX_SHM_LINK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -43,7 +43,7 @@ struct chan_hdr {
   struct shm_ring_shared ring[2];
 };
 
-struct channel {
+struct shm_link {
   void *base;
   size_t size;
   /* Our records on tx that name a buffer of our pool, in push order: each
@@ -64,23 +64,23 @@ struct channel {
   int ours;                /* we created it (we connected) */
 };
 
-/* Create a channel memfd with the current config; returns the channel and
+/* Create a link memfd with the current config; returns the link and
  * stores the fd in *fd (to pass to the peer). NULL on failure. */
-struct channel *chan_create(int *fd);
-/* Map a channel received from a peer (we are the acceptor): the memfd must
+struct shm_link *link_create(int *fd);
+/* Map a link received from a peer (we are the acceptor): the memfd must
  * be sealed against shrinking and growing; every offset is validated
- * against its size. NULL on a malformed channel, *why says what. */
-struct channel *chan_attach(int fd, const char **why);
-void chan_destroy(struct channel *c);
+ * against its size. NULL on a malformed link, *why says what. */
+struct shm_link *link_attach(int fd, const char **why);
+void link_destroy(struct shm_link *c);
 /* Create the two pipes of a connection, O_NONBLOCK, sized to FMX_CHUNK_MAX
  * (or as much as the kernel grants): our ends go to c, the peer's (read end
  * of direction 0, write end of direction 1) to peer_fds. 0 or -1. */
 /* Whether connections should carry the vmsplice engine's pipes. */
-int chan_pipes_wanted(void);
-int chan_pipes_create(struct channel *c, int peer_fds[2]);
+int link_pipes_wanted(void);
+int link_pipes_create(struct shm_link *c, int peer_fds[2]);
 /* Adopt the pipe ends a connector passed (we are the acceptor): checks they
- * are a read end and a write end of pipes. 0 (fds now the channel's) or -1
+ * are a read end and a write end of pipes. 0 (fds now the link's) or -1
  * (fds left to the caller). */
-int chan_pipes_attach(struct channel *c, int rx_fd, int tx_fd);
+int chan_pipes_attach(struct shm_link *c, int rx_fd, int tx_fd);
 
 #endif
