@@ -90,7 +90,7 @@ static int coop_publish(struct bulk_xfer *x) {
   if (!gen) gen = (++x->conn->coop_gen) & GEN_MASK;
   x->tag = gen;
   a->busy = 1;
-  a->sreq = x->sreq;
+  a->sreq = x->peer_id;
   a->total = x->want;
   uint64_t smax = fmx_cfg.chunk_max < 4096 ? 4096 : fmx_cfg.chunk_max & ~4095ull;
   a->stripe_max = smax;

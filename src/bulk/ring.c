@@ -100,7 +100,7 @@ static int fill_held(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
     if (len > x->want - *done) len = x->want - *done;
     /* Regular stores: the chunk must stay in cache for the receiver. */
     copy_segs(x->segs, x->nseg, *done, pool_buf(c->pool, (uint64_t)b), len, 0, NULL);
-    h->rreq = x->rreq;
+    h->rreq = x->peer_id;
     h->off = *done;
     h->len = len;
     h->buf = (uint64_t)b;

@@ -101,8 +101,8 @@ struct bulk_xfer {
   uint8_t offloaded; /* an offload channel moved (or helped move) it */
   uint32_t tag;      /* an engine's tag for this transfer, carried to the sender (coop: its generation) */
   uint64_t id;       /* ours, unique on the endpoint while it runs */
-  uint64_t sreq;     /* the sender's id */
-  uint64_t rreq;     /* the receiver's id (sender side: ring names its slots so) */
+  uint64_t peer_id;  /* the peer's id of it (a receiver's: the sender's; a
+                      * sender's: the receiver's, which names ring slots) */
   /* The peer's side (receiver): its segments, and its region mapped here
    * (xsrc, NULL: reach it with CMA). */
   struct proto_seg *rsegs;

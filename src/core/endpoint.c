@@ -274,7 +274,7 @@ void ep_progress_siblings(struct fmx_endpoint *ep) {
 /* The engines ask whether another transfer of ours still runs (bulk/xfer.h):
  * a send still pushing, or a receive still matched, with engine e. */
 static int xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e) {
-  struct fmx_endpoint *ep = (struct fmx_endpoint *)((char *)env - offsetof(struct fmx_endpoint, benv));
+  struct fmx_endpoint *ep = container_of(env, struct fmx_endpoint, benv);
   struct fmx_request *o = req_lookup(ep, id, send ? REQ_SEND : REQ_RECV);
   if (!o || o->xfer.engine != e) return 0;
   return send ? list_linked(&o->bnode) : o->state == REQ_MATCHED;
@@ -381,7 +381,6 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->t.nic = sys_host_id();
   ep->t.session = (uint32_t)sys_random64();
   ep->t.bulk = &ep->benv;
-  ep->t.counters = ep->counters;
   ep->benv.cpu = topo_current_cpu();
   ep->benv.counters = ep->counters;
   ep->benv.active = xfer_active;

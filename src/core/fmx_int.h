@@ -19,11 +19,8 @@
 #include "region/region.h"
 #include "bulk/xfer.h"
 
-
 struct bulk_conn;
-struct fmx_bulk_engine;
 struct fmx_transport_ops;
-struct offload_job;
 
 /* A medium message arriving in fragments on one lane (proto/medium.c):
  * into a matched receive, or into a buffer until it is whole (neither:

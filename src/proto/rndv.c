@@ -29,7 +29,7 @@ static void xfer_init(struct fmx_endpoint *ep, struct fmx_request *r, struct par
 }
 
 static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
-  struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->xfer.sreq, .msg_len = r->xfer.done};
+  struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->xfer.peer_id, .msg_len = r->xfer.done};
   if (err) {
     fin.flags = PROTO_F_ERROR;
     fin.match = (uint64_t)err;
@@ -55,7 +55,7 @@ void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct par
                       fmx_return_t code) {
   r->partner = p;
   xfer_init(ep, r, p);
-  r->xfer.sreq = sreq;
+  r->xfer.peer_id = sreq;
   recv_finish(ep, r, code);
 }
 
@@ -74,8 +74,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   r->partner = p;
   xfer_init(ep, r, p);
   r->xfer.conn = lane;
-  r->xfer.sreq = sreq;
-  r->xfer.rreq = req_id(r);
+  r->xfer.peer_id = sreq;
   r->xfer.rsegs = segs;
   r->xfer.nrseg = nseg;
   r->xfer.want = r->status.xfer_length;
@@ -128,7 +127,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
                             .flags = (uint8_t)(r->xfer.engine->wire_id << PROTO_CTS_ENGINE_SHIFT),
                             .match = r->xfer.tag,
                             .sreq = sreq,
-                            .rreq = r->xfer.rreq,
+                            .rreq = r->xfer.id,
                             .msg_len = r->xfer.want};
     proto_send_ctl_of(ep, r, &cts);
   }
@@ -149,8 +148,7 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
   s->xfer.conn = p->tp->conn ? p->tp->conn(p) : NULL; /* where a sender-side engine works */
   s->xfer.send = 1;
   s->xfer.tag = (uint32_t)h->match;
-  s->xfer.sreq = s->xfer.id;
-  s->xfer.rreq = h->rreq;
+  s->xfer.peer_id = h->rreq;
   s->xfer.want = h->msg_len;
   s->moved_ns = sys_now_ns();
   list_add_tail(&ep->bulk, &s->bnode);

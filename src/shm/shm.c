@@ -86,8 +86,8 @@ static int push_pooled(struct fmx_endpoint *ep, struct shm_link *ch, const struc
   return 0;
 }
 
-/* Send on chan[1] from now on (shm_peer.switch_tx), once nothing can tell:
- * the receiver took all we pushed on chan[0] (no reordering), no medium
+/* Send on link[1] from now on (shm_peer.switch_tx), once nothing can tell:
+ * the receiver took all we pushed on link[0] (no reordering), no medium
  * message is half pushed (its fragments share a ring) and no rendezvous
  * of ours is in flight. Looked at every 16th push: it reads the peer's
  * line. */

@@ -37,10 +37,10 @@ struct shm_peer {
   /* Both ends connected at once: two links. Both ends move their
    * sending to the one the lower endpoint id made (shm.c, switch_tx), so
    * the other's rings stop taking pages. */
-  int switch_tx;             /* chan[1] is that one: send on it once safe */
+  int switch_tx;             /* link[1] is that one: send on it once safe */
   uint32_t pushes;           /* while switch_tx: pushes since the last look */
   uint64_t tx_medium_left;   /* bytes of the medium message we push still to come */
-  struct shm_link *link[2];   /* we send on chan[0]; we poll every one */
+  struct shm_link *link[2];   /* we send on link[0]; we poll every one */
   int nlink;
 };
 

@@ -29,10 +29,10 @@ struct transport_ep {
   int desc_fd;          /* its wake word's memfd (platform/wake.h), for peers to map */
   int closing;          /* fmx_close_endpoint began */
   uint32_t nlive;       /* partners in use, ourselves included */
-  struct bulk_env *bulk; /* the endpoint as the bulk engines know it (our CPU) */
-  uint64_t *counters;    /* its event counters (base/counters.h), under its lock */
+  struct bulk_env *bulk; /* the endpoint as the bulk engines know it (our CPU, its counters) */
 };
-#define TRANSPORT_CNT(ep, name) (transport_ep(ep)->counters[CNT_##name]++)
+/* Count an event of ep (base/counters.h), its lock held. */
+#define TRANSPORT_CNT(ep, name) (transport_ep(ep)->bulk->counters[CNT_##name]++)
 
 /* What a transport reads and fills of a partner: who it is (the
  * transport's handshake fills nic, eid, session and bulk's first part:
