@@ -120,6 +120,23 @@ static int new_state(const struct fmx_transport_ops *tp, void **tpd) {
   return tp->partner_size && !*tpd ? -1 : 0;
 }
 
+/* p (zeroed) becomes a live partner of ep in slot index, served by tp. */
+static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p, uint32_t index, uint32_t gen,
+                                     const struct fmx_transport_ops *tp, void *tpd) {
+  p->tpd = tpd;
+  p->index = index;
+  p->t.gen = gen;
+  p->bulk.pidfd = -1;
+  p->bulk.cpu = -1;
+  p->t.bulk = &p->bulk;
+  p->tp = tp;
+  list_init(&p->outq);
+  list_init(&p->reqs);
+  ep->t.nlive++;
+  set_crowded(ep);
+  return p;
+}
+
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
   void *tpd;
   for (uint32_t i = 0; i < ep->npartners; i++) {
@@ -129,18 +146,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     free(p->tpd);
     uint32_t gen = p->t.gen;
     memset(p, 0, sizeof *p);
-    p->tpd = tpd;
-    p->index = i;
-    p->t.gen = (gen + 2) | 1; /* addresses of the previous partner go stale */
-    p->bulk.pidfd = -1;
-    p->bulk.cpu = -1;
-    p->t.bulk = &p->bulk;
-    p->tp = tp;
-    list_init(&p->outq);
-    list_init(&p->reqs);
-    ep->t.nlive++;
-    set_crowded(ep);
-    return p;
+    return partner_start(ep, p, i, (gen + 2) | 1, tp, tpd); /* addresses of the previous partner go stale */
   }
   if (ep->npartners == ep->partners_cap) {
     uint32_t cap = ep->partners_cap ? ep->partners_cap * 2 : 16;
@@ -155,19 +161,8 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     free(tpd);
     return NULL;
   }
-  p->tpd = tpd;
-  p->index = ep->npartners;
-  p->t.gen = (uint32_t)sys_random64() | 1;
-  p->bulk.pidfd = -1;
-  p->bulk.cpu = -1;
-  p->t.bulk = &p->bulk;
-  p->tp = tp;
-  list_init(&p->outq);
-  list_init(&p->reqs);
-  ep->partners[ep->npartners++] = p;
-  ep->t.nlive++;
-  set_crowded(ep);
-  return p;
+  ep->partners[ep->npartners] = p;
+  return partner_start(ep, p, ep->npartners++, (uint32_t)sys_random64() | 1, tp, tpd);
 }
 
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
