@@ -11,8 +11,8 @@ of every folder of a lower layer, never of its own layer's other folders
 layer must reach up, it does so through a callback the upper one gave it.
 
     faces       src/mx src/ofi        (MX face, libfabric provider)
-    core        src/core              (endpoint, requests, matching, progress, the public API)
-    proto       src/proto             (message classes, rendezvous)
+    core        src/core              (endpoint, requests, completion, progress, the public API)
+    proto       src/proto             (message classes, matching, rendezvous)
     transports  src/self src/shm src/net
     seam        src/transport         (the ops table every transport implements)
     bulk        src/bulk              (copy engines, selection)
@@ -28,9 +28,10 @@ Tools (tools/) and the system tests' programs (tests/system/progs/) use the
 public API only: fmx.h and their own headers. Unit tests (tests/unit/) test
 internals and may include anything.
 
-DEBT lists the arrows known to be wrong today, each still to be removed
-(issue 13 said which); it may only shrink: a listed arrow that no longer
-exists fails the check too, so the list stays true.
+DEBT lists the arrows known to be wrong, each still to be removed; it is
+empty now (the last two, proto into the core, went with issue 13) and may
+only shrink: a listed arrow that no longer exists fails the check too, so
+the list stays true.
 """
 import os
 import re
@@ -52,16 +53,7 @@ LAYERS = [
 RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders}
 
 # (including file, included header): arrows still wrong, to be removed.
-DEBT = {
-    # Proto works on the core's requests, partners and endpoint (fmx_int.h)
-    # and matches into the core's queues (match.h), and calls the core by
-    # name (req_complete, progress_watch, ep_partner_fail). To remove: the
-    # message state proto keeps (out_rec, medium_rx, sreq/rreq) in proto's
-    # own headers, embedded in the request and partner, and the calls up
-    # as callbacks the core gives proto at init.
-    ("src/proto/proto.h", "core/fmx_int.h"),
-    ("src/proto/proto_int.h", "core/match.h"),
-}
+DEBT = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

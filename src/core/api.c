@@ -4,8 +4,8 @@
  * info.c). */
 #include <string.h>
 
+#include "core/fmx_int.h"
 #include "platform/sys.h"
-#include "proto/proto.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -51,17 +51,18 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
     ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
-  r->match = match;
-  r->len = len;
-  r->partner = p;
-  r->status = (fmx_status_t){.context = context, .source = dest, .match_info = match, .msg_length = len,
+  struct proto_msg *m = &r->m;
+  m->match = match;
+  m->len = len;
+  m->partner = p;
+  m->status = (fmx_status_t){.context = context, .source = dest, .match_info = match, .msg_length = len,
                              .xfer_length = len};
-  if (sync) r->flags |= REQ_F_SYNC;
+  if (sync) m->flags |= MSG_F_SYNC;
   *request = r;
   if (!sent && p->t.state != PARTNER_ALIVE)
     req_complete(ep, r, p->t.state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
   else if (!sent)
-    proto_send_start(ep, r);
+    proto_send_start(ep, m);
   ep_unlock(ep);
   return FMX_SUCCESS;
 }
@@ -83,7 +84,7 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
   uint64_t len;
   fmx_return_t rc = check_segs(segs, nsegs, &len);
   if (rc) return rc;
-  rc = (fmx_return_t)match_check(&ep->mq, match, mask);
+  rc = (fmx_return_t)match_check(&ep->pe.mq, match, mask);
   if (rc) return rc;
   ep_lock(ep);
   struct fmx_request *r = req_alloc(ep, REQ_RECV);
@@ -92,10 +93,10 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
     ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
-  r->match = match;
-  r->mask = mask;
-  r->seq = ep->next_seq++;
-  r->status.context = context;
+  r->m.match = match;
+  r->m.mask = mask;
+  r->m.seq = ep->next_seq++;
+  r->m.status.context = context;
   /* A receive never times out by itself: no sender may ever come. */
   if (r->deadline_ns) {
     r->deadline_ns = 0;
@@ -104,7 +105,7 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
   *request = r;
   /* No progress pass first: a record still in a ring has not arrived yet,
    * so matching it after this receive is posted keeps MX semantics. */
-  proto_recv_post(ep, r);
+  proto_recv_post(ep, &r->m);
   ep_unlock(ep);
   return FMX_SUCCESS;
 }
@@ -117,9 +118,9 @@ static int req_valid(struct fmx_endpoint *ep, struct fmx_request *r) {
 
 /* Hand a completed request to the caller and free it. */
 static void reap(struct fmx_endpoint *ep, struct fmx_request *r, fmx_status_t *status) {
-  if (status) *status = r->status;
+  if (status) *status = r->m.status;
   list_del(&r->qnode);
-  r->state = REQ_PENDING; /* so req_free accounts it */
+  r->m.state = MSG_PENDING; /* so req_free accounts it */
   req_free(ep, r);
 }
 
@@ -133,8 +134,8 @@ static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_s
     ep_unlock(ep);
     return FMX_BAD_REQUEST;
   }
-  if (progress && r->state != REQ_DONE) ep_progress_locked(ep);
-  *result = r->state == REQ_DONE;
+  if (progress && r->m.state != MSG_DONE) ep_progress_locked(ep);
+  *result = r->m.state == MSG_DONE;
   if (*result) {
     reap(ep, r, status);
     *request = NULL;
@@ -158,7 +159,7 @@ struct wait_one {
 static int wait_one_check(struct fmx_endpoint *ep, void *arg) {
   struct wait_one *w = arg;
   if (!req_valid(ep, w->r) || (w->r->flags & REQ_F_FORGOTTEN)) return (w->outcome = -1) != 0;
-  if (w->r->state != REQ_DONE) return 0;
+  if (w->r->m.state != MSG_DONE) return 0;
   reap(ep, w->r, w->status);
   return (w->outcome = 1) != 0;
 }
@@ -185,7 +186,7 @@ static int find_any(struct fmx_endpoint *ep, void *arg) {
   struct list_node *pos;
   list_for_each(pos, &ep->completed) {
     struct fmx_request *r = list_entry(pos, struct fmx_request, qnode);
-    if ((r->status.match_info & a->mask) == a->match) {
+    if ((r->m.status.match_info & a->mask) == a->match) {
       a->found = r;
       return 1;
     }
@@ -249,12 +250,12 @@ struct probe_arg {
 
 static int probe_check(struct fmx_endpoint *ep, void *arg) {
   struct probe_arg *a = arg;
-  struct unexp_msg *u = match_find_unexp(&ep->mq, a->match, a->mask, 0);
+  struct unexp_msg *u = match_find_unexp(&ep->pe.mq, a->match, a->mask, 0);
   if (!u) return 0;
   if (a->status) {
     memset(a->status, 0, sizeof *a->status);
     a->status->code = FMX_SUCCESS;
-    a->status->source = ep_partner_addr(u->partner);
+    a->status->source = u->partner->pp.addr;
     a->status->match_info = u->match;
     a->status->msg_length = u->msg_len;
     a->status->xfer_length = u->msg_len;
@@ -300,8 +301,8 @@ API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t 
     rc = FMX_BAD_REQUEST;
   } else if (r->kind == REQ_SEND) {
     rc = FMX_BAD_REQUEST;
-  } else if (r->kind == REQ_RECV && r->state == REQ_PENDING) {
-    match_unpost(&ep->mq, r);
+  } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING) {
+    match_unpost(&ep->pe.mq, &r->m);
     CNT(ep, CANCELLED);
     req_free(ep, r);
     *request = NULL;
@@ -319,7 +320,7 @@ API fmx_return_t fmx_forget(fmx_endpoint_t ep, fmx_request_t *request) {
   fmx_return_t rc = FMX_SUCCESS;
   if (!req_valid(ep, r) || (r->flags & REQ_F_FORGOTTEN)) {
     rc = FMX_BAD_REQUEST;
-  } else if (r->state == REQ_DONE) {
+  } else if (r->m.state == MSG_DONE) {
     reap(ep, r, NULL);
     *request = NULL;
   } else {
@@ -332,7 +333,7 @@ API fmx_return_t fmx_forget(fmx_endpoint_t ep, fmx_request_t *request) {
 
 API fmx_return_t fmx_context(fmx_request_t *request, void **context) {
   if (!request || !*request || !context) return FMX_BAD_REQUEST;
-  *context = (*request)->status.context;
+  *context = (*request)->m.status.context;
   return FMX_SUCCESS;
 }
 
@@ -344,7 +345,7 @@ API fmx_return_t fmx_set_request_timeout(fmx_endpoint_t ep, fmx_request_t reques
     ep->timeout_ms = timeout_ms;
   } else if (!req_valid(ep, request)) {
     rc = FMX_BAD_REQUEST;
-  } else if (request->state != REQ_DONE && request->kind == REQ_SEND) {
+  } else if (request->m.state != MSG_DONE && request->kind == REQ_SEND) {
     if (!request->deadline_ns && timeout_ms) ep->ntimed++;
     if (request->deadline_ns && !timeout_ms) ep->ntimed--;
     request->deadline_ns = timeout_ms ? sys_now_ns() + timeout_ms * 1000000ull : 0;

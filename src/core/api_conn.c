@@ -100,9 +100,9 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
     ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
-  r->status.context = context;
-  r->status.match_info = match;
-  r->status.source = addr;
+  r->m.status.context = context;
+  r->m.status.match_info = match;
+  r->m.status.source = addr;
   req_complete(ep, r, rc);
   *request = r;
   ep_unlock(ep);
@@ -118,7 +118,7 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
     rc = FMX_BAD_ADDRESS;
   } else if (p->t.state == PARTNER_ALIVE) {
     struct proto_hdr h = {.type = PROTO_CLOSE};
-    if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
+    if (list_empty(&p->pp.outq)) p->pp.tp->push(ep, p, &h, NULL, 0);
     ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   }
   ep_unlock(ep);

@@ -14,7 +14,7 @@
 #include "core/transport.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
-#include "proto/proto.h"
+#include "core/fmx_int.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static int lib_initialized;
@@ -30,6 +30,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_init(void) {
   }
   tunables_load();
   transports_init();
+  proto_init(&core_for_proto);
   ep_asym_fence = sys_membarrier_register() == 0;
   __atomic_store_n(&lib_initialized, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lib_lock);
@@ -76,9 +77,9 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
  * flight, or completed and not yet tested) or an unexpected message. */
 static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
   for (uint32_t i = 0; i < ep->nreqs; i++)
-    if (ep->reqs[i]->kind && ep->reqs[i]->partner == p) return 1;
+    if (ep->reqs[i]->kind && ep->reqs[i]->m.partner == p) return 1;
   struct list_node *pos;
-  list_for_each(pos, &ep->mq.unexp_all) {
+  list_for_each(pos, &ep->pe.mq.unexp_all) {
     if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
   }
   return 0;
@@ -95,14 +96,14 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * hardware threads. */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  __atomic_store_n(&ep->crowded, ep->t.nlive > (uint32_t)npus, __ATOMIC_RELAXED); /* waits read it unlocked */
+  __atomic_store_n(&ep->pe.crowded, ep->t.nlive > (uint32_t)npus, __ATOMIC_RELAXED); /* waits read it unlocked */
 }
 
 void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (p->t.state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
-    p->tp->release(ep, p);
+    p->pp.tp->release(ep, p);
     medium_reset(p);
     region_cache_release(&p->bulk.xmem);
     ep->nsiblings -= p->bulk.same_process;
@@ -129,9 +130,7 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   p->bulk.pidfd = -1;
   p->bulk.cpu = -1;
   p->t.bulk = &p->bulk;
-  p->tp = tp;
-  list_init(&p->outq);
-  list_init(&p->reqs);
+  proto_peer_init(&p->pp, tp, ep_partner_addr(p)); /* its NIC and endpoint ids join it later */
   ep->t.nlive++;
   set_crowded(ep);
   return p;
@@ -188,7 +187,7 @@ static int deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
   return p->t.state != PARTNER_ALIVE;
 }
 
-void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) { p->tp->poll(ep, p, deliver); }
+void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) { p->pp.tp->poll(ep, p, deliver); }
 
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->t.state != PARTNER_ALIVE || p->failing) return;
@@ -201,11 +200,11 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->t.state != PARTNER_ALIVE) return;
   p->t.state = state;
-  while (!list_empty(&p->outq)) proto_out_drop(ep, list_entry(p->outq.next, struct out_rec, node));
-  while (!list_empty(&p->reqs)) {
-    struct fmx_request *r = list_entry(p->reqs.next, struct fmx_request, pnode);
-    list_del(&r->pnode);
-    req_complete(ep, r, code);
+  while (!list_empty(&p->pp.outq)) proto_out_drop(ep, list_entry(p->pp.outq.next, struct out_rec, node));
+  while (!list_empty(&p->pp.msgs)) {
+    struct proto_msg *m = list_entry(p->pp.msgs.next, struct proto_msg, pnode);
+    list_del(&m->pnode);
+    req_complete(ep, req_of(m), code);
   }
   medium_reset(p);
   if (p->bulk.pidfd >= 0) {
@@ -222,9 +221,9 @@ static void check_timeouts(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     struct list_node *pos, *tmp;
-    list_for_each_safe(pos, tmp, &p->outq) {
+    list_for_each_safe(pos, tmp, &p->pp.outq) {
       struct out_rec *o = list_entry(pos, struct out_rec, node);
-      struct fmx_request *r = o->req;
+      struct fmx_request *r = o->msg ? req_of(o->msg) : NULL;
       /* Only what is still undelivered can time out: once in the ring the
        * peer has it (shm loses nothing). */
       if (r && !o->ctl && r->deadline_ns && now >= r->deadline_ns && !o->off) { /* a medium message half pushed is delivered */
@@ -240,9 +239,9 @@ void ep_progress_locked(struct fmx_endpoint *ep) {
     struct partner *p = ep->partners[i];
     if (p->t.state != PARTNER_ALIVE) continue;
     ep_partner_poll(ep, p);
-    if (!list_empty(&p->outq)) proto_flush(ep, p);
+    if (!list_empty(&p->pp.outq)) proto_flush(ep, p);
   }
-  if (!list_empty(&ep->bulk)) rndv_progress(ep);
+  if (!list_empty(&ep->pe.bulk)) rndv_progress(ep);
   if (ep->ntimed) check_timeouts(ep);
 }
 
@@ -266,15 +265,6 @@ void ep_progress_siblings(struct fmx_endpoint *ep) {
 
 /* ---- endpoints --------------------------------------------------------- */
 
-/* The engines ask whether another transfer of ours still runs (bulk/xfer.h):
- * a send still pushing, or a receive still matched, with engine e. */
-static int xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e) {
-  struct fmx_endpoint *ep = container_of(env, struct fmx_endpoint, benv);
-  struct fmx_request *o = req_lookup(ep, id, send ? REQ_SEND : REQ_RECV);
-  if (!o || o->xfer.engine != e) return 0;
-  return send ? list_linked(&o->bnode) : o->state == REQ_MATCHED;
-}
-
 static int open_desc(struct fmx_endpoint *ep) {
   int fd = sys_memfd("fmx-endpoint", EP_DESC_SIZE);
   if (fd < 0) return fd;
@@ -286,7 +276,7 @@ static int open_desc(struct fmx_endpoint *ep) {
   d->magic = EP_DESC_MAGIC;
   d->version = EP_DESC_VERSION;
   ep->t.desc_fd = fd;
-  ep->desc = ep->benv.desc = d;
+  ep->desc = ep->pe.benv.desc = d;
   return 0;
 }
 
@@ -297,13 +287,14 @@ static int open_self(struct fmx_endpoint *ep) {
   if (!p) return -ENOMEM;
   p->bulk.is_self = 1;
   p->bulk.same_process = 1;
-  p->bulk.cpu = ep->benv.cpu;
+  p->bulk.cpu = ep->pe.benv.cpu;
   p->t.nic = ep->t.nic;
   p->t.eid = p->bulk.eid = ep->t.eid;
   p->t.session = ep->t.session;
   p->bulk.pid = getpid();
   p->bulk.cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
   snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "one address space: plain copies");
+  p->pp.addr = ep_partner_addr(p); /* with its NIC id and endpoint id now */
   ep->self = p;
   return 0;
 }
@@ -311,20 +302,16 @@ static int open_self(struct fmx_endpoint *ep) {
 static void ep_free(struct fmx_endpoint *ep) {
   /* Offload channels moving a transfer let go before its shared memory goes. */
   for (uint32_t i = 0; i < ep->nreqs; i++)
-    if (ep->reqs[i]->xfer.job) offload_detach(&ep->reqs[i]->xfer);
+    if (ep->reqs[i]->m.xfer.job) offload_detach(&ep->reqs[i]->m.xfer);
   for (uint32_t i = 0; i < ep->npartners; i++) {
-    ep->partners[i]->tp->release(ep, ep->partners[i]);
+    ep->partners[i]->pp.tp->release(ep, ep->partners[i]);
     medium_reset(ep->partners[i]);
     region_cache_release(&ep->partners[i]->bulk.xmem);
     free(ep->partners[i]->tpd);
     free(ep->partners[i]);
   }
   free(ep->partners);
-  struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &ep->mq.unexp_all) {
-    struct unexp_msg *u = list_entry(pos, struct unexp_msg, all);
-    proto_unexp_free(u);
-  }
+  proto_ep_fini(&ep->pe);
   req_pool_fini(ep);
   transports_ep_fini(ep);
   if (ep->desc) munmap(ep->desc, EP_DESC_SIZE);
@@ -375,17 +362,15 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->t.key = key;
   ep->t.nic = sys_host_id();
   ep->t.session = (uint32_t)sys_random64();
-  ep->t.bulk = &ep->benv;
-  ep->benv.cpu = topo_current_cpu();
-  ep->benv.counters = ep->counters;
-  ep->benv.active = xfer_active;
+  ep->t.bulk = &ep->pe.benv;
+  ep->pe.benv.cpu = topo_current_cpu();
+  ep->pe.benv.counters = ep->counters;
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   const char *src = config_source("FMX_RNDV_THRESHOLD");
-  ep->rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
+  ep->pe.rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
   list_init(&ep->completed);
-  list_init(&ep->bulk);
   list_init(&ep->watch_node);
-  match_init(&ep->mq, 0, 0); /* so ep_free works from here on */
+  proto_ep_init(ep, 0, 0); /* so ep_free works from here on */
   unsigned ctx_bits = 0, ctx_shift = 0;
   int r;
   fmx_return_t rc = apply_params(ep, params, nparams, &ctx_bits, &ctx_shift);
@@ -393,7 +378,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     ep_free(ep);
     return rc;
   }
-  match_init(&ep->mq, ctx_bits, ctx_shift);
+  proto_ep_init(ep, ctx_bits, ctx_shift);
   if ((r = open_desc(ep)) < 0) {
     log_warn("FMX-FDS", "endpoint: no descriptor memfd: %s (RLIMIT_NOFILE %llu)", strerror(-r), sys_nofile_limit());
     ep_free(ep);
@@ -442,7 +427,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
     struct partner *p = ep->partners[i];
     if (p->t.state != PARTNER_ALIVE || p->bulk.is_self) continue;
     struct proto_hdr h = {.type = PROTO_CLOSE};
-    if (list_empty(&p->outq)) p->tp->push(ep, p, &h, NULL, 0);
+    if (list_empty(&p->pp.outq)) p->pp.tp->push(ep, p, &h, NULL, 0);
   }
   ep->desc->closed = 1;
   ep_unlock(ep);

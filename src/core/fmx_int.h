@@ -10,28 +10,13 @@
 #include "base/counters.h"
 #include "core/eplock.h"
 #include "base/list.h"
-#include "platform/copy.h"
 #include "platform/wake.h"
-#include "core/match.h"
 #include "fmx.h"
-#include "transport/record.h"
+#include "proto/proto.h"
 #include "transport/transport.h"
-#include "region/region.h"
 #include "bulk/xfer.h"
 
-struct bulk_conn;
 struct fmx_transport_ops;
-
-/* A medium message arriving in fragments on one lane (proto/medium.c):
- * into a matched receive, or into a buffer until it is whole (neither:
- * out of memory, its fragments are swallowed). */
-struct medium_rx {
-  int busy;             /* a message in flight */
-  struct bulk_conn *lane; /* the lane it comes on (NULL for a transport with one) */
-  uint64_t sreq, total, got;
-  struct fmx_request *req;
-  struct unexp_msg *unexp;
-};
 
 struct partner {
   /* What its transport reads and fills (who it is, its state),
@@ -39,11 +24,8 @@ struct partner {
   struct transport_peer t;
   uint32_t index;
   int failing; /* ep_partner_fail is draining its rings */
-  const struct fmx_transport_ops *tp; /* the transport serving it */
-  void *tpd;                          /* its private state (tp->partner_size bytes) */
-  struct list_node outq;   /* records waiting for ring room, in order */
-  struct medium_rx medium[2]; /* per lane it delivers on */
-  struct list_node reqs;   /* requests in flight with this partner */
+  struct proto_peer pp; /* the protocol's: its transport (pp.tp), queue, messages in flight */
+  void *tpd;            /* its transport's private state (tp->partner_size bytes) */
   void *user_context;
   int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
   /* What the bulk engines know of it (t.bulk points here): cold, and
@@ -52,55 +34,25 @@ struct partner {
 };
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
-enum req_state { REQ_PENDING = 0, REQ_MATCHED, REQ_DONE };
 
 #define REQ_F_FORGOTTEN 0x01
-#define REQ_F_SYNC 0x02
-#define REQ_F_RNDV 0x04
-#define REQ_F_QUEUED 0x08 /* on partner outq */
-#define REQ_F_WATCHED 0x20   /* counted in ep->nwatch (posted, or deferred) */
-#define REQ_F_DEFERRED 0x40  /* matched: to a channel if the application stays away */
+#define REQ_F_WATCHED 0x02 /* counted in ep->nwatch (posted, or deferred) */
 
-/* A record waiting for room in a ring: a send's message (ctl 0, req the
- * send), or a control record, either a receive's CTS or FIN kept in that
- * receive (ctl 1, req the receive, which outlives it: req_free waits) or
- * one with no request (ctl 1, req NULL, allocated). */
-struct out_rec {
-  struct list_node node;
-  struct proto_hdr hdr;
-  struct fmx_request *req;
-  uint64_t off;            /* EAGER in fragments: bytes pushed so far */
-  uint8_t ctl;
-};
-
+/* A request: the core's bookkeeping around the message the protocol
+ * moves (m: its description, state and status, proto/proto.h). */
 struct fmx_request {
   _Alignas(16) uint32_t index; /* 16: req_zero's stores (calloc gives that) */
   uint32_t gen;
-  uint8_t kind;
-  uint8_t state;
-  uint8_t flags;
-  uint8_t freed; /* the application let it go while its CTS/FIN waits for ring room */
+  uint8_t kind;  /* enum req_kind */
+  uint8_t flags; /* REQ_F_* */
   struct fmx_endpoint *ep;
-  fmx_status_t status;
-  struct partner *partner;
-  uint64_t match;
-  uint64_t mask;
-  uint64_t seq; /* posting order */
-  uint32_t nseg;
-  fmx_seg_t *segs;
-  fmx_seg_t seg1; /* storage when nseg <= 1 */
-  uint64_t len;   /* sum of segs */
-  struct list_node qnode; /* posted queue, or completed list */
-  struct list_node hnode; /* posted hash bucket */
-  struct list_node pnode; /* partner->reqs */
-  struct out_rec out;
-  /* rendezvous: the transfer the bulk engines move (bulk/xfer.h) */
-  struct bulk_xfer xfer;
-  uint64_t moved_ns;      /* when the engine last moved bytes (or started) */
-  struct region_ref xref;   /* sender: the fmx_mem_alloc region holding segs; len 0: none */
-  struct list_node bnode; /* ep->bulk list */
+  struct proto_msg m;
+  struct list_node qnode; /* completed list */
   uint64_t deadline_ns;
 };
+
+/* The request a message is part of. */
+static inline struct fmx_request *req_of(struct proto_msg *m) { return container_of(m, struct fmx_request, m); }
 
 struct fmx_endpoint {
   struct ep_lock lock; /* core/eplock.h: ep_lock(ep), ep_unlock(ep) */
@@ -117,9 +69,7 @@ struct fmx_endpoint {
   uint32_t wakeup_gen;
   uint64_t spin_ns; /* adaptive spin before blocking (wait.c) */
 
-  struct match_queues mq;
   struct list_node completed;
-  struct list_node bulk;      /* requests with a bulk transfer in progress */
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
   /* Offload watch (progress.c): posted receives that a channel should
    * match while the application computes, and progress.c's list of such
@@ -127,7 +77,6 @@ struct fmx_endpoint {
   uint32_t nwatch;
   int nwaiting; /* application threads inside ep_wait */
   uint64_t wait_left_ns; /* when the last one left */
-  struct bulk_env benv;   /* the endpoint as the bulk engines know it (bulk/xfer.h) */
   struct list_node watch_node;
   int watch_refs;
   uint64_t timeout_ms;        /* default request timeout */
@@ -139,10 +88,10 @@ struct fmx_endpoint {
   struct fmx_request *free_reqs;
   uint64_t next_seq;
 
-  int crowded;       /* ep_crowded: nlive above the host's hardware threads */
-  int rndv_explicit; /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   uint64_t counters[CNT_MAX];
-  char last_engine[16];
+  /* The protocol's (proto/proto.h): matching, transfers in progress, the
+   * bulk engines' view. */
+  struct proto_ep pe;
 };
 
 #define CNT(ep, name) ((ep)->counters[CNT_##name]++)
@@ -154,15 +103,13 @@ struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind);
  * caller saw non-empty, so it cannot fail. */
 struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind);
 void req_free(struct fmx_endpoint *ep, struct fmx_request *r);
-uint64_t req_id(const struct fmx_request *r);
 struct fmx_request *req_lookup(struct fmx_endpoint *ep, uint64_t id, int kind);
 int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg);
 void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code);
 void req_pool_fini(struct fmx_endpoint *ep);
-/* copy `len` bytes at `off` into (to_req=1) or out of the request's segments */
-/* Copy between the request's segments at `off` and buf; fn is the copy
- * routine (platform/copy.h), NULL for memcpy. */
-void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req, copy_fn fn);
+
+/* proto_up.c: the calls the protocol is given (proto_init) */
+extern const struct proto_core core_for_proto;
 
 /* endpoint.c */
 int lib_ready(void); /* fmx_init done and not finalized */
@@ -179,7 +126,7 @@ void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 /* More partners in use (ourselves included) than the host has hardware
  * threads: ranks outnumber cores, and a copy made twice is time taken from
  * another rank (proto's eager limit, bulk's engine choice). */
-static inline int ep_crowded(const struct fmx_endpoint *ep) { return ep->crowded; }
+static inline int ep_crowded(const struct fmx_endpoint *ep) { return ep->pe.crowded; }
 void ep_progress_locked(struct fmx_endpoint *ep);
 void ep_progress_siblings(struct fmx_endpoint *ep);
 
@@ -190,7 +137,8 @@ void ep_progress_siblings(struct fmx_endpoint *ep);
 int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg);
 
 /* progress.c: progress while the application computes (offload channel 0
- * makes it on watched endpoints). Called by proto with ep->lock held. */
+ * makes it on watched endpoints). The protocol reaches these through the
+ * calls it was given (proto_up.c), with ep->lock held. */
 /* A receive r was posted unmatched, or a large send waits for its CTS: if
  * it may end up offloaded, count it so channel 0 matches for the
  * application meanwhile. */

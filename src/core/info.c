@@ -204,7 +204,7 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
       rc = info_put(out, out_len, ep->counters, sizeof ep->counters);
       break;
     case FMX_INFO_LAST_BULK_ENGINE:
-      rc = info_put_str(out, out_len, ep->last_engine[0] ? ep->last_engine : "none");
+      rc = info_put_str(out, out_len, ep->pe.last_engine[0] ? ep->pe.last_engine : "none");
       break;
     case FMX_INFO_ENDPOINT_ID:
       rc = info_put(out, out_len, &ep->t.eid, sizeof ep->t.eid);

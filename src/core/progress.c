@@ -71,8 +71,8 @@ static int channels_up(void) {
 /* Count r in ep->nwatch (ep->lock held, the channels running); the first
  * puts the endpoint on the list and tells channel 0. The application is in
  * fmx right now: that counts as its last visit (wait_left_ns). */
-static void watch(struct fmx_endpoint *ep, struct fmx_request *r, uint8_t flags) {
-  r->flags |= flags;
+static void watch(struct fmx_endpoint *ep, struct fmx_request *r) {
+  r->flags |= REQ_F_WATCHED;
   if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
   __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
   pthread_mutex_lock(&watch_mu);
@@ -83,7 +83,7 @@ static void watch(struct fmx_endpoint *ep, struct fmx_request *r, uint8_t flags)
 }
 
 void progress_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (may_offload(r->len) && channels_up() == 0) watch(ep, r, REQ_F_WATCHED);
+  if (may_offload(r->m.len) && channels_up() == 0) watch(ep, r);
 }
 
 static void unlist(struct fmx_endpoint *ep) {
@@ -97,15 +97,18 @@ static void unlist(struct fmx_endpoint *ep) {
 }
 
 void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
-  if (channels_up() == 0) watch(ep, r, REQ_F_DEFERRED | REQ_F_WATCHED);
+  if (channels_up() != 0) return;
+  r->m.flags |= MSG_F_DEFERRED;
+  watch(ep, r);
 }
 
 void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
   progress_unwatch(ep, s);
-  if (!s->xfer.engine->offload_send_step || s->partner->bulk.is_self) return;
+  struct bulk_xfer *x = &s->m.xfer;
+  if (!x->engine->offload_send_step || x->peer->is_self) return;
   if (strcmp(fmx_cfg.bulk, "offload") == 0 || strcmp(fmx_cfg.offload, "on") == 0)
-    offload_start(&s->xfer);
-  else if (!offload_in_wait && may_offload(s->xfer.want))
+    offload_start(x);
+  else if (!offload_in_wait && may_offload(x->want))
     progress_defer(ep, s);
 }
 
@@ -133,12 +136,12 @@ void progress_forget_ep(struct fmx_endpoint *ep) {
  * takes over from where it got. */
 static void hand_over(struct fmx_endpoint *ep) {
   struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &ep->bulk) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
-    if (!(r->flags & REQ_F_DEFERRED) || r->xfer.job) continue;
-    r->flags &= (uint8_t)~REQ_F_DEFERRED;
-    progress_unwatch(ep, r);
-    offload_start(&r->xfer);
+  list_for_each_safe(pos, tmp, &ep->pe.bulk) {
+    struct proto_msg *m = list_entry(pos, struct proto_msg, bnode);
+    if (!(m->flags & MSG_F_DEFERRED) || m->xfer.job) continue;
+    m->flags &= (uint8_t)~MSG_F_DEFERRED;
+    progress_unwatch(ep, req_of(m));
+    offload_start(&m->xfer);
   }
 }
 

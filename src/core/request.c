@@ -7,7 +7,6 @@
 
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
-#include "proto/proto.h"
 #include "platform/sys.h"
 
 /* Zero a request with 16-byte stores, unrolled: the memset gcc inlines for
@@ -32,17 +31,18 @@ static inline void req_init(struct fmx_endpoint *ep, struct fmx_request *r, int 
   r->gen = gen;
   r->kind = (uint8_t)kind;
   r->ep = ep;
+  r->m.id = ((uint64_t)index << 32) | gen;
   list_init(&r->qnode);
-  list_init(&r->hnode);
-  list_init(&r->pnode);
-  list_init(&r->bnode);
-  list_init(&r->out.node);
+  list_init(&r->m.hnode);
+  list_init(&r->m.pnode);
+  list_init(&r->m.bnode);
+  list_init(&r->m.out.node);
 }
 
 struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {
   struct fmx_request *r = ep->free_reqs;
   if (r) {
-    ep->free_reqs = (struct fmx_request *)r->segs;
+    ep->free_reqs = (struct fmx_request *)r->m.segs;
   } else {
     if (ep->nreqs == ep->reqs_cap) {
       uint32_t cap = ep->reqs_cap ? ep->reqs_cap * 2 : 64;
@@ -74,9 +74,9 @@ static void done_listed(struct fmx_endpoint *ep, struct fmx_request *r) {
 
 struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind) {
   struct fmx_request *r = ep->free_reqs;
-  ep->free_reqs = (struct fmx_request *)r->segs;
+  ep->free_reqs = (struct fmx_request *)r->m.segs;
   req_init(ep, r, kind);
-  r->state = REQ_DONE;
+  r->m.state = MSG_DONE;
   done_listed(ep, r);
   return r;
 }
@@ -84,71 +84,68 @@ struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind) {
 void req_free(struct fmx_endpoint *ep, struct fmx_request *r) {
   /* Its CTS or FIN still waits for ring room: the record lives in it, so it
    * is freed once that record has gone (proto_out_done). */
-  if (r->out.ctl && list_linked(&r->out.node)) {
-    r->freed = 1;
+  struct proto_msg *m = &r->m;
+  if (m->out.ctl && list_linked(&m->out.node)) {
+    m->freed = 1;
     return;
   }
   progress_unwatch(ep, r); /* a cancelled receive */
-  if (r->segs && r->segs != &r->seg1) free(r->segs);
-  if (r->xfer.rsegs) free(r->xfer.rsegs);
+  if (m->segs && m->segs != &m->seg1) free(m->segs);
+  if (m->xfer.rsegs) free(m->xfer.rsegs);
   if (r->deadline_ns) ep->ntimed--;
   list_del(&r->qnode);
-  list_del(&r->pnode);
-  list_del(&r->bnode);
-  list_del(&r->out.node);
+  list_del(&m->pnode);
+  list_del(&m->bnode);
+  list_del(&m->out.node);
   r->gen++; /* any id still held by a peer is now stale */
-  r->state = REQ_DONE;
+  m->state = MSG_DONE;
   r->kind = 0;
-  r->segs = (fmx_seg_t *)ep->free_reqs;
+  m->segs = (fmx_seg_t *)ep->free_reqs;
   ep->free_reqs = r;
 }
-
-uint64_t req_id(const struct fmx_request *r) { return ((uint64_t)r->index << 32) | r->gen; }
 
 struct fmx_request *req_lookup(struct fmx_endpoint *ep, uint64_t id, int kind) {
   uint32_t index = (uint32_t)(id >> 32), gen = (uint32_t)id;
   if (index >= ep->nreqs) return NULL;
   struct fmx_request *r = ep->reqs[index];
-  if (r->gen != gen || r->kind != kind || r->state == REQ_DONE) return NULL;
+  if (r->gen != gen || r->kind != kind || r->m.state == MSG_DONE) return NULL;
   return r;
 }
 
 int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg) {
-  r->nseg = nseg;
-  r->len = 0;
+  struct proto_msg *m = &r->m;
+  m->nseg = nseg;
+  m->len = 0;
   if (nseg <= 1) {
-    r->segs = &r->seg1;
-    r->seg1 = nseg ? segs[0] : (fmx_seg_t){NULL, 0};
+    m->segs = &m->seg1;
+    m->seg1 = nseg ? segs[0] : (fmx_seg_t){NULL, 0};
   } else {
-    r->segs = malloc(nseg * sizeof *segs);
-    if (!r->segs) return -1;
-    memcpy(r->segs, segs, nseg * sizeof *segs);
+    m->segs = malloc(nseg * sizeof *segs);
+    if (!m->segs) return -1;
+    memcpy(m->segs, segs, nseg * sizeof *segs);
   }
-  for (uint32_t i = 0; i < nseg; i++) r->len += segs[i].len;
+  for (uint32_t i = 0; i < nseg; i++) m->len += segs[i].len;
   return 0;
 }
 
-void req_copy(struct fmx_request *r, uint64_t off, void *buf, uint64_t len, int to_req, copy_fn fn) {
-  copy_segs(r->segs, r->nseg, off, buf, len, to_req, fn);
-}
-
 void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code) {
-  if (r->state == REQ_DONE) return;
+  struct proto_msg *m = &r->m;
+  if (m->state == MSG_DONE) return;
   /* A channel moving it lets go first: nothing lands in a buffer the user
    * got back (a peer's death, a timeout, a coop helper past the end). */
-  if (r->xfer.job) offload_detach(&r->xfer);
+  if (m->xfer.job) offload_detach(&m->xfer);
   progress_unwatch(ep, r);
-  r->state = REQ_DONE;
-  r->status.code = code;
-  list_del(&r->pnode);
-  list_del(&r->bnode);
-  if (!r->out.ctl) list_del(&r->out.node); /* a send not pushed; a receive's FIN still goes */
+  m->state = MSG_DONE;
+  m->status.code = code;
+  list_del(&m->pnode);
+  list_del(&m->bnode);
+  if (!m->out.ctl) list_del(&m->out.node); /* a send not pushed; a receive's FIN still goes */
   if (r->deadline_ns) {
     r->deadline_ns = 0;
     ep->ntimed--;
   }
   if (r->flags & REQ_F_FORGOTTEN) {
-    r->state = REQ_PENDING; /* let req_free see a live request */
+    m->state = MSG_PENDING; /* let req_free see a live request */
     req_free(ep, r);
     return;
   }
@@ -158,8 +155,8 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
 void req_pool_fini(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->nreqs; i++) {
     struct fmx_request *r = ep->reqs[i];
-    if (r->kind && r->segs && r->segs != &r->seg1) free(r->segs);
-    if (r->kind && r->xfer.rsegs) free(r->xfer.rsegs);
+    if (r->kind && r->m.segs && r->m.segs != &r->m.seg1) free(r->m.segs);
+    if (r->kind && r->m.xfer.rsegs) free(r->m.xfer.rsegs);
     free(r);
   }
   free(ep->reqs);

@@ -75,7 +75,10 @@ struct partner *transport_peer_find(struct fmx_endpoint *ep, uint32_t eid, uint3
   return ep_partner_find(ep, eid, session);
 }
 
-void transport_peer_joined(struct fmx_endpoint *ep, struct partner *p) { ep->nsiblings += p->bulk.same_process; }
+void transport_peer_joined(struct fmx_endpoint *ep, struct partner *p) {
+  p->pp.addr = ep_partner_addr(p); /* with the NIC id and endpoint id the handshake filled */
+  ep->nsiblings += p->bulk.same_process;
+}
 
 void transport_peer_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   ep_partner_fail(ep, p, state, code);
@@ -89,16 +92,15 @@ struct partner *transport_peer_next(struct fmx_endpoint *ep, const struct fmx_tr
                                     struct partner *prev) {
   for (uint32_t i = prev ? prev->index + 1 : 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->tp == tp && !p->reaped) return p;
+    if (p->pp.tp == tp && !p->reaped) return p;
   }
   return NULL;
 }
 
 int transport_peer_lending(struct partner *p) {
   struct list_node *pos;
-  list_for_each(pos, &p->reqs) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, pnode);
-    if (r->kind == REQ_SEND && (r->flags & REQ_F_RNDV)) return 1;
+  list_for_each(pos, &p->pp.msgs) {
+    if (list_entry(pos, struct proto_msg, pnode)->flags & MSG_F_RNDV) return 1; /* only sends go rendezvous */
   }
   return 0;
 }

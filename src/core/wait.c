@@ -40,16 +40,16 @@ static int has_local_work(struct fmx_endpoint *ep) {
    * then), and nobody may be in fmx on that endpoint but us. */
   for (uint32_t i = 0; ep->nsiblings && i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->bulk.same_process && !p->bulk.is_self && (p->medium[0].busy || p->medium[1].busy)) return 3;
+    if (p->bulk.same_process && !p->bulk.is_self && (p->pp.medium[0].busy || p->pp.medium[1].busy)) return 3;
   }
-  list_for_each(pos, &ep->bulk) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
+  list_for_each(pos, &ep->pe.bulk) {
+    struct proto_msg *r = list_entry(pos, struct proto_msg, bnode);
     /* Its other end is an endpoint of this process: we progress it. */
-    if (r->partner->bulk.same_process && !r->partner->bulk.is_self) return 3;
+    if (r->xfer.peer->same_process && !r->xfer.peer->is_self) return 3;
     if (work) continue;
     /* A channel moving it all wakes us when done: we may sleep. */
     if (r->xfer.job && !r->xfer.engine->offload_helps) continue;
-    if (r->kind == REQ_RECV && r->xfer.engine->receiver_copies) work = 1;
+    if (!r->xfer.send && r->xfer.engine->receiver_copies) work = 1;
     else if ((now = now ? now : sys_now_ns()) - r->moved_ns < fmx_cfg.spin_us * 1000ull) work = 1;
     if (work && !ep->nsiblings) break;
   }
@@ -67,7 +67,7 @@ static int has_local_work(struct fmx_endpoint *ep) {
 static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy,
                      uint64_t *start) {
   ep_lock(ep);
-  if (start && !list_empty(&ep->bulk)) {
+  if (start && !list_empty(&ep->pe.bulk)) {
     *start = sys_now_ns();
     if (offload_in_wait == 1) adapt_wait_ns = *start; /* the outermost wait (ep_wait counted it) */
   }
@@ -133,7 +133,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
        * queued behind us on this core, give it the core at every poll,
        * not every 16th past YIELD_AFTER_NS (alltoall on 2 cores, 4K/64K:
        * 8 ranks 42/232 -> 25/208 us, 32 ranks 766/6953 -> 559/6284 us). */
-      if (__atomic_load_n(&ep->crowded, __ATOMIC_RELAXED)) sched_yield();
+      if (__atomic_load_n(&ep->pe.crowded, __ATOMIC_RELAXED)) sched_yield();
       continue;
     }
     uint64_t now = sys_now_ns();

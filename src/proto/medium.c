@@ -18,14 +18,16 @@
 
 /* The message in flight on this lane, or NULL. */
 static struct medium_rx *slot_of(struct partner *p, struct bulk_conn *lane) {
+  struct medium_rx *m = proto_peer(p)->medium;
   for (int i = 0; i < 2; i++)
-    if (p->medium[i].busy && p->medium[i].lane == lane) return &p->medium[i];
+    if (m[i].busy && m[i].lane == lane) return &m[i];
   return NULL;
 }
 
 static struct medium_rx *free_slot(struct partner *p) {
+  struct medium_rx *m = proto_peer(p)->medium;
   for (int i = 0; i < 2; i++)
-    if (!p->medium[i].busy) return &p->medium[i];
+    if (!m[i].busy) return &m[i];
   return NULL;
 }
 
@@ -35,13 +37,14 @@ static void drop(struct medium_rx *m) {
 }
 
 static void bad(struct fmx_endpoint *ep, struct partner *p, const char *why) {
-  CNT(ep, BAD_PACKET);
-  log_warn_once("FMX-BAD-FRAGMENT", "endpoint %u: %s from endpoint %u dropped", ep->t.eid, why, p->t.eid);
+  PROTO_CNT(proto_ep(ep), BAD_PACKET);
+  log_warn_once("FMX-BAD-FRAGMENT", "endpoint %u: %s from endpoint %u dropped", transport_ep(ep)->eid, why,
+                transport_peer(p)->eid);
 }
 
 /* The message in flight on lane will never be whole: its receive fails. */
 static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
-  if (m->req) req_complete(ep, m->req, FMX_MESSAGE_ABORTED);
+  if (m->msg) proto_up->complete(ep, m->msg, FMX_MESSAGE_ABORTED);
   drop(m);
 }
 
@@ -53,39 +56,41 @@ void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *la
 }
 
 void medium_reset(struct partner *p) {
-  for (int i = 0; i < 2; i++) drop(&p->medium[i]);
+  struct medium_rx *m = proto_peer(p)->medium;
+  for (int i = 0; i < 2; i++) drop(&m[i]);
 }
 
 static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx *m) {
-  CNT(ep, RECV_MEDIUM);
-  if (m->req) {
-    struct fmx_request *r = m->req;
-    CNT(ep, RECV_EAGER);
+  struct proto_ep *pe = proto_ep(ep);
+  PROTO_CNT(pe, RECV_MEDIUM);
+  if (m->msg) {
+    struct proto_msg *r = m->msg;
+    PROTO_CNT(pe, RECV_EAGER);
     int trunc = r->status.xfer_length < r->status.msg_length;
-    if (trunc) CNT(ep, TRUNCATED);
+    if (trunc) PROTO_CNT(pe, TRUNCATED);
     drop(m);
-    req_complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+    proto_up->complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
     return;
   }
   struct unexp_msg *u = m->unexp;
   m->unexp = NULL;
   drop(m);
   /* Whole now: a receive posted while it arrived comes first. */
-  struct fmx_request *r = match_take_posted(&ep->mq, u->match);
+  struct proto_msg *r = match_take_posted(&pe->mq, u->match);
   if (r) {
     proto_eager_complete(ep, r, p, u->match, u->data, u->msg_len);
     proto_unexp_free(u);
   } else {
-    CNT(ep, UNEXPECTED);
-    match_add_unexp(&ep->mq, u);
+    PROTO_CNT(pe, UNEXPECTED);
+    match_add_unexp(&pe->mq, u);
   }
 }
 
 /* Copy [off, off+len) of the message out of the ring. */
 static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t len) {
-  if (m->req) {
-    uint64_t fit = m->req->status.xfer_length;
-    if (off < fit) req_copy(m->req, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
+  if (m->msg) {
+    uint64_t fit = m->msg->status.xfer_length;
+    if (off < fit) proto_msg_copy(m->msg, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
   } else if (m->unexp) {
     memcpy((char *)m->unexp->data + off, data, len);
   }
@@ -107,13 +112,13 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
   m->lane = lane;
   m->sreq = h->sreq;
   m->total = h->msg_len;
-  struct fmx_request *r = match_take_posted(&ep->mq, h->match);
+  struct proto_msg *r = match_take_posted(&proto_ep(ep)->mq, h->match);
   if (r) {
-    progress_unwatch(ep, r);
+    proto_up->unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);
-    r->state = REQ_MATCHED;
-    list_add_tail(&p->reqs, &r->pnode); /* a dying peer completes it */
-    m->req = r;
+    r->state = MSG_MATCHED;
+    list_add_tail(&proto_peer(p)->msgs, &r->pnode); /* a dying peer completes it */
+    m->msg = r;
   } else {
     m->unexp = proto_unexp_new(ep, p, lane, h, h->msg_len);
     if (!m->unexp) return; /* no memory: the connection is down, and its slots cleared */

@@ -1,22 +1,164 @@
 /* SPDX-License-Identifier: MIT */
-/* What the core asks of the protocol (proto_int.h: proto's own). */
+/*
+ * The protocol as the core sees it (proto_int.h: proto's own).
+ *
+ * The protocol keeps its state in objects of its own, which the core
+ * embeds: a message (struct proto_msg) in each request, a struct
+ * proto_peer in each partner, a struct proto_ep in each endpoint. The
+ * endpoint and the partner stay opaque here; the protocol reaches its
+ * part of them through proto_ep() and proto_peer() (their layout, the
+ * core's, inlined at link time) and the transport's part through
+ * transport_ep() and transport_peer(). Whatever it asks the core to do
+ * (complete a request, find one by its wire id, fail a partner, watch for
+ * idle progress) goes through the struct proto_core the core gives it at
+ * fmx_init (proto_init): the protocol never names a function of the core.
+ */
 #ifndef FMX_PROTO_PROTO_H
 #define FMX_PROTO_PROTO_H
 
-#include "core/fmx_int.h"
+#include <stdint.h>
 
+#include "base/counters.h"
+#include "base/list.h"
+#include "bulk/xfer.h"
+#include "fmx.h"
+#include "platform/copy.h"
+#include "proto/match.h"
+#include "region/region.h"
+#include "transport/record.h"
+#include "transport/transport.h"
+
+struct fmx_endpoint;
+struct partner;
 struct bulk_conn;
 
-/* Start a send request (eager or rendezvous); the request is queued if the
- * ring has no room. */
-void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r);
+enum msg_state { MSG_PENDING = 0, MSG_MATCHED, MSG_DONE };
+
+#define MSG_F_SYNC 0x01     /* a synchronous send: rendezvous at any size */
+#define MSG_F_RNDV 0x02     /* a send that went rendezvous (an RTS) */
+#define MSG_F_DEFERRED 0x04 /* matched, to be handed to an offload channel (core/progress.c) */
+
+/* A record waiting for room in a ring: a send's message (ctl 0, msg the
+ * send), or a control record, either a receive's CTS or FIN kept in that
+ * receive (ctl 1, msg the receive, which outlives it: the core's free
+ * waits, `freed`) or one with no message (ctl 1, msg NULL, allocated). */
+struct out_rec {
+  struct list_node node;
+  struct proto_hdr hdr;
+  struct proto_msg *msg;
+  uint64_t off;            /* EAGER in fragments: bytes pushed so far */
+  uint8_t ctl;
+};
+
+/* A message: what a send or a receive request is to the protocol. The
+ * core fills the description (segments, match, status.context) and
+ * reads the outcome (state, status). */
+struct proto_msg {
+  uint64_t id;             /* the request's name on the wire (the core's, stale once it is freed) */
+  uint8_t state;           /* enum msg_state */
+  uint8_t flags;           /* MSG_F_* */
+  uint8_t freed;           /* the application let it go while its CTS/FIN waits for ring room */
+  uint32_t nseg;
+  struct partner *partner; /* opaque: the core's */
+  fmx_status_t status;
+  uint64_t match;
+  uint64_t mask;
+  uint64_t seq;            /* posting order (receives) */
+  fmx_seg_t *segs;
+  fmx_seg_t seg1;          /* storage when nseg <= 1 */
+  uint64_t len;            /* sum of segs */
+  struct list_node hnode;  /* posted queue (match.c) */
+  struct list_node pnode;  /* its partner's messages in flight (proto_peer.msgs) */
+  struct out_rec out;
+  /* rendezvous: the transfer the bulk engines move (bulk/xfer.h) */
+  struct bulk_xfer xfer;
+  uint64_t moved_ns;       /* when the engine last moved bytes (or started) */
+  struct region_ref xref;  /* sender: the fmx_mem_alloc region holding segs; len 0: none */
+  struct list_node bnode;  /* proto_ep.bulk */
+};
+
+/* A medium message arriving in fragments on one lane (medium.c): into a
+ * matched receive, or into a buffer until it is whole (neither: out of
+ * memory, its fragments are swallowed). */
+struct medium_rx {
+  int busy;               /* a message in flight */
+  struct bulk_conn *lane; /* the lane it comes on (NULL for a transport with one) */
+  uint64_t sreq, total, got;
+  struct proto_msg *msg;
+  struct unexp_msg *unexp;
+};
+
+/* What the protocol keeps of a partner. */
+struct proto_peer {
+  const struct fmx_transport_ops *tp; /* the transport serving it (the core's choice) */
+  fmx_endpoint_addr_t addr;           /* its address, as a status gives it (the core's) */
+  struct list_node outq;              /* records waiting for ring room, in order */
+  struct list_node msgs;              /* messages in flight with it (pnode) */
+  struct medium_rx medium[2];         /* per lane it delivers on */
+};
+
+/* What the protocol keeps of an endpoint. */
+struct proto_ep {
+  struct fmx_endpoint *ep; /* the endpoint it is part of (opaque) */
+  struct match_queues mq;
+  struct list_node bulk;  /* messages with a transfer in progress (bnode) */
+  struct bulk_env benv;   /* the endpoint as the bulk engines know it (bulk/xfer.h) */
+  int crowded;            /* more partners in use than hardware threads (the core's, read unlocked) */
+  int rndv_explicit;      /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
+  char last_engine[16];   /* the engine of the last rendezvous received */
+};
+
+/* Count an event (base/counters.h), the endpoint's lock held. */
+#define PROTO_CNT(pe, name) ((pe)->benv.counters[CNT_##name]++)
+
+/* The protocol's parts of the core's objects (core/transport.c). */
+struct proto_ep *proto_ep(struct fmx_endpoint *ep);
+struct proto_peer *proto_peer(struct partner *p);
+
+/* What the protocol asks of the core: given once, at fmx_init. Every
+ * call is made with the endpoint's lock held. */
+struct proto_core {
+  /* m is done with code: its request completes. */
+  void (*complete)(struct fmx_endpoint *ep, struct proto_msg *m, fmx_return_t code);
+  /* m, which the application let go (freed), may be freed now. */
+  void (*release)(struct fmx_endpoint *ep, struct proto_msg *m);
+  /* The live message a peer names by id: a send (send 1) or a receive;
+   * NULL when no such request lives. */
+  struct proto_msg *(*lookup)(struct fmx_endpoint *ep, uint64_t id, int send);
+  /* Idle progress (core/progress.c): m, a receive posted unmatched or a
+   * send waiting for its CTS, may end up offloaded (watch); it matched or
+   * ended (unwatch); it matched to be moved by whoever is idle (defer);
+   * the send m got its CTS (send_cts). */
+  void (*watch)(struct fmx_endpoint *ep, struct proto_msg *m);
+  void (*unwatch)(struct fmx_endpoint *ep, struct proto_msg *m);
+  void (*defer)(struct fmx_endpoint *ep, struct proto_msg *m);
+  void (*send_cts)(struct fmx_endpoint *ep, struct proto_msg *m);
+  /* The partner is gone (state: enum partner_state) and its messages
+   * complete with code; fail takes what its transport still holds first,
+   * down does not. */
+  void (*peer_fail)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+  void (*peer_down)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+};
+void proto_init(const struct proto_core *core);
+
+/* A fresh endpoint's protocol state (zeroed; benv's counters, wake word
+ * and CPU are the core's to set): matching with ctx_bits of context id at
+ * ctx_shift. Again with other bits while nothing is posted or queued. */
+void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift);
+/* Free what the endpoint's unexpected queue holds. */
+void proto_ep_fini(struct proto_ep *pe);
+/* A new partner's protocol state, served by tp, at address addr. */
+void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp, fmx_endpoint_addr_t addr);
+
+/* Start a send (eager or rendezvous); queued if the ring has no room. */
+void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *m);
 /* An eager message of one record with nothing queued before it, pushed at
  * once from the caller's segments (its request is made after): 1, or 0
  * when it must take proto_send_start. */
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
                    uint64_t match);
 /* Post a receive: take an unexpected message or queue it. */
-void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r);
+void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *m);
 /* A record arrived from p on lane; payload follows hdr (the
  * transports' delivery, given them by the core). */
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
@@ -31,5 +173,11 @@ void proto_unexp_free(struct unexp_msg *u);
 void medium_reset(struct partner *p);
 /* Bounded work on every transfer in progress. */
 void rndv_progress(struct fmx_endpoint *ep);
+/* The engines' question (bulk_env.active): whether our transfer id, a
+ * send (still pushing) or a receive (still matched), runs with engine e. */
+int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e);
+/* Copy between m's segments at off and buf (to_msg: into m); fn the copy
+ * routine (platform/copy.h), NULL for memcpy. */
+void proto_msg_copy(struct proto_msg *m, uint64_t off, void *buf, uint64_t len, int to_msg, copy_fn fn);
 
 #endif

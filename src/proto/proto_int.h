@@ -4,19 +4,21 @@
 #ifndef FMX_PROTO_PROTO_INT_H
 #define FMX_PROTO_PROTO_INT_H
 
-#include "core/match.h"
 #include "proto/proto.h"
 
 struct bulk_conn;
+
+/* The core's side (proto_init). */
+extern const struct proto_core *proto_up;
 
 /* send.c */
 /* Send a control record that belongs to no request (a FIN refusing an
  * RTS): queued in memory of its own when the ring is full; without that
  * memory the connection is given up (proto_abort). */
 void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
-/* Send the receive r's CTS or FIN to r->partner: kept in r while it waits
- * for ring room (never allocates; r is freed only once it has gone). */
-void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const struct proto_hdr *h);
+/* Send the receive m's CTS or FIN to m->partner: kept in m while it waits
+ * for ring room (never allocates; m is freed only once it has gone). */
+void proto_send_ctl_of(struct fmx_endpoint *ep, struct proto_msg *m, const struct proto_hdr *h);
 /* We lack memory for something p sent that must be kept (an unexpected
  * message, a control record): rather than lose it silently, the
  * connection goes down on both sides, every request with p completing
@@ -30,9 +32,9 @@ void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, 
 struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane,
                                   const struct proto_hdr *h, size_t bytes);
 /* A matched receive takes a message from p: status fields. */
-void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len);
+void proto_fill_status(struct proto_msg *m, struct partner *p, uint64_t match, uint64_t msg_len);
 /* A matched receive takes a whole eager message: copy what fits, complete. */
-void proto_eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
+void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *m, struct partner *p, uint64_t match,
                           const void *data, uint64_t len);
 
 /* medium.c: eager messages in fragments, receiving side */
@@ -45,11 +47,11 @@ void medium_next(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *l
 void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane);
 
 /* rndv.c */
-void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct bulk_conn *lane,
+void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *m, struct partner *p, struct bulk_conn *lane,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags);
-/* The matched receive r cannot take the rendezvous sreq from p: it
+/* The matched receive m cannot take the rendezvous sreq from p: it
  * completes with code, and an error FIN tells the sender. */
-void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t sreq,
+void rndv_recv_refuse(struct fmx_endpoint *ep, struct proto_msg *m, struct partner *p, uint64_t sreq,
                       fmx_return_t code);
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);

@@ -8,25 +8,57 @@
 #include "platform/sys.h"
 #include "proto/proto_int.h"
 
-void proto_fill_status(struct fmx_request *r, struct partner *p, uint64_t match, uint64_t msg_len) {
+const struct proto_core *proto_up;
+
+void proto_init(const struct proto_core *core) { proto_up = core; }
+
+void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift) {
+  struct proto_ep *pe = proto_ep(ep);
+  pe->ep = ep;
+  match_init(&pe->mq, ctx_bits, ctx_shift);
+  list_init(&pe->bulk);
+  pe->benv.active = proto_xfer_active;
+}
+
+void proto_ep_fini(struct proto_ep *pe) {
+  while (!list_empty(&pe->mq.unexp_all)) {
+    struct unexp_msg *u = list_entry(pe->mq.unexp_all.next, struct unexp_msg, all);
+    match_del_unexp(&pe->mq, u);
+    proto_unexp_free(u);
+  }
+}
+
+void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp, fmx_endpoint_addr_t addr) {
+  pp->tp = tp;
+  pp->addr = addr;
+  list_init(&pp->outq);
+  list_init(&pp->msgs);
+}
+
+void proto_msg_copy(struct proto_msg *m, uint64_t off, void *buf, uint64_t len, int to_msg, copy_fn fn) {
+  copy_segs(m->segs, m->nseg, off, buf, len, to_msg, fn);
+}
+
+void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, uint64_t msg_len) {
   r->partner = p;
-  r->status.source = ep_partner_addr(p);
+  r->status.source = proto_peer(p)->addr;
   r->status.match_info = match;
   r->status.msg_length = msg_len;
   r->status.xfer_length = msg_len < r->len ? msg_len : r->len;
 }
 
 /* Eager data for a matched receive: copy what fits, never more. */
-void proto_eager_complete(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t match,
+void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, uint64_t match,
                           const void *data, uint64_t len) {
   proto_fill_status(r, p, match, len);
-  if (r->nseg == 1) { /* the common case, without req_copy's walk */
+  if (r->nseg == 1) { /* the common case, without proto_msg_copy's walk */
     if (r->status.xfer_length) memcpy(r->segs[0].ptr, data, r->status.xfer_length);
   } else
-    req_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
-  CNT(ep, RECV_EAGER);
-  if (r->status.xfer_length < len) CNT(ep, TRUNCATED);
-  req_complete(ep, r, r->status.xfer_length < len ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+    proto_msg_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
+  struct proto_ep *pe = proto_ep(ep);
+  PROTO_CNT(pe, RECV_EAGER);
+  if (r->status.xfer_length < len) PROTO_CNT(pe, TRUNCATED);
+  proto_up->complete(ep, r, r->status.xfer_length < len ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
 }
 
 void proto_unexp_free(struct unexp_msg *u) {
@@ -61,14 +93,17 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
   struct unexp_msg *u = proto_unexp_new(ep, p, lane, h, h->len);
   if (!u) return; /* the connection is down */
   if (h->len) memcpy(u->data, payload, h->len);
-  CNT(ep, UNEXPECTED);
-  match_add_unexp(&ep->mq, u);
+  struct proto_ep *pe = proto_ep(ep);
+  PROTO_CNT(pe, UNEXPECTED);
+  match_add_unexp(&pe->mq, u);
 }
 
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
+  struct proto_ep *pe = proto_ep(ep);
   /* Nothing comes between the fragments of a medium message. */
-  if (h->type != PROTO_FRAG && (p->medium[0].busy | p->medium[1].busy)) medium_cut(ep, p, lane);
+  const struct medium_rx *med = proto_peer(p)->medium;
+  if (h->type != PROTO_FRAG && (med[0].busy | med[1].busy)) medium_cut(ep, p, lane);
   switch (h->type) {
     case PROTO_EAGER: {
       if (h->msg_len > h->len) {
@@ -76,7 +111,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
         return;
       }
       if (h->msg_len != h->len) goto bad;
-      struct fmx_request *r = match_take_posted(&ep->mq, h->match);
+      struct proto_msg *r = match_take_posted(&pe->mq, h->match);
       if (r)
         proto_eager_complete(ep, r, p, h->match, payload, h->len);
       else
@@ -87,7 +122,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
       if (h->nseg > FMX_MAX_SEGMENTS ||
           h->len != (h->nseg + (h->flags & PROTO_F_XMEM ? 2u : 0u)) * sizeof(struct proto_seg))
         goto bad;
-      struct fmx_request *r = match_take_posted(&ep->mq, h->match);
+      struct proto_msg *r = match_take_posted(&pe->mq, h->match);
       if (!r) {
         queue_unexpected(ep, p, lane, h, payload);
         return;
@@ -112,31 +147,33 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
       medium_next(ep, p, lane, h, payload);
       return;
     case PROTO_CLOSE:
-      log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", ep->t.eid, p->t.eid);
-      ep_partner_fail(ep, p, PARTNER_CLOSED, FMX_REMOTE_ENDPOINT_CLOSED);
+      log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", transport_ep(ep)->eid,
+               transport_peer(p)->eid);
+      proto_up->peer_fail(ep, p, PARTNER_CLOSED, FMX_REMOTE_ENDPOINT_CLOSED);
       return;
     default:
       break;
   }
 bad:
-  CNT(ep, BAD_PACKET);
-  log_warn_once("FMX-BAD-RECORD", "endpoint %u: malformed %s record from endpoint %u dropped", ep->t.eid,
-                proto_type_str(h->type), p->t.eid);
+  PROTO_CNT(pe, BAD_PACKET);
+  log_warn_once("FMX-BAD-RECORD", "endpoint %u: malformed %s record from endpoint %u dropped", transport_ep(ep)->eid,
+                proto_type_str(h->type), transport_peer(p)->eid);
 }
 
-void proto_recv_post(struct fmx_endpoint *ep, struct fmx_request *r) {
-  struct unexp_msg *u = match_find_unexp(&ep->mq, r->match, r->mask, 1);
+void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
+  struct proto_ep *pe = proto_ep(ep);
+  struct unexp_msg *u = match_find_unexp(&pe->mq, r->match, r->mask, 1);
   if (!u) {
-    match_post(&ep->mq, r);
-    progress_watch(ep, r); /* a channel may match it while the application computes */
+    match_post(&pe->mq, r);
+    proto_up->watch(ep, r); /* a channel may match it while the application computes */
     return;
   }
   if (u->type == PROTO_EAGER) {
     proto_eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
   } else {
     proto_fill_status(r, u->partner, u->match, u->msg_len);
-    if (u->partner->t.state != PARTNER_ALIVE) {
-      req_complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    if (transport_peer(u->partner)->state != PARTNER_ALIVE) {
+      proto_up->complete(ep, r, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     } else {
       rndv_recv_start(ep, r, u->partner, u->lane, u->msg_len, u->sreq, u->data, u->nseg, u->flags);
       u->data = NULL; /* now owned by the request */

@@ -18,17 +18,17 @@
 
 /* A transfer's fields before its engine is chosen: ours and the peer's
  * as the engines know them. */
-static void xfer_init(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p) {
+static void xfer_init(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p) {
   struct bulk_xfer *x = &r->xfer;
   memset(x, 0, sizeof *x);
-  x->env = &ep->benv;
-  x->peer = &p->bulk;
+  x->env = &proto_ep(ep)->benv;
+  x->peer = transport_peer(p)->bulk;
   x->segs = r->segs;
   x->nseg = r->nseg;
-  x->id = req_id(r);
+  x->id = r->id;
 }
 
-static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
+static void send_fin(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return_t err) {
   struct proto_hdr fin = {.type = PROTO_FIN, .sreq = r->xfer.peer_id, .msg_len = r->xfer.done};
   if (err) {
     fin.flags = PROTO_F_ERROR;
@@ -37,21 +37,22 @@ static void send_fin(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_
   proto_send_ctl_of(ep, r, &fin);
 }
 
-static void recv_finish(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t err) {
+static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return_t err) {
+  struct proto_ep *pe = proto_ep(ep);
   send_fin(ep, r, err);
   if (!err) {
-    snprintf(ep->last_engine, sizeof ep->last_engine, "%s%s", r->xfer.engine->name,
+    snprintf(pe->last_engine, sizeof pe->last_engine, "%s%s", r->xfer.engine->name,
              r->xfer.offloaded ? "+offload" : "");
     bulk_recv_done(&r->xfer);
-    if (r->status.xfer_length < r->status.msg_length) CNT(ep, TRUNCATED);
+    if (r->status.xfer_length < r->status.msg_length) PROTO_CNT(pe, TRUNCATED);
   } else {
-    CNT(ep, BULK_ERROR);
+    PROTO_CNT(pe, BULK_ERROR);
   }
   fmx_return_t code = err ? err : (r->status.xfer_length < r->status.msg_length ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
-  req_complete(ep, r, code);
+  proto_up->complete(ep, r, code);
 }
 
-void rndv_recv_refuse(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, uint64_t sreq,
+void rndv_recv_refuse(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, uint64_t sreq,
                       fmx_return_t code) {
   r->partner = p;
   xfer_init(ep, r, p);
@@ -66,11 +67,13 @@ static int covers(const struct region_map *m, const struct proto_seg *segs, uint
   return 1;
 }
 
-void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct partner *p, struct bulk_conn *lane,
+void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, struct bulk_conn *lane,
                      uint64_t msg_len, uint64_t sreq, struct proto_seg *segs, uint32_t nseg, unsigned flags) {
-  CNT(ep, RECV_RNDV);
-  progress_unwatch(ep, r);
-  r->state = REQ_MATCHED;
+  struct proto_ep *pe = proto_ep(ep);
+  struct transport_peer *t = transport_peer(p);
+  PROTO_CNT(pe, RECV_RNDV);
+  proto_up->unwatch(ep, r);
+  r->state = MSG_MATCHED;
   r->partner = p;
   xfer_init(ep, r, p);
   r->xfer.conn = lane;
@@ -78,7 +81,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   r->xfer.rsegs = segs;
   r->xfer.nrseg = nseg;
   r->xfer.want = r->status.xfer_length;
-  list_add_tail(&p->reqs, &r->pnode);
+  list_add_tail(&proto_peer(p)->msgs, &r->pnode);
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
@@ -88,29 +91,29 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
   int bad = total != msg_len;
   if (flags & PROTO_F_XMEM) {
     struct region_ref ref = region_from_wire(segs + nseg);
-    const struct region_map *m = region_map_peer(&p->bulk.xmem, p->bulk.pidfd, p->t.eid, &ref);
-    if (!m && fmx_cfg.xmem) CNT(ep, XMEM_UNMAPPED);
+    const struct region_map *m = region_map_peer(&t->bulk->xmem, t->bulk->pidfd, t->eid, &ref);
+    if (!m && fmx_cfg.xmem) PROTO_CNT(pe, XMEM_UNMAPPED);
     if (m && !covers(m, segs, nseg)) bad = 1;
     else r->xfer.xsrc = m;
   }
   int offload = 0, adapt = 0;
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
-  int alone = list_empty(&ep->bulk);
-  if (p->tp->same_space) { /* ourselves: the sender's addresses are ours, one plain copy */
+  int alone = list_empty(&pe->bulk);
+  if (proto_peer(p)->tp->same_space) { /* ourselves: the sender's addresses are ours, one plain copy */
     r->xfer.xsrc = &region_identity;
     r->xfer.engine = &bulk_cma;
   } else {
-    r->xfer.engine = bulk_select(&ep->benv, &p->bulk, lane, r->xfer.want, r->xfer.xsrc != NULL, ep_crowded(ep),
+    r->xfer.engine = bulk_select(&pe->benv, t->bulk, lane, r->xfer.want, r->xfer.xsrc != NULL, pe->crowded,
                                  &offload, &adapt);
   }
   if (!r->xfer.engine->maps_peer) r->xfer.xsrc = NULL; /* it never reads through the mapping */
-  r->xfer.adapt_seq = ++ep->benv.starts;
+  r->xfer.adapt_seq = ++pe->benv.starts;
   if (adapt && alone && !offload) {
     r->xfer.adapt = 1;
     r->xfer.adapt_ns = sys_now_ns();
   }
   if (bad) {
-    CNT(ep, BAD_PACKET);
+    PROTO_CNT(pe, BAD_PACKET);
     recv_finish(ep, r, FMX_MESSAGE_ABORTED);
     return;
   }
@@ -132,53 +135,55 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct fmx_request *r, struct part
     proto_send_ctl_of(ep, r, &cts);
   }
   r->moved_ns = sys_now_ns();
-  list_add_tail(&ep->bulk, &r->bnode);
+  list_add_tail(&pe->bulk, &r->bnode);
   if (offload == OFFLOAD_NOW) offload_start(&r->xfer); /* else (no channels) we copy */
-  else if (offload == OFFLOAD_AWAY) progress_defer(ep, r);
+  else if (offload == OFFLOAD_AWAY) proto_up->defer(ep, r);
 }
 
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
-  struct fmx_request *s = req_lookup(ep, h->sreq, REQ_SEND);
-  if (!s || s->partner != p || !(s->flags & REQ_F_RNDV) || h->msg_len > s->len || list_linked(&s->bnode)) {
-    CNT(ep, BAD_PACKET);
+  struct proto_ep *pe = proto_ep(ep);
+  struct proto_msg *s = proto_up->lookup(ep, h->sreq, 1);
+  if (!s || s->partner != p || !(s->flags & MSG_F_RNDV) || h->msg_len > s->len || list_linked(&s->bnode)) {
+    PROTO_CNT(pe, BAD_PACKET);
     return;
   }
+  const struct fmx_transport_ops *tp = proto_peer(p)->tp;
   xfer_init(ep, s, p);
   s->xfer.engine = bulk_for_wire(PROTO_CTS_ENGINE(h->flags));
-  s->xfer.conn = p->tp->conn ? p->tp->conn(p) : NULL; /* where a sender-side engine works */
+  s->xfer.conn = tp->conn ? tp->conn(p) : NULL; /* where a sender-side engine works */
   s->xfer.send = 1;
   s->xfer.tag = (uint32_t)h->match;
   s->xfer.peer_id = h->rreq;
   s->xfer.want = h->msg_len;
   s->moved_ns = sys_now_ns();
-  list_add_tail(&ep->bulk, &s->bnode);
-  progress_send_cts(ep, s); /* a channel may push for a sender that computes */
+  list_add_tail(&pe->bulk, &s->bnode);
+  proto_up->send_cts(ep, s); /* a channel may push for a sender that computes */
 }
 
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
-  struct fmx_request *s = req_lookup(ep, h->sreq, REQ_SEND);
-  if (!s || s->partner != p || !(s->flags & REQ_F_RNDV)) {
-    CNT(ep, BAD_PACKET);
+  struct proto_msg *s = proto_up->lookup(ep, h->sreq, 1);
+  if (!s || s->partner != p || !(s->flags & MSG_F_RNDV)) {
+    PROTO_CNT(proto_ep(ep), BAD_PACKET);
     return;
   }
   s->status.xfer_length = h->msg_len < s->len ? h->msg_len : s->len;
   if (h->flags & PROTO_F_ERROR) {
     fmx_return_t code = (fmx_return_t)h->match;
     if (code == FMX_SUCCESS || code > FMX_NOT_IMPLEMENTED) code = FMX_MESSAGE_ABORTED; /* a peer says anything */
-    req_complete(ep, s, code);
+    proto_up->complete(ep, s, code);
     return;
   }
-  req_complete(ep, s, FMX_SUCCESS);
+  proto_up->complete(ep, s, FMX_SUCCESS);
 }
 
 void rndv_progress(struct fmx_endpoint *ep) {
   struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &ep->bulk) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, bnode);
-    if (offload_in_channel && (r->flags & REQ_F_DEFERRED)) continue; /* handed to a job next */
+  list_for_each_safe(pos, tmp, &proto_ep(ep)->bulk) {
+    struct proto_msg *r = list_entry(pos, struct proto_msg, bnode);
+    if (offload_in_channel && (r->flags & MSG_F_DEFERRED)) continue; /* handed to a job next */
     uint64_t before = r->xfer.done;
     int rc = bulk_progress(&r->xfer);
-    if (r->kind == REQ_RECV) {
+    if (!r->xfer.send) {
       if (r->xfer.done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         recv_finish(ep, r, FMX_SUCCESS);
@@ -189,7 +194,14 @@ void rndv_progress(struct fmx_endpoint *ep) {
       if (rc == BULK_DONE)
         list_del(&r->bnode); /* all pushed: completes on FIN */
       else if (rc < 0)
-        req_complete(ep, r, (fmx_return_t)-rc);
+        proto_up->complete(ep, r, (fmx_return_t)-rc);
     }
   }
+}
+
+int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e) {
+  struct fmx_endpoint *ep = container_of(env, struct proto_ep, benv)->ep;
+  struct proto_msg *o = proto_up->lookup(ep, id, send);
+  if (!o || o->xfer.engine != e) return 0;
+  return send ? list_linked(&o->bnode) : o->state == MSG_MATCHED;
 }

@@ -18,8 +18,8 @@ static int iov_of(const fmx_seg_t *segs, uint32_t nseg, struct iovec *iov) {
   return n;
 }
 
-static uint64_t frag_size(struct partner *p) {
-  uint64_t ring = p->tp->max_payload(p), f = fmx_cfg.eager_frag;
+static uint64_t frag_size(struct partner *p, const struct proto_peer *pp) {
+  uint64_t ring = pp->tp->max_payload(p), f = fmx_cfg.eager_frag;
   if (f < 64) f = 64;
   return f < ring ? f : ring;
 }
@@ -36,13 +36,14 @@ static uint64_t frag_size(struct partner *p) {
  * 207 us instead of 358 us, Open MPI's 206 us; docs/performance.md).
  * The most an eager message may carry to p; frag: frag_size(p), which the
  * caller has (one call through the transport's table per send). */
-static uint64_t eager_max(struct fmx_endpoint *ep, struct partner *p, uint64_t frag) {
+static uint64_t eager_max(const struct proto_ep *pe, struct partner *p, const struct proto_peer *pp, uint64_t frag) {
+  const struct bulk_peer *b = transport_peer(p)->bulk;
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
-  if (p->bulk.same_process && !p->bulk.is_self) {
-    uint64_t ring = p->tp->max_payload(p);
+  if (b->same_process && !b->is_self) {
+    uint64_t ring = pp->tp->max_payload(p);
     if (t > ring) t = ring;
   }
-  if (ep_crowded(ep) && !ep->rndv_explicit && !p->bulk.is_self && p->bulk.cma_ok && t > frag) t = frag;
+  if (pe->crowded && !pe->rndv_explicit && !b->is_self && b->cma_ok && t > frag) t = frag;
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
 
@@ -50,8 +51,9 @@ static uint64_t eager_max(struct fmx_endpoint *ep, struct partner *p, uint64_t f
  * of it is in the ring, 0 when the ring is full (o->off says how far). The
  * first fragment is an EAGER record with msg_len > len, the others FRAG
  * records (proto.h); the queue keeps every other record behind them. */
-static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o, uint64_t frag) {
-  struct fmx_request *r = o->req;
+static int push_medium(struct fmx_endpoint *ep, struct partner *p, const struct proto_peer *pp, struct out_rec *o,
+                       uint64_t frag) {
+  struct proto_msg *r = o->msg;
   struct iovec iov[FMX_MAX_SEGMENTS];
   while (o->off < r->len) {
     /* Progressive, as the ring engine's slots: one page first, then each
@@ -62,13 +64,13 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_re
     if (n > r->len - o->off) n = r->len - o->off;
     struct proto_hdr h = o->hdr;
     h.len = (uint32_t)n;
-    h.sreq = req_id(r);
+    h.sreq = r->id;
     if (o->off) {
       h.type = PROTO_FRAG;
       h.msg_len = o->off;
     }
     int niov = bulk_iov_local(r->segs, r->nseg, o->off, n, iov, FMX_MAX_SEGMENTS);
-    if (p->tp->push(ep, p, &h, iov, niov) < 0) return 0;
+    if (pp->tp->push(ep, p, &h, iov, niov) < 0) return 0;
     o->off += n;
   }
   return 1;
@@ -77,15 +79,16 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, struct out_re
 /* Try to put one record (a medium message: all its fragments) in the ring.
  * 1 pushed, 0 no room (yet). */
 static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
-  struct fmx_request *r = o->ctl ? NULL : o->req;
+  struct proto_peer *pp = proto_peer(p);
+  struct proto_msg *r = o->ctl ? NULL : o->msg;
   struct iovec iov[FMX_MAX_SEGMENTS];
   struct proto_seg segs[FMX_MAX_SEGMENTS + 2]; /* + an fmx_mem_alloc region */
   int n = 0;
   iov[0] = (struct iovec){NULL, 0};
-  uint64_t frag = frag_size(p);
+  uint64_t frag = frag_size(p, pp);
   if (r && o->hdr.type == PROTO_EAGER && r->len > frag) {
-    if (!push_medium(ep, p, o, frag)) return 0;
-    CNT(ep, SEND_MEDIUM);
+    if (!push_medium(ep, p, pp, o, frag)) return 0;
+    PROTO_CNT(proto_ep(ep), SEND_MEDIUM);
   } else {
     if (r && o->hdr.type == PROTO_EAGER) {
       n = iov_of(r->segs, r->nseg, iov);
@@ -96,36 +99,37 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
       iov[0] = (struct iovec){segs, o->hdr.len};
       n = 1;
     }
-    if (p->tp->push(ep, p, &o->hdr, iov, n) < 0) return 0;
+    if (pp->tp->push(ep, p, &o->hdr, iov, n) < 0) return 0;
   }
   if (r && o->hdr.type == PROTO_EAGER) {
-    CNT(ep, SEND_EAGER);
-    req_complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */
+    PROTO_CNT(proto_ep(ep), SEND_EAGER);
+    proto_up->complete(ep, r, FMX_SUCCESS); /* buffered: the bytes are in the ring */
   } else if (r) {
-    CNT(ep, SEND_RNDV);
-    r->state = REQ_MATCHED; /* in flight: waits for FIN */
+    PROTO_CNT(proto_ep(ep), SEND_RNDV);
+    r->state = MSG_MATCHED; /* in flight: waits for FIN */
   }
   return 1;
 }
 
 /* 1 if pushed now, 0 if queued behind earlier records or a full ring. */
 static int enqueue(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
-  if (list_empty(&p->outq) && push_one(ep, p, o)) return 1;
-  CNT(ep, RING_FULL);
-  list_add_tail(&p->outq, &o->node);
+  struct proto_peer *pp = proto_peer(p);
+  if (list_empty(&pp->outq) && push_one(ep, p, o)) return 1;
+  PROTO_CNT(proto_ep(ep), RING_FULL);
+  list_add_tail(&pp->outq, &o->node);
   return 0;
 }
 
 /* The record o has left the queue (pushed, or dropped with its partner). */
 static void out_done(struct fmx_endpoint *ep, struct out_rec *o) {
   if (!o->ctl) return; /* a send's: its request goes on */
-  if (!o->req) {
+  if (!o->msg) {
     free(o);
     return;
   }
-  if (o->req->freed) { /* the application let the receive go meanwhile */
-    o->req->freed = 0;
-    req_free(ep, o->req);
+  if (o->msg->freed) { /* the application let the receive go meanwhile */
+    o->msg->freed = 0;
+    proto_up->release(ep, o->msg);
   }
 }
 
@@ -135,15 +139,16 @@ void proto_out_drop(struct fmx_endpoint *ep, struct out_rec *o) {
 }
 
 void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
-  while (!list_empty(&p->outq)) {
-    struct out_rec *o = list_entry(p->outq.next, struct out_rec, node);
+  struct list_node *q = &proto_peer(p)->outq;
+  while (!list_empty(q)) {
+    struct out_rec *o = list_entry(q->next, struct out_rec, node);
     list_del(&o->node);
     if (!push_one(ep, p, o)) {
       /* put it back at the head */
-      o->node.next = p->outq.next;
-      o->node.prev = &p->outq;
-      p->outq.next->prev = &o->node;
-      p->outq.next = &o->node;
+      o->node.next = q->next;
+      o->node.prev = q;
+      q->next->prev = &o->node;
+      q->next = &o->node;
       return;
     }
     out_done(ep, o);
@@ -151,21 +156,24 @@ void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
 }
 
 void proto_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code, const char *what) {
-  if (p->t.state != PARTNER_ALIVE) return;
-  CNT(ep, NOMEM_ABORTS);
+  const struct transport_peer *t = transport_peer(p);
+  if (t->state != PARTNER_ALIVE) return;
+  PROTO_CNT(proto_ep(ep), NOMEM_ABORTS);
   log_warn("FMX-NOMEM-ABORT", "endpoint %u: no memory for %s from endpoint %u (pid %d): connection dropped, "
-           "its requests fail on both sides", ep->t.eid, what, p->t.eid, (int)p->bulk.pid);
-  if (p->tp->abort) p->tp->abort(ep, p, code); /* self: no peer to tell */
-  ep_partner_down(ep, p, PARTNER_DISCONNECTED, code);
+           "its requests fail on both sides", transport_ep(ep)->eid, what, t->eid, (int)t->bulk->pid);
+  const struct fmx_transport_ops *tp = proto_peer(p)->tp;
+  if (tp->abort) tp->abort(ep, p, code); /* self: no peer to tell */
+  proto_up->peer_down(ep, p, PARTNER_DISCONNECTED, code);
 }
 
 /* A control record goes at once when nothing waits before it; else it
  * waits in the queue, in the receive r when it is one's (CTS, FIN: no
  * allocation, so none can fail), else in memory of its own. */
-static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct fmx_request *r, const struct proto_hdr *h) {
-  if (p->t.state != PARTNER_ALIVE) return;
+static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct proto_msg *r, const struct proto_hdr *h) {
+  if (transport_peer(p)->state != PARTNER_ALIVE) return;
+  struct proto_peer *pp = proto_peer(p);
   struct out_rec now = {.hdr = *h, .ctl = 1};
-  if (list_empty(&p->outq) && push_one(ep, p, &now)) return;
+  if (list_empty(&pp->outq) && push_one(ep, p, &now)) return;
   struct out_rec *o;
   if (r) {
     o = &r->out;
@@ -173,7 +181,7 @@ static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct fmx_requ
      * FIN takes its place, and the sender needs no CTS any more. */
     int queued = o->ctl && list_linked(&o->node);
     o->hdr = *h;
-    o->req = r;
+    o->msg = r;
     o->ctl = 1;
     if (queued) return;
   } else if ((o = sys_zalloc(sizeof *o)) != NULL) {
@@ -183,14 +191,14 @@ static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct fmx_requ
     proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a control record");
     return;
   }
-  CNT(ep, RING_FULL);
-  list_add_tail(&p->outq, &o->node);
+  PROTO_CNT(proto_ep(ep), RING_FULL);
+  list_add_tail(&pp->outq, &o->node);
 }
 
 void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) { send_ctl(ep, p, NULL, h); }
 
-void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const struct proto_hdr *h) {
-  send_ctl(ep, r->partner, r, h);
+void proto_send_ctl_of(struct fmx_endpoint *ep, struct proto_msg *m, const struct proto_hdr *h) {
+  send_ctl(ep, m->partner, m, h);
 }
 
 /* An eager message of one record, when nothing waits before it, goes into
@@ -199,50 +207,55 @@ void proto_send_ctl_of(struct fmx_endpoint *ep, struct fmx_request *r, const str
  * 1 pushed; 0 take the common path (proto_send_start). */
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
                    uint64_t match) {
-  if (!list_empty(&p->outq)) return 0;
-  uint64_t frag = frag_size(p); /* one call through the transport's table */
-  if (len > frag || len > eager_max(ep, p, frag)) return 0;
+  struct proto_peer *pp = proto_peer(p);
+  if (!list_empty(&pp->outq)) return 0;
+  struct proto_ep *pe = proto_ep(ep);
+  uint64_t frag = frag_size(p, pp); /* one call through the transport's table */
+  if (len > frag || len > eager_max(pe, p, pp, frag)) return 0;
   struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)len, .match = match, .msg_len = len};
   struct iovec iov[FMX_MAX_SEGMENTS];
-  if (p->tp->push(ep, p, &h, iov, iov_of(segs, nseg, iov)) < 0) return 0;
-  CNT(ep, SEND_EAGER);
+  if (pp->tp->push(ep, p, &h, iov, iov_of(segs, nseg, iov)) < 0) return 0;
+  PROTO_CNT(pe, SEND_EAGER);
   return 1;
 }
 
-void proto_send_start(struct fmx_endpoint *ep, struct fmx_request *r) {
+void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   struct partner *p = r->partner;
+  struct proto_peer *pp = proto_peer(p);
+  const struct bulk_peer *b = transport_peer(p)->bulk;
   struct out_rec *o = &r->out;
   memset(&o->hdr, 0, sizeof o->hdr);
-  o->req = r;
+  o->msg = r;
   o->off = 0;
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
-  list_add_tail(&p->reqs, &r->pnode);
-  int eager = !(r->flags & REQ_F_SYNC) && r->len <= eager_max(ep, p, frag_size(p));
+  list_add_tail(&pp->msgs, &r->pnode);
+  uint64_t frag = frag_size(p, pp);
+  int eager = !(r->flags & MSG_F_SYNC) && r->len <= eager_max(proto_ep(ep), p, pp, frag);
   /* A rendezvous from fmx_mem_alloc memory announces its region, so the
    * receiver may map it (region/region.h). A message longer than one fragment
    * from it goes rendezvous: the receiver copies it once, where the medium
    * class copies it twice (one copy won from 32 KiB, even at 16 KiB:
    * docs/tuning.md, FMX_XMEM). xref.len stays 0 when nothing is found. */
   r->xref.len = 0;
-  if (fmx_cfg.xmem && !p->bulk.is_self && (!eager || (p->bulk.cma_ok && r->len > frag_size(p))) &&
+  if (fmx_cfg.xmem && !b->is_self && (!eager || (b->cma_ok && r->len > frag)) &&
       region_find(r->segs, r->nseg, &r->xref))
     eager = 0;
   if (eager) {
     o->hdr.type = PROTO_EAGER;
     o->hdr.len = (uint32_t)r->len;
   } else {
-    r->flags |= REQ_F_RNDV;
+    r->flags |= MSG_F_RNDV;
     o->hdr.type = PROTO_RTS;
-    o->hdr.flags = (r->flags & REQ_F_SYNC) ? PROTO_F_SYNC : 0;
+    o->hdr.flags = (r->flags & MSG_F_SYNC) ? PROTO_F_SYNC : 0;
     o->hdr.nseg = (uint16_t)r->nseg;
     o->hdr.len = (uint32_t)(r->nseg * sizeof(struct proto_seg));
     if (r->xref.len) {
       o->hdr.flags |= PROTO_F_XMEM;
       o->hdr.len += 2 * sizeof(struct proto_seg);
     }
-    o->hdr.sreq = req_id(r);
-    progress_watch(ep, r); /* channel 0 may take the CTS while the application computes */
+    o->hdr.sreq = r->id;
+    proto_up->watch(ep, r); /* channel 0 may take the CTS while the application computes */
   }
   enqueue(ep, p, o);
 }

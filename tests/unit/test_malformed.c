@@ -300,7 +300,7 @@ int main(void) {
   memset(area, 0xff, sizeof *area);
   area->stripe = (uint64_t)gen << COOP_GEN_SHIFT;
   area->nseg = 100000;
-  struct proto_hdr cts = {.type = PROTO_CTS, .flags = bulk_coop.wire_id << PROTO_CTS_ENGINE_SHIFT, .sreq = req_id(sreq), .rreq = 1,
+  struct proto_hdr cts = {.type = PROTO_CTS, .flags = bulk_coop.wire_id << PROTO_CTS_ENGINE_SHIFT, .sreq = sreq->m.id, .rreq = 1,
                           .msg_len = sizeof big, .match = gen};
   struct partner *pa2 = ep_partner_from_addr(a, a_to_b);
   struct iovec none = {NULL, 0};
@@ -308,7 +308,7 @@ int main(void) {
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->stripe, (uint64_t)gen << COOP_GEN_SHIFT); /* nothing taken */
   memset(area, 0, sizeof *area);
-  area->sreq = req_id(sreq);
+  area->sreq = sreq->m.id;
   area->total = sizeof big;
   area->stripe_max = 4096;
   area->nseg = 1;
@@ -319,7 +319,7 @@ int main(void) {
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, FMX_MESSAGE_ABORTED); /* b tried its stripe, failed, said so */
   CHECK_EQ(area->done, 4096);
-  struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .sreq = req_id(sreq), .match = FMX_MESSAGE_ABORTED};
+  struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .sreq = sreq->m.id, .match = FMX_MESSAGE_ABORTED};
   CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
@@ -332,7 +332,7 @@ int main(void) {
   sreq = (struct fmx_request *)sr;
   gen = 78;
   memset(area, 0, sizeof *area);
-  area->sreq = req_id(sreq);
+  area->sreq = sreq->m.id;
   area->total = sizeof big;
   area->stripe_max = 4096;
   area->nseg = 1;
@@ -342,14 +342,14 @@ int main(void) {
   memset(outside, 0x11, sizeof outside);
   memset(reg, 0x22, 1 << 20);
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
-  cts.sreq = req_id(sreq);
+  cts.sreq = sreq->m.id;
   cts.match = gen;
   CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, FMX_MESSAGE_ABORTED);
   for (size_t i = 0; i < sizeof outside; i++) CHECK_EQ(outside[i], 0x11);
   for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ(reg[i], 0x22);
-  fin.sreq = req_id(sreq);
+  fin.sreq = sreq->m.id;
   CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);

@@ -3,14 +3,14 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/fmx_int.h"
-#include "core/match.h"
+#include "proto/proto.h"
+#include "proto/match.h"
 
-static struct fmx_request reqs[4096];
+static struct proto_msg reqs[4096];
 static uint64_t seq;
 
-static struct fmx_request *post(struct match_queues *mq, int i, uint64_t match, uint64_t mask) {
-  struct fmx_request *r = &reqs[i];
+static struct proto_msg *post(struct match_queues *mq, int i, uint64_t match, uint64_t mask) {
+  struct proto_msg *r = &reqs[i];
   memset(r, 0, sizeof *r);
   r->match = match;
   r->mask = mask;
@@ -24,9 +24,9 @@ static struct match_queues mq;
 
 static void test_order_and_masks(void) {
   match_init(&mq, 0, 0);
-  struct fmx_request *wild = post(&mq, 0, 0x10, 0xf0);   /* any low nibble */
-  struct fmx_request *exact = post(&mq, 1, 0x15, ~0ull);
-  struct fmx_request *any = post(&mq, 2, 0, 0);           /* matches everything */
+  struct proto_msg *wild = post(&mq, 0, 0x10, 0xf0);   /* any low nibble */
+  struct proto_msg *exact = post(&mq, 1, 0x15, ~0ull);
+  struct proto_msg *any = post(&mq, 2, 0, 0);           /* matches everything */
   /* 0x15 fits the wildcard posted first: posting order wins over exactness. */
   CHECK(match_take_posted(&mq, 0x15) == wild);
   CHECK(match_take_posted(&mq, 0x15) == exact);

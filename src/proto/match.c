@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-#include "core/match.h"
+#include "proto/match.h"
 
-#include "core/fmx_int.h"
+#include "proto/proto.h"
 
 static unsigned bucket_of(const struct match_queues *mq, uint64_t match) {
   uint64_t x = match & mq->hash_bits;
@@ -31,7 +31,7 @@ int match_check(const struct match_queues *mq, uint64_t info, uint64_t mask) {
   return 0;
 }
 
-void match_post(struct match_queues *mq, struct fmx_request *r) {
+void match_post(struct match_queues *mq, struct proto_msg *r) {
   if (covers(mq, r->mask))
     list_add_tail(&mq->posted[bucket_of(mq, r->match)], &r->hnode);
   else
@@ -39,25 +39,25 @@ void match_post(struct match_queues *mq, struct fmx_request *r) {
   mq->nposted++;
 }
 
-void match_unpost(struct match_queues *mq, struct fmx_request *r) {
+void match_unpost(struct match_queues *mq, struct proto_msg *r) {
   list_del(&r->hnode);
   mq->nposted--;
 }
 
-static struct fmx_request *first_fit(struct list_node *head, uint64_t match) {
+static struct proto_msg *first_fit(struct list_node *head, uint64_t match) {
   struct list_node *pos;
   list_for_each(pos, head) {
-    struct fmx_request *r = list_entry(pos, struct fmx_request, hnode);
+    struct proto_msg *r = list_entry(pos, struct proto_msg, hnode);
     if ((match & r->mask) == r->match) return r;
   }
   return NULL;
 }
 
-struct fmx_request *match_take_posted(struct match_queues *mq, uint64_t match) {
+struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match) {
   if (!mq->nposted) return NULL;
-  struct fmx_request *a = first_fit(&mq->posted[bucket_of(mq, match)], match);
-  struct fmx_request *b = list_empty(&mq->posted_wild) ? NULL : first_fit(&mq->posted_wild, match);
-  struct fmx_request *r = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
+  struct proto_msg *a = first_fit(&mq->posted[bucket_of(mq, match)], match);
+  struct proto_msg *b = list_empty(&mq->posted_wild) ? NULL : first_fit(&mq->posted_wild, match);
+  struct proto_msg *r = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
   if (r) match_unpost(mq, r);
   return r;
 }

@@ -11,14 +11,14 @@
  * wildcard list and takes the earlier-posted candidate, so posting order is
  * kept exactly.
  */
-#ifndef FMX_CORE_MATCH_H
-#define FMX_CORE_MATCH_H
+#ifndef FMX_PROTO_MATCH_H
+#define FMX_PROTO_MATCH_H
 
 #include <stdint.h>
 
 #include "base/list.h"
 
-struct fmx_request;
+struct proto_msg;
 struct partner;
 struct bulk_conn;
 
@@ -29,7 +29,7 @@ struct unexp_msg {
   struct list_node bucket; /* same hash bits, arrival order */
   uint64_t match;
   uint64_t msg_len;
-  struct partner *partner;
+  struct partner *partner; /* opaque: the core's */
   uint8_t type;            /* PROTO_EAGER or PROTO_RTS */
   uint8_t flags;
   uint32_t nseg;           /* RTS: remote segments in data */
@@ -50,11 +50,11 @@ struct match_queues {
 };
 
 void match_init(struct match_queues *mq, unsigned ctx_bits, unsigned ctx_shift);
-/* Post a receive (r->match, r->mask, r->seq set). */
-void match_post(struct match_queues *mq, struct fmx_request *r);
-void match_unpost(struct match_queues *mq, struct fmx_request *r);
+/* Post a receive (m->match, m->mask, m->seq set). */
+void match_post(struct match_queues *mq, struct proto_msg *m);
+void match_unpost(struct match_queues *mq, struct proto_msg *m);
 /* First posted receive that takes `match`, removed from the queue; or NULL. */
-struct fmx_request *match_take_posted(struct match_queues *mq, uint64_t match);
+struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match);
 void match_add_unexp(struct match_queues *mq, struct unexp_msg *u);
 /* First unexpected message that fits (info, mask); take=1 removes it. */
 struct unexp_msg *match_find_unexp(struct match_queues *mq, uint64_t info, uint64_t mask, int take);
