@@ -11,6 +11,7 @@
 #include "shm/shm.h"
 
 
+static const struct transport_core core_for_transports; /* below */
 static const struct fmx_transport_ops *registered[TRANSPORT_MAX];
 _Static_assert(sizeof(((struct fmx_endpoint *)0)->tpe) == TRANSPORT_MAX * sizeof(void *), "one state per transport");
 static int nregistered;
@@ -22,6 +23,7 @@ void transport_register(const struct fmx_transport_ops *t) {
 }
 
 void transports_init(void) {
+  transport_up = &core_for_transports;
   transport_register(&self_transport);
   transport_register(&shm_transport);
 }
@@ -52,43 +54,29 @@ void transports_ep_fini(struct fmx_endpoint *ep) {
   }
 }
 
-void transport_wake_own(struct fmx_endpoint *ep) { ep_wake(ep->desc); }
-
 /* ---- what a transport asks of the core (transport/transport.h) ---- */
 
 struct transport_ep *transport_ep(struct fmx_endpoint *ep) { return &ep->t; }
 
 struct transport_peer *transport_peer(struct partner *p) { return &p->t; }
 
-void transport_lock(struct fmx_endpoint *ep) { ep_lock(ep); }
+static void wake_own(struct fmx_endpoint *ep) { ep_wake(ep->desc); }
 
-void transport_unlock(struct fmx_endpoint *ep) { ep_unlock(ep); }
+static void lock(struct fmx_endpoint *ep) { ep_lock(ep); }
 
-void transport_thread_init(void) { ep_lock_library_thread(); }
+static void unlock(struct fmx_endpoint *ep) { ep_unlock(ep); }
 
-struct partner *transport_peer_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
+static struct partner *peer_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
   ep_partner_reap(ep);
   return ep_partner_new(ep, tp);
 }
 
-struct partner *transport_peer_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
-  return ep_partner_find(ep, eid, session);
-}
-
-void transport_peer_joined(struct fmx_endpoint *ep, struct partner *p) {
+static void peer_joined(struct fmx_endpoint *ep, struct partner *p) {
   p->pp.addr = ep_partner_addr(p); /* with the NIC id and endpoint id the handshake filled */
   ep->nsiblings += p->bulk.same_process;
 }
 
-void transport_peer_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  ep_partner_fail(ep, p, state, code);
-}
-
-void transport_peer_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  ep_partner_down(ep, p, state, code);
-}
-
-struct partner *transport_peer_next(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp,
+static struct partner *peer_next(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp,
                                     struct partner *prev) {
   for (uint32_t i = prev ? prev->index + 1 : 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
@@ -97,13 +85,27 @@ struct partner *transport_peer_next(struct fmx_endpoint *ep, const struct fmx_tr
   return NULL;
 }
 
-int transport_peer_lending(struct partner *p) {
+static int peer_lending(struct partner *p) {
   struct list_node *pos;
   list_for_each(pos, &p->pp.msgs) {
     if (list_entry(pos, struct proto_msg, pnode)->flags & MSG_F_RNDV) return 1; /* only sends go rendezvous */
   }
   return 0;
 }
+
+static const struct transport_core core_for_transports = {
+    .wake_own = wake_own,
+    .lock = lock,
+    .unlock = unlock,
+    .thread_init = ep_lock_library_thread,
+    .peer_new = peer_new,
+    .peer_find = ep_partner_find,
+    .peer_joined = peer_joined,
+    .peer_fail = ep_partner_fail,
+    .peer_down = ep_partner_down,
+    .peer_next = peer_next,
+    .peer_lending = peer_lending,
+};
 
 void transports_fini(void) {
   for (int i = 0; i < nregistered; i++)

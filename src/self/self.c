@@ -52,7 +52,7 @@ static int self_push(struct fmx_endpoint *ep, struct partner *p, const struct pr
   else
     s->head = rec;
   s->tail = rec;
-  transport_wake_own(ep); /* another thread of ours may sleep waiting for it */
+  transport_up->wake_own(ep); /* another thread of ours may sleep waiting for it */
   return 0;
 }
 

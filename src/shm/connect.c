@@ -55,10 +55,10 @@ static int ms_left(uint64_t deadline) {
  * connected to us): a connect of ours need not make another. */
 static int has_link_with(struct fmx_endpoint *ep, uint32_t eid) {
   int found = 0;
-  transport_lock(ep);
-  for (struct partner *p = NULL; !found && (p = transport_peer_next(ep, &shm_transport, p)) != NULL;)
+  transport_up->lock(ep);
+  for (struct partner *p = NULL; !found && (p = transport_up->peer_next(ep, &shm_transport, p)) != NULL;)
     found = transport_peer(p)->state == PARTNER_ALIVE && transport_peer(p)->eid == eid && shm_peer(p)->nlink > 0;
-  transport_unlock(ep);
+  transport_up->unlock(ep);
   return found;
 }
 
@@ -170,9 +170,9 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
     close(ch->bulk.pipe_rx);
     ch->bulk.pipe_tx = ch->bulk.pipe_rx = -1;
   }
-  transport_lock(ep);
+  transport_up->lock(ep);
   struct partner *p = shm_adopt(ep, &rep, cred.pid, rfds[0], rfds[1], ch);
-  transport_unlock(ep);
+  transport_up->unlock(ep);
   shm_close_fds(rfds);
   if (!p && !ch) {
     *needs_link = 1; /* the partner we meant to share a link with is gone: make one */

@@ -167,10 +167,10 @@ static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
 /* Register what a handshake brought. Called with the endpoint's lock held. */
 struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pid_t pid, int desc_fd, int pool_fd,
                           struct shm_link *ch) {
-  struct partner *p = transport_peer_find(ep, h->eid, h->session);
+  struct partner *p = transport_up->peer_find(ep, h->eid, h->session);
   if (!p && !ch) return NULL; /* no link: only a partner that has one */
   if (!p) {
-    p = transport_peer_new(ep, &shm_transport);
+    p = transport_up->peer_new(ep, &shm_transport);
     if (!p) return NULL;
     struct transport_peer *t = transport_peer(p);
     t->nic = h->nic;
@@ -179,13 +179,13 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     t->bulk->pid = pid;
     t->bulk->same_process = pid == getpid();
     t->bulk->cpu = h->cpu;
-    transport_peer_joined(ep, p);
+    transport_up->peer_joined(ep, p);
     shm_peer(p)->desc = map_desc(desc_fd);
     int pfd = sys_pidfd_open(pid);
     t->bulk->pidfd = pfd >= 0 ? pfd : -1;
     const char *why;
     if (!shm_peer(p)->desc || shm_peer_attach(ep, p, pool_fd, &why) < 0) {
-      transport_peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+      transport_up->peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       return NULL;
     }
     probe_cma(t->bulk, h->probe_addr, h->probe_val);

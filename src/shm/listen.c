@@ -89,12 +89,12 @@ int shm_listen(struct fmx_endpoint *ep) {
 }
 
 static void count(struct fmx_endpoint *ep, int ok) {
-  transport_lock(ep);
+  transport_up->lock(ep);
   if (ok)
     TRANSPORT_CNT(ep, CONNECT_OK);
   else
     TRANSPORT_CNT(ep, CONNECT_REFUSED);
-  transport_unlock(ep);
+  transport_up->unlock(ep);
 }
 
 /* A reply that carries only a status: never blocks (a peer that does not
@@ -141,12 +141,12 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
   } else if (nochan) {
     /* It shares the link we made when we connected to it, if we have
      * that partner still. */
-    transport_lock(ep);
-    struct partner *p = transport_ep(ep)->closing ? NULL : transport_peer_find(ep, h.eid, h.session);
+    transport_up->lock(ep);
+    struct partner *p = transport_ep(ep)->closing ? NULL : transport_up->peer_find(ep, h.eid, h.session);
     if (p && shm_peer(p)->nlink > 0 && transport_peer(p)->state == PARTNER_ALIVE)
       p = shm_adopt(ep, &h, cred->pid, fds[0], fds[1], NULL);
     else p = NULL;
-    transport_unlock(ep);
+    transport_up->unlock(ep);
     rep.status = p ? FMX_SUCCESS : FMX_BUSY;
     if (!p) rep.flags |= SHM_F_NEEDLINK;
   } else {
@@ -162,10 +162,10 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
         fds[3] = fds[4] = -1;
         rep.flags |= SHM_F_PIPES;
       }
-      transport_lock(ep);
+      transport_up->lock(ep);
       struct partner *p = transport_ep(ep)->closing ? NULL : shm_adopt(ep, &h, cred->pid, fds[0], fds[1], ch);
       if (!p) link_destroy(ch);
-      transport_unlock(ep);
+      transport_up->unlock(ep);
       rep.status = p ? FMX_SUCCESS : FMX_NO_RESOURCES;
       if (!p)
         log_warn("FMX-CONN-DESC", "endpoint %u: connect from pid %d refused: its descriptor is %s", shm_eid(ep),
@@ -279,15 +279,15 @@ static void *watcher_main(void *arg) {
   struct watched *who = NULL;
   size_t cap = 0;
   struct handshakes hs = {0};
-  transport_thread_init();
+  transport_up->thread_init();
   for (;;) {
-    transport_lock(ep);
+    transport_up->lock(ep);
     if (transport_ep(ep)->closing) {
-      transport_unlock(ep);
+      transport_up->unlock(ep);
       break;
     }
     size_t npeers = 0;
-    for (struct partner *p = NULL; (p = transport_peer_next(ep, &shm_transport, p)) != NULL;) npeers++;
+    for (struct partner *p = NULL; (p = transport_up->peer_next(ep, &shm_transport, p)) != NULL;) npeers++;
     size_t need = 2 + hs.n + npeers;
     if (need > cap) {
       struct pollfd *npf = realloc(pf, need * sizeof *pf);
@@ -304,7 +304,7 @@ static void *watcher_main(void *arg) {
       pf[n++] = (struct pollfd){shm_ep(ep)->ctl_fd, POLLIN, 0};
       for (size_t i = 0; i < hs.n; i++) pf[n++] = (struct pollfd){hs.v[i].fd, POLLIN, 0};
       nhs = hs.n;
-      for (struct partner *p = NULL; (p = transport_peer_next(ep, &shm_transport, p)) != NULL;) {
+      for (struct partner *p = NULL; (p = transport_up->peer_next(ep, &shm_transport, p)) != NULL;) {
         struct transport_peer *t = transport_peer(p);
         if (t->state == PARTNER_ALIVE && t->bulk->pidfd >= 0) {
           who[n] = (struct watched){p, t->gen};
@@ -312,7 +312,7 @@ static void *watcher_main(void *arg) {
         }
       }
     }
-    transport_unlock(ep);
+    transport_up->unlock(ep);
     if (n < 2) {
       usleep(10000);
       continue;
@@ -345,7 +345,7 @@ static void *watcher_main(void *arg) {
     if (pf[0].revents & POLLIN) accept_all(ep, &hs);
     for (size_t i = 2 + nhs; i < n; i++) {
       if (!pf[i].revents) continue;
-      transport_lock(ep);
+      transport_up->lock(ep);
       /* The partner may have been failed or its slot reused meanwhile. */
       struct partner *p = who[i].p;
       struct transport_peer *t = transport_peer(p);
@@ -353,9 +353,9 @@ static void *watcher_main(void *arg) {
         TRANSPORT_CNT(ep, PEER_DEATH);
         log_info("FMX-PEER-DEAD", "endpoint %u: peer endpoint %u (pid %d) died", shm_eid(ep), t->eid,
                  (int)t->bulk->pid);
-        transport_peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+        transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       }
-      transport_unlock(ep);
+      transport_up->unlock(ep);
     }
   }
   while (hs.n) hs_drop(&hs, hs.n - 1);

@@ -44,7 +44,7 @@ static void link_reclaim_all(struct shm_link *ch) {
 
 /* The pool is empty: what every partner's receiver consumed comes back. */
 static void reclaim_everywhere(struct fmx_endpoint *ep) {
-  for (struct partner *q = NULL; (q = transport_peer_next(ep, &shm_transport, q)) != NULL;) {
+  for (struct partner *q = NULL; (q = transport_up->peer_next(ep, &shm_transport, q)) != NULL;) {
     struct shm_peer *sq = shm_peer(q);
     for (int c = 0; c < sq->nlink; c++) link_reclaim(sq->link[c]);
   }
@@ -94,7 +94,7 @@ static int push_pooled(struct fmx_endpoint *ep, struct shm_link *ch, const struc
 static void maybe_switch(struct partner *p, struct shm_peer *sp) {
   if (++sp->pushes % 16 != 1 || sp->tx_medium_left || sp->nlink < 2) return;
   struct shm_ring *r = &sp->link[0]->tx;
-  if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || transport_peer_lending(p)) return;
+  if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || transport_up->peer_lending(p)) return;
   struct shm_link *c = sp->link[0];
   sp->link[0] = sp->link[1];
   sp->link[1] = c;
@@ -200,14 +200,14 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
       TRANSPORT_CNT(ep, PEER_ABORTS);
       log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u (pid %d) dropped the connection (%s): its requests with us fail",
                shm_eid(ep), t->eid, (int)t->bulk->pid, fmx_strerror(code));
-      transport_peer_down(ep, p, PARTNER_DISCONNECTED, code);
+      transport_up->peer_down(ep, p, PARTNER_DISCONNECTED, code);
       return;
     }
     if (ch->rx.broken && t->state == PARTNER_ALIVE) {
       TRANSPORT_CNT(ep, BAD_PACKET);
       log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring from endpoint %u (pid %d) is corrupt: peer dropped", shm_eid(ep),
                t->eid, (int)t->bulk->pid);
-      transport_peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+      transport_up->peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     }
     /* The sender may sleep waiting for room. Waking costs a fence, so do it
      * once a quarter of the ring is freed: a sender that lacks room for a

@@ -46,8 +46,11 @@ struct transport_peer {
   struct bulk_peer *bulk; /* the core's, for the handshake to fill */
 };
 
-/* ---- The core's side of the seam (core/transport.c): what a transport
- * asks of the core. The endpoint and the partner stay opaque. ---- */
+/* ---- The core's side of the seam (core/transport.c). The endpoint and
+ * the partner stay opaque: a transport reaches its views of them and its
+ * private state through the four calls below (their layout, the core's,
+ * inlined at link time), and asks the core to act through transport_up.
+ * ---- */
 
 /* How a transport hands the protocol a record that arrived from p (the
  * core gives it to poll: transports never call the protocol). lane: the
@@ -66,34 +69,39 @@ void *transport_state(struct partner *p);
 /* The transport's private state of endpoint ep: ep_size bytes, zeroed
  * when the endpoint is made, before listen. */
 void *transport_ep_state(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
-/* Wake the threads of ours that sleep waiting on ep (a record to
- * ourselves arrived: nobody else would). */
-void transport_wake_own(struct fmx_endpoint *ep);
-/* The endpoint's lock (the core's): partners are made, found and failed
- * under it. */
-void transport_lock(struct fmx_endpoint *ep);
-void transport_unlock(struct fmx_endpoint *ep);
-/* A thread of the transport's own (shm's watcher) starts. */
-void transport_thread_init(void);
-/* A new partner served by tp (lock held), its state zeroed; NULL when out
- * of memory. Partners gone for good are reaped first. */
-struct partner *transport_peer_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
-/* The live partner with that endpoint id and session, or NULL. */
-struct partner *transport_peer_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
-/* The handshake filled p's view (transport_peer): the core counts it. */
-void transport_peer_joined(struct fmx_endpoint *ep, struct partner *p);
-/* The partner died or left (state: enum partner_state): its requests
- * complete with code. fail takes what its connection still holds first;
- * down does not. */
-void transport_peer_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
-void transport_peer_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
-/* The partners tp serves that are not reaped, in slot order: start with
- * prev NULL; NULL at the end. Lock held. */
-struct partner *transport_peer_next(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp,
-                                    struct partner *prev);
-/* A rendezvous we send to p is in flight: its engine may still use what
- * the connection we sent its RTS on lends (bulk/conn.h). */
-int transport_peer_lending(struct partner *p);
+/* What a transport asks the core to do: given at fmx_init
+ * (transports_init sets transport_up), called through transport_up; a
+ * transport never names a function of the core. */
+struct transport_core {
+  /* Wake the threads of ours that sleep waiting on ep (a record to
+   * ourselves arrived: nobody else would). */
+  void (*wake_own)(struct fmx_endpoint *ep);
+  /* The endpoint's lock (the core's): partners are made, found and failed
+   * under it. */
+  void (*lock)(struct fmx_endpoint *ep);
+  void (*unlock)(struct fmx_endpoint *ep);
+  /* A thread of the transport's own (shm's watcher) starts. */
+  void (*thread_init)(void);
+  /* A new partner served by tp (lock held), its state zeroed; NULL when
+   * out of memory. Partners gone for good are reaped first. */
+  struct partner *(*peer_new)(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
+  /* The live partner with that endpoint id and session, or NULL. */
+  struct partner *(*peer_find)(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
+  /* The handshake filled p's view (transport_peer): the core counts it. */
+  void (*peer_joined)(struct fmx_endpoint *ep, struct partner *p);
+  /* The partner died or left (state: enum partner_state): its requests
+   * complete with code. fail takes what its connection still holds
+   * first; down does not. */
+  void (*peer_fail)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+  void (*peer_down)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+  /* The partners tp serves that are not reaped, in slot order: start with
+   * prev NULL; NULL at the end. Lock held. */
+  struct partner *(*peer_next)(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp, struct partner *prev);
+  /* A rendezvous we send to p is in flight: its engine may still use what
+   * the connection we sent its RTS on lends (bulk/conn.h). */
+  int (*peer_lending)(struct partner *p);
+};
+extern const struct transport_core *transport_up; /* transport/seam.c */
 
 /* A transport: how records reach the partners it serves. Registered
  * explicitly (transport_register, at fmx_init); every partner points to
