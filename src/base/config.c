@@ -127,12 +127,12 @@ static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cfg_loaded;
 
 int config_parse_size(const char *s, uint64_t *out) {
-  if (!s || !*s) return -1;
+  if (!s || !*s) return -EINVAL;
   errno = 0;
   char *end;
-  if (*s == '-' || isspace((unsigned char)*s)) return -1;
+  if (*s == '-' || isspace((unsigned char)*s)) return -EINVAL;
   unsigned long long v = strtoull(s, &end, 0);
-  if (errno || end == s) return -1;
+  if (errno || end == s) return -EINVAL;
   unsigned shift = 0;
   switch (toupper((unsigned char)*end)) {
     case 'K': shift = 10; end++; break;
@@ -142,8 +142,8 @@ int config_parse_size(const char *s, uint64_t *out) {
   }
   if (shift && (*end == 'i' || *end == 'I')) end++;
   if (shift && (*end == 'B' || *end == 'b')) end++;
-  if (*end != '\0') return -1;
-  if (shift && v > (UINT64_MAX >> shift)) return -1;
+  if (*end != '\0') return -EINVAL;
+  if (shift && v > (UINT64_MAX >> shift)) return -EINVAL;
   *out = (uint64_t)v << shift;
   return 0;
 }
@@ -225,10 +225,10 @@ static void apply_user(struct cfg_entry *e, const char *value, const char *sourc
 
 int config_set(const char *name, const char *value, const char *source) {
   struct cfg_entry *e = find(name);
-  if (!e || !value) return -1;
+  if (!e || !value) return -EINVAL;
   char why[96];
   pthread_mutex_lock(&cfg_lock);
-  int rc = apply(e, value, source, why, sizeof why) ? -1 : 0;
+  int rc = apply(e, value, source, why, sizeof why) ? -EINVAL : 0;
   pthread_mutex_unlock(&cfg_lock);
   return rc;
 }
@@ -373,7 +373,7 @@ size_t config_count(void) { return NENTRIES; }
 
 int config_item_at(size_t i, struct config_item *it) {
   config_load();
-  if (i >= NENTRIES) return -1;
+  if (i >= NENTRIES) return -ENOENT;
   *it = (struct config_item){table[i].name, table[i].text, table[i].source, table[i].def, table[i].doc, table[i].bad};
   return 0;
 }

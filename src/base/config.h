@@ -62,13 +62,13 @@ struct config_item {
 /* Call fn for every tunable, in table order (fmx_info prints them; the
  * library itself never prints). */
 void config_foreach(void (*fn)(const struct config_item *item, void *arg), void *arg);
-/* Rows in the table, and row i (-1 past the end). */
+/* Rows in the table, and row i (-ENOENT past the end). */
 size_t config_count(void);
 int config_item_at(size_t i, struct config_item *it);
-/* Parse "123", "64K", "4M", "1G" (powers of 1024). 0 on success, -1 on error. */
+/* Parse "123", "64K", "4M", "1G" (powers of 1024). 0 on success, -EINVAL on error. */
 int config_parse_size(const char *s, uint64_t *out);
 /* Set one tunable by name from text; `source` says where it came from.
- * Returns 0, or -1 for an unknown name or a bad value (nothing changed). */
+ * Returns 0, or -EINVAL for an unknown name or a bad value (nothing changed). */
 int config_set(const char *name, const char *value, const char *source);
 /* Where a tunable's value came from ("default", "topology", "environment",
  * "tuning file"), or NULL for an unknown name. */

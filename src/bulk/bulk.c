@@ -38,9 +38,9 @@ int bulk_level_parse(const char *name) {
 
 int bulk_cost_parse(const char *spec, int level, struct bulk_model *out) {
   out->n = 0;
-  if (!spec || !*spec) return -1;
+  if (!spec || !*spec) return -ENODATA;
   char buf[256];
-  if (strlen(spec) >= sizeof buf) return -2;
+  if (strlen(spec) >= sizeof buf) return -EINVAL;
   strcpy(buf, spec);
   struct {
     int level;
@@ -53,24 +53,24 @@ int bulk_cost_parse(const char *spec, int level, struct bulk_model *out) {
     double st, bw;
     unsigned long long from = 0;
     int used = 0;
-    if (ne == 16) return -2;
+    if (ne == 16) return -EINVAL;
     if (sscanf(tok, " %7[A-Z0-9] @ %llu : %lf : %lf %n", name, &from, &st, &bw, &used) != 4 &&
         sscanf(tok, " %7[A-Z0-9] : %lf : %lf %n", name, &st, &bw, &used) != 3)
-      return -2;
-    if (tok[used] != '\0') return -2;
+      return -EINVAL;
+    if (tok[used] != '\0') return -EINVAL;
     int l = bulk_level_parse(name);
     /* A cost is a time and a bandwidth: both finite, bandwidth positive. */
-    if (l < 0 || !(st >= 0 && st < 1e9) || !(bw > 0 && bw < 1e9)) return -2;
+    if (l < 0 || !(st >= 0 && st < 1e9) || !(bw > 0 && bw < 1e9)) return -EINVAL;
     e[ne].level = l;
     e[ne++].c = (struct bulk_cost){st, bw, from};
     int d = l > level ? l - level : level - l;
     if (d < best_dist) best_dist = d, best = l;
   }
-  if (best < 0) return -2;
+  if (best < 0) return -EINVAL;
   /* The chosen level's segments, sorted by `from` (insertion; a handful). */
   for (int i = 0; i < ne; i++) {
     if (e[i].level != best) continue;
-    if (out->n == BULK_COST_SEGS) return out->n = 0, -2;
+    if (out->n == BULK_COST_SEGS) return out->n = 0, -EINVAL;
     int j = out->n++;
     while (j > 0 && out->seg[j - 1].from > e[i].c.from) out->seg[j] = out->seg[j - 1], j--;
     out->seg[j] = e[i].c;
@@ -108,7 +108,7 @@ static void peer_costs(struct bulk_peer *p, int my_cpu) {
   for (int i = 0; bulk_engines[i] && i < BULK_MAX_ENGINES; i++) {
     const struct fmx_bulk_engine *e = bulk_engines[i];
     int rc = bulk_cost_parse(*e->cost_cfg, level, &p->cost[i]);
-    if (rc == -2)
+    if (rc == -EINVAL)
       log_warn_once("FMX-COST-BAD", "%s='%s' is malformed (want LEVEL[@FROM]:STARTUP_US:MBPS;...); ignored",
                     e->cost_var, *e->cost_cfg);
   }
@@ -292,11 +292,6 @@ ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, cons
     moved += step;
   }
   return (ssize_t)moved;
-}
-
-fmx_return_t bulk_cma_error(ssize_t err) {
-  /* ESRCH: the peer died; EFAULT: a buffer is gone (freed or unmapped). */
-  return err == -ESRCH ? FMX_REMOTE_ENDPOINT_UNREACHABLE : FMX_MESSAGE_ABORTED;
 }
 
 int bulk_iov_local(const fmx_seg_t *segs, uint32_t nseg, uint64_t off, uint64_t len, struct iovec *iov, int max) {

@@ -17,20 +17,21 @@
 static int cma_probe(char *reason, size_t len) {
   if (!fmx_cfg.cma) {
     snprintf(reason, len, "disabled by FMX_CMA=0");
-    return -1;
+    return -ENOTSUP;
   }
   static volatile uint64_t word = 0x666d78636d61ull;
   int pipefd[2];
   if (pipe(pipefd) < 0) {
     snprintf(reason, len, "probe: pipe: %s", strerror(errno));
-    return -1;
+    return -errno;
   }
   pid_t child = fork();
   if (child < 0) {
-    snprintf(reason, len, "probe: fork: %s", strerror(errno));
+    int e = errno;
+    snprintf(reason, len, "probe: fork: %s", strerror(e));
     close(pipefd[0]);
     close(pipefd[1]);
-    return -1;
+    return -e;
   }
   if (child == 0) {
     char c;
@@ -53,7 +54,7 @@ static int cma_probe(char *reason, size_t len) {
              n == -EPERM ? " (no ptrace rights: Yama ptrace_scope, seccomp or container)" : "");
   else
     snprintf(reason, len, "process_vm_readv read a wrong value");
-  return -1;
+  return n < 0 ? (int)n : -EIO;
 }
 
 static int cma_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
@@ -67,7 +68,7 @@ static int cma_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
 static int cma_pull(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
   uint64_t len = x->want - *done < fmx_cfg.chunk_max ? x->want - *done : fmx_cfg.chunk_max;
   ssize_t n = bulk_remote_range(x->xsrc, x->peer->pid, 0, x, x->rsegs, x->nrseg, *done, len);
-  if (n < 0) return -bulk_cma_error(n);
+  if (n < 0) return (int)n; /* -ESRCH: the peer died; -EFAULT: a buffer is gone */
   *done += len;
   *moved = len;
   return *done == x->want ? BULK_DONE : BULK_MORE;

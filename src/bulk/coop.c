@@ -75,17 +75,19 @@ static int64_t take(struct coop_area *a, uint32_t gen, uint64_t total) {
   }
 }
 
-static void fail(struct coop_area *a, fmx_return_t code) {
+/* The copy failed with err (-errno): the area carries it, as a positive
+ * errno (both ends share a kernel), for the receiver to end with. */
+static void fail(struct coop_area *a, ssize_t err) {
   uint64_t zero = 0;
-  __atomic_compare_exchange_n(&a->error, &zero, (uint64_t)code, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  __atomic_compare_exchange_n(&a->error, &zero, (uint64_t)-err, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 /* Receiver: publish the transfer. Returns 0, or -1 if the area is taken by
  * another transfer from this peer (the message then goes cma). */
 static int coop_publish(struct bulk_xfer *x) {
-  if (!x->conn) return -1; /* a connection with no coop area */
+  if (!x->conn) return -ENODEV; /* a connection with no coop area */
   struct coop_area *a = x->conn->rx_coop;
-  if (a->busy || x->nseg > COOP_MAX_SEGS) return -1;
+  if (a->busy || x->nseg > COOP_MAX_SEGS) return -EBUSY;
   uint32_t gen = (++x->conn->coop_gen) & GEN_MASK;
   if (!gen) gen = (++x->conn->coop_gen) & GEN_MASK;
   x->tag = gen;
@@ -149,7 +151,7 @@ static uint64_t pull_stripe(struct bulk_xfer *x, uint64_t *moved) {
   uint64_t off, len;
   stripe_range((uint64_t)k, a->stripe_max, x->want, &off, &len);
   ssize_t n = bulk_remote_range(x->xsrc, x->peer->pid, 0, x, x->rsegs, x->nrseg, off, len);
-  if (n < 0) fail(a, bulk_cma_error(n));
+  if (n < 0) fail(a, n);
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   *moved = n > 0 ? (uint64_t)n : 0;
   return len;
@@ -163,7 +165,9 @@ static int coop_recv_progress(struct bulk_xfer *x) {
   uint64_t err = __atomic_load_n(&a->error, __ATOMIC_ACQUIRE);
   if (err) {
     finish(x, 1);
-    return -(int)err;
+    /* The peer writes the area too: whatever it put there ends the
+     * transfer, as an errno or (out of range) a protocol error. */
+    return err < 4096 ? -(int)err : -EPROTO;
   }
   uint64_t done = __atomic_load_n(&a->done, __ATOMIC_ACQUIRE);
   if (done < x->want) return BULK_MORE;
@@ -198,7 +202,7 @@ static int coop_send_progress(struct bulk_xfer *s) {
   /* The segments stay in shared memory: a receiver that rewrites them under
    * us only moves where our own message lands in its memory. */
   ssize_t n = bulk_remote_range(dm, p->pid, 1, s, a->segs, nseg, off, len);
-  if (n < 0) fail(a, bulk_cma_error(n));
+  if (n < 0) fail(a, n);
   __atomic_fetch_add(&a->done, len, __ATOMIC_RELEASE);
   if (n > 0) {
     s->done += (uint64_t)n;

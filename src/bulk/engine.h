@@ -24,7 +24,8 @@
 /* progress return values */
 #define BULK_MORE 0
 #define BULK_DONE 1
-/* negative: -(fmx_return_t). Every engine works on a struct bulk_xfer
+/* negative: -errno (base/errors.h: -ESRCH/-EPIPE the peer is gone, -EFAULT a
+ * buffer is gone, -EPROTO the peer broke the protocol). Every engine works on a struct bulk_xfer
  * (bulk/xfer.h); the calls without "offload" in their name run under the
  * endpoint's lock. */
 
@@ -34,7 +35,7 @@ struct fmx_bulk_engine {
    * fmx_tune into the tuning file: FMX_COST_<NAME>. "" = not measured. */
   const char *const *cost_cfg;
   const char *cost_var; /* that tunable's name, for messages */
-  /* Peer-independent probe (a real attempt); 0 usable, else -1 and reason. */
+  /* Peer-independent probe (a real attempt); 0 usable, else -errno and reason. */
   int (*probe)(char *reason, size_t len);
   /* Usable with this peer (from its connect-time probe), over c, what the
    * connection lends the engines (NULL: nothing; bulk/conn.h)? */
@@ -54,8 +55,9 @@ struct fmx_bulk_engine {
   /* Messages it moved: an enum fmx_counter. */
   int cnt_msgs;
   /* Optional, on the receiver before the CTS: claim what the transfer needs
-   * (a shared area, a pipe) and set x->tag. 0, or -1 when that is busy:
-   * the message then goes `fallback` (an engine with no recv_start). */
+   * (a shared area, a pipe) and set x->tag. 0, or -errno (-EBUSY: in use,
+   * -ENODEV: the connection lends none): the message then goes `fallback`
+   * (an engine with no recv_start). */
   int (*recv_start)(struct bulk_xfer *x);
   const struct fmx_bulk_engine *fallback;
   /* Bounded work (a chunk); counts the bytes it copied. */
@@ -64,7 +66,7 @@ struct fmx_bulk_engine {
   /* Offload step, run by a channel (offload.c) without the endpoint lock:
    * bounded work on the receive x from *done on, adds to *done what the
    * transfer advanced and to *moved what this call copied. BULK_MORE,
-   * BULK_DONE or -fmx_return_t. NULL: the engine cannot be offloaded. */
+   * BULK_DONE or -errno. NULL: the engine cannot be offloaded. */
   int (*offload_step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
   /* The sender's part, likewise (ring: fill slots for a computing sender). */
   int (*offload_send_step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
@@ -90,7 +92,7 @@ const struct fmx_bulk_engine *bulk_find(const char *name);
  * L1 L2 L3 NUMA SYS, enum topo_level order; an entry applies to messages of
  * FROM bytes and more, FROM 0 when absent) and take the segments of `level`,
  * or of the nearest level measured. Returns 0 (exact level), 1 (another
- * level), -1 (empty spec) or -2 (malformed: out->n = 0). */
+ * level), -ENODATA (empty spec) or -EINVAL (malformed: out->n = 0). */
 int bulk_cost_parse(const char *spec, int level, struct bulk_model *out);
 /* The name of a topology level in cost specs ("L3", "NUMA", ...). */
 const char *bulk_level_name(int level);
@@ -118,7 +120,7 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
  * or its fallback when that is busy. */
 void bulk_recv_start(struct bulk_xfer *x);
 /* One bounded step of x under the endpoint's lock (its job's outcome when
- * a channel runs it): BULK_MORE, BULK_DONE or -fmx_return_t. */
+ * a channel runs it): BULK_MORE, BULK_DONE or -errno. */
 int bulk_progress(struct bulk_xfer *x);
 /* x ended well on the receiver: count it (messages, mapped copies) and
  * let adapt time it. */
@@ -142,14 +144,14 @@ const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer 
                                          int n, const struct fmx_bulk_engine *prior);
 /* A receive x (x->adapt) finished well: its time counts if clean. */
 void adapt_record(struct bulk_xfer *x);
-/* Start the channels if not yet (a real attempt): 0, or -1 with the reason. */
+/* Start the channels if not yet (a real attempt): 0, or -errno with the reason. */
 int offload_probe(char *reason, size_t len);
 /* Hand x (its engine chosen, started) to the next channel, round-robin:
- * 0, or -1 (no channels, or the engine has no offload step for that side;
- * the application copies). */
+ * 0, or -errno (-ENODEV no channels, -EINVAL the engine has no offload
+ * step for that side, -ENOMEM; the application copies). */
 int offload_start(struct bulk_xfer *x);
 /* Application: the job's status word; when final, releases the job and
- * returns BULK_DONE (x->done set) or -fmx_return_t; else BULK_MORE. */
+ * returns BULK_DONE (x->done set) or -errno; else BULK_MORE. */
 int offload_poll(struct bulk_xfer *x);
 /* Stop and join the channels (fmx_finalize, every endpoint closed); the
  * next offload starts them again. */
@@ -157,7 +159,7 @@ void offload_shutdown(void);
 /* An application thread left ep_wait on an endpoint with watched work:
  * channel 0, asleep until then, looks again. */
 void offload_kick(void);
-/* The channels, started if they are not: 0, or -1 (none can run). */
+/* The channels, started if they are not: 0, or -errno (none can run). */
 int offload_up(void);
 /* Channel 0's work while it has no job, given by the core
  * (core/progress.c): pending() says whether there is some, run() does one
@@ -193,8 +195,6 @@ ssize_t bulk_cma_range(pid_t pid, int write, const struct bulk_xfer *x, const st
  * a piece falls outside m. */
 ssize_t bulk_remote_range(const struct region_map *m, pid_t pid, int write, const struct bulk_xfer *x,
                           const struct proto_seg *remote, uint32_t nremote, uint64_t off, uint64_t len);
-/* The completion code for bulk_cma_range's -errno. */
-fmx_return_t bulk_cma_error(ssize_t err);
 /* iovecs covering [off, off+len) of local segments. */
 int bulk_iov_local(const fmx_seg_t *segs, uint32_t nseg, uint64_t off, uint64_t len, struct iovec *iov, int max);
 /* iovecs covering [off, off+len) of remote segments. */

@@ -119,7 +119,7 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
   int rc = BULK_MORE;
   for (unsigned idle = 0; rc == BULK_MORE;) {
     if (__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE)) {
-      rc = -FMX_MESSAGE_ABORTED;
+      rc = -ECANCELED;
       break;
     }
     uint64_t moved = 0;
@@ -174,18 +174,18 @@ static int parse_cpus(const char *s, cpu_set_t *set) {
   while (*s) {
     char *end;
     long a = strtol(s, &end, 10), b = a;
-    if (end == s || a < 0 || a >= CPU_SETSIZE) return -1;
+    if (end == s || a < 0 || a >= CPU_SETSIZE) return -EINVAL;
     s = end;
     if (*s == '-') {
       b = strtol(s + 1, &end, 10);
-      if (end == s + 1 || b < a || b >= CPU_SETSIZE) return -1;
+      if (end == s + 1 || b < a || b >= CPU_SETSIZE) return -EINVAL;
       s = end;
     }
     for (long i = a; i <= b; i++) CPU_SET((int)i, set);
     if (*s == ',') s++;
-    else if (*s) return -1;
+    else if (*s) return -EINVAL;
   }
-  return CPU_COUNT(set) ? 0 : -1;
+  return CPU_COUNT(set) ? 0 : -EINVAL;
 }
 
 /* The CPUs channels run on: FMX_OFFLOAD_CPUS; else, for an application
@@ -225,13 +225,13 @@ static int pool_start(void) {
   int want = (int)fmx_cfg.offload_channels;
   if (want <= 0) {
     snprintf(pool_error, sizeof pool_error, "FMX_OFFLOAD_CHANNELS=0");
-    return -1;
+    return -ENODEV;
   }
   if (want > MAX_CHANNELS) want = MAX_CHANNELS;
   struct offload_chan *c = calloc((size_t)want, sizeof *c);
   if (!c) {
     snprintf(pool_error, sizeof pool_error, "out of memory");
-    return -1;
+    return -ENOMEM;
   }
   cpu_set_t cpus;
   chan_cpus(&cpus);
@@ -239,13 +239,14 @@ static int pool_start(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int n = 0;
+  int n = 0, err = 0;
   for (; n < want; n++) {
     c[n].index = n;
     pthread_mutex_init(&c[n].mu, NULL);
     pthread_cond_init(&c[n].cv, NULL);
     int rc = pthread_create(&c[n].th, NULL, chan_main, &c[n]);
     if (rc) {
+      err = -rc;
       snprintf(pool_error, sizeof pool_error, "pthread_create: %s", strerror(rc));
       break;
     }
@@ -254,7 +255,7 @@ static int pool_start(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (n == 0) {
     free(c);
-    return -1;
+    return err;
   }
   chans = c;
   nchans = n;
@@ -278,7 +279,7 @@ int offload_probe(char *reason, size_t len) {
   return rc;
 }
 
-/* The pool, started if it is not: 0, or -1. */
+/* The pool, started if it is not: 0, or -errno. */
 int offload_up(void) {
   pthread_mutex_lock(&pool_mu);
   int rc = pool_up_locked();
@@ -289,13 +290,14 @@ int offload_up(void) {
 int offload_start(struct bulk_xfer *x) {
   int (*step)(struct bulk_xfer *, uint64_t *, uint64_t *) =
       x->send ? x->engine->offload_send_step : x->engine->offload_step;
-  if (!step) return -1;
+  if (!step) return -EINVAL;
   pthread_mutex_lock(&pool_mu);
   struct offload_chan *c = pool_up_locked() == 0 ? &chans[next_chan++ % (unsigned)nchans] : NULL;
   if (!c) log_warn_once("FMX-OFFLOAD-NONE", "offload: no channels: %s; the application thread copies", pool_error);
   pthread_mutex_unlock(&pool_mu);
-  struct offload_job *j = c ? sys_zalloc(sizeof *j) : NULL;
-  if (!j) return -1;
+  if (!c) return -ENODEV;
+  struct offload_job *j = sys_zalloc(sizeof *j);
+  if (!j) return -ENOMEM;
   j->x = x;
   j->step = step;
   j->wake = x->env->desc;

@@ -5,6 +5,7 @@
  * chunks are sized from the L2 so both copies stay in cache (MPICH Nemesis
  * double buffering). Needs no rights over the peer: the fallback when CMA is
  * refused. */
+#include <errno.h>
 #include <string.h>
 
 #include "bulk/engine.h"
@@ -37,11 +38,11 @@ static int consume_held(struct bulk_xfer *x, int drop, uint64_t *done, uint64_t 
     uint64_t rreq = h->rreq, off = h->off, len = h->len, buf = h->buf;
     /* A peer may write anything in shared memory: check before copying. */
     const uint8_t *data = pool_view_buf(pool, buf, len);
-    if (!data) return -FMX_MESSAGE_ABORTED;
+    if (!data) return -EPROTO;
     if (rreq != me) {
       if (!drop || x->env->active(x->env, rreq, 0, &bulk_ring)) break;
     } else {
-      if (off != *done || len > x->want - *done) return -FMX_MESSAGE_ABORTED;
+      if (off != *done || len > x->want - *done) return -EPROTO;
       copy_segs(x->segs, x->nseg, off, (void *)data, len, 1, out);
       *done += len;
       *moved += len;
@@ -121,7 +122,7 @@ static int fill_held(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
  * a sender that computes: this is also the engine's offload_send_step). */
 static int fill(struct bulk_xfer *x, uint64_t *done, uint64_t *moved) {
   struct bulk_conn *c = x->conn;
-  if (!c) return -FMX_MESSAGE_ABORTED; /* asked for over a connection that lends no slots */
+  if (!c) return -EPROTO; /* asked for over a connection that lends no slots */
   if (__atomic_exchange_n(&c->tx_busy, 1, __ATOMIC_ACQUIRE)) return BULK_MORE;
   int rc = fill_held(x, done, moved);
   __atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELEASE);

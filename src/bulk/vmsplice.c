@@ -45,7 +45,7 @@ static int vms_probe(char *reason, size_t len) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
     snprintf(reason, len, "pipe2: %s", strerror(errno));
-    return -1;
+    return -errno;
   }
   char src[256], dst[sizeof src] = {0};
   for (size_t i = 0; i < sizeof src; i++) src[i] = (char)(i * 7 + 1);
@@ -57,11 +57,11 @@ static int vms_probe(char *reason, size_t len) {
   close(fds[1]);
   if (n < 0) {
     snprintf(reason, len, "vmsplice: %s", strerror(e));
-    return -1;
+    return -e;
   }
   if (got != (ssize_t)sizeof src || memcmp(src, dst, sizeof src) != 0) {
     snprintf(reason, len, "vmsplice then read through a pipe returned wrong data");
-    return -1;
+    return -EIO;
   }
   snprintf(reason, len, "available");
   return 0;
@@ -75,13 +75,13 @@ static int vms_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
  * receive uses it, an earlier one broke it, or there is none (then ring). */
 static int vmsplice_claim(struct bulk_xfer *x) {
   struct bulk_conn *c = x->conn;
-  if (!c || c->pipe_rx < 0 || c->pipe_rx_broken) return -1;
+  if (!c || c->pipe_rx < 0 || c->pipe_rx_broken) return -ENODEV;
   if (c->pipe_rx_owner) {
-    if (x->env->active(x->env, c->pipe_rx_owner, 0, &bulk_vmsplice)) return -1; /* in flight */
+    if (x->env->active(x->env, c->pipe_rx_owner, 0, &bulk_vmsplice)) return -EBUSY; /* in flight */
     /* Its owner ended (error, timeout, cancel) before reading all its
      * bytes: the rest may still come. */
     c->pipe_rx_broken = 1;
-    return -1;
+    return -EPIPE;
   }
   c->pipe_rx_owner = x->id;
   return 0;
@@ -100,7 +100,7 @@ static int vms_recv_progress(struct bulk_xfer *x) {
   if (got <= 0) {
     /* EOF: every writer is gone, the peer died. */
     c->pipe_rx_broken = 1;
-    return got == 0 ? -FMX_REMOTE_ENDPOINT_UNREACHABLE : -FMX_MESSAGE_ABORTED;
+    return got == 0 ? -EPIPE : -errno;
   }
   x->done += (uint64_t)got;
   x->env->counters[CNT_BULK_VMSPLICE_BYTES] += (uint64_t)got;
@@ -112,7 +112,7 @@ static int vms_recv_progress(struct bulk_xfer *x) {
 
 static int vms_send_progress(struct bulk_xfer *s) {
   struct bulk_conn *c = s->conn;
-  if (!c || c->pipe_tx < 0) return -FMX_MESSAGE_ABORTED; /* asked for by a peer that has no pipe from us */
+  if (!c || c->pipe_tx < 0) return -EPROTO; /* asked for by a peer that has no pipe from us */
   uint64_t me = s->id;
   if (c->pipe_tx_owner && c->pipe_tx_owner != me && s->env->active(s->env, c->pipe_tx_owner, 1, &bulk_vmsplice))
     return BULK_MORE; /* wait our turn */
@@ -140,9 +140,9 @@ static int vms_send_progress(struct bulk_xfer *s) {
           while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
           }
         }
-        rc = -FMX_REMOTE_ENDPOINT_UNREACHABLE;
+        rc = -EPIPE;
       } else {
-        rc = -FMX_MESSAGE_ABORTED;
+        rc = -errno;
       }
       break;
     }

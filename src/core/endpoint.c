@@ -9,6 +9,7 @@
 
 #include "bulk/engine.h"
 #include "base/config.h"
+#include "base/errors.h"
 #include "core/tunables.h"
 #include "base/log.h"
 #include "core/transport.h"
@@ -115,10 +116,10 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
 }
 
 /* The transport's private state of a new partner, zeroed, in *tpd (NULL
- * when it keeps none): 0, or -1 out of memory. */
+ * when it keeps none): 0, or -ENOMEM. */
 static int new_state(const struct fmx_transport_ops *tp, void **tpd) {
   *tpd = tp->partner_size ? calloc(1, tp->partner_size) : NULL;
-  return tp->partner_size && !*tpd ? -1 : 0;
+  return tp->partner_size && !*tpd ? -ENOMEM : 0;
 }
 
 /* p (zeroed) becomes a live partner of ep in slot index, served by tp. */
@@ -401,8 +402,9 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   }
   if (r < 0) {
     ep_free(ep);
-    /* Squatted (-EACCES): another user holds the name (logged). */
-    return r == -EADDRINUSE ? FMX_BUSY : r == -EACCES ? FMX_ACCESS_DENIED : FMX_NO_SYSTEM_RESOURCES;
+    /* -EADDRINUSE: BUSY; squatted (-EACCES): another user holds the name
+     * (logged), ACCESS_DENIED. */
+    return fmx_code(r);
   }
   if ((r = open_self(ep)) < 0 || (r = tp->open(ep)) < 0) {
     log_warn("FMX-EP-OPEN", "endpoint %u: cannot start: %s (RLIMIT_NOFILE %llu)", ep->t.eid,

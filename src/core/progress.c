@@ -61,7 +61,7 @@ static int may_offload(uint64_t len) {
 }
 
 /* The channels, started if they are not, and channel 0 given its idle
- * work: 0, or -1 (no channels). */
+ * work: 0, or -errno (no channels). */
 static int channels_up(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, setup);

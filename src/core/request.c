@@ -2,6 +2,7 @@
 /* Request pool: requests are reused through a free list and named on the
  * wire by (index, generation), so a stale or forged id from a peer is
  * recognised instead of dereferenced. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,7 +122,7 @@ int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg) {
     m->seg1 = nseg ? segs[0] : (fmx_seg_t){NULL, 0};
   } else {
     m->segs = malloc(nseg * sizeof *segs);
-    if (!m->segs) return -1;
+    if (!m->segs) return -ENOMEM;
     memcpy(m->segs, segs, nseg * sizeof *segs);
   }
   for (uint32_t i = 0; i < nseg; i++) m->len += segs[i].len;

@@ -4,6 +4,7 @@
  * transports_init. */
 #include "core/transport.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "core/fmx_int.h"
@@ -42,7 +43,7 @@ void *transport_ep_state(struct fmx_endpoint *ep, const struct fmx_transport_ops
 
 int transports_ep_init(struct fmx_endpoint *ep) {
   for (int i = 0; i < nregistered; i++)
-    if (registered[i]->ep_size && !(ep->tpe[i] = calloc(1, registered[i]->ep_size))) return -1;
+    if (registered[i]->ep_size && !(ep->tpe[i] = calloc(1, registered[i]->ep_size))) return -ENOMEM;
   return 0;
 }
 

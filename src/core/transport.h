@@ -16,7 +16,7 @@ const struct fmx_transport_ops *transport_local(void);
 /* The one that serves an endpoint's partner to itself (ep->self). */
 const struct fmx_transport_ops *transport_self(void);
 /* Each transport's per-endpoint state (ops.ep_size bytes, zeroed), made
- * before it listens: 0, or -1 out of memory. */
+ * before it listens: 0, or -ENOMEM. */
 int transports_ep_init(struct fmx_endpoint *ep);
 /* ops.ep_fini of each, then the states freed (the endpoint's partners are
  * released by then). */

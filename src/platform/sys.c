@@ -134,19 +134,19 @@ ssize_t sys_cma_copy(pid_t pid, int write, const struct iovec *local, size_t nlo
 
 int sys_membarrier_register(void) {
   long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-  if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED)) return -1;
-  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+  if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED)) return -ENOSYS;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
 }
 
 void sys_membarrier_global(void) { syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0); }
 
 int sys_membarrier_private_register(void) {
   long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-  if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return -1;
-  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+  if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return -ENOSYS;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
 }
 
-int sys_membarrier_private(void) { return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -1; }
+int sys_membarrier_private(void) { return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -errno; }
 
 uint64_t sys_now_ns(void) {
   struct timespec ts;

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <hwloc.h>
 #include <pthread.h>
@@ -47,7 +48,7 @@ static int topo_table_alloc(struct topo_state *st, int ncpus)
 {
   st->cpu = calloc((size_t)ncpus, sizeof(*st->cpu));
   if (!st->cpu)
-    return -1;
+    return -ENOMEM;
   st->ncpus = ncpus;
   return 0;
 }
@@ -98,11 +99,11 @@ static int topo_hwloc_fill(struct topo_state *st, hwloc_topology_t t)
 {
   int npus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
   if (npus <= 0)
-    return -1;
+    return -ENODEV;
   hwloc_const_bitmap_t all = hwloc_topology_get_complete_cpuset(t);
   int last = hwloc_bitmap_last(all);
   if (last < 0 || topo_table_alloc(st, last + 1) < 0)
-    return -1;
+    return -ENOMEM;
 
   int nnuma = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
   hwloc_obj_t pu = NULL;
@@ -145,7 +146,7 @@ static int topo_hwloc_load(struct topo_state *st, const char *synthetic)
 {
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) < 0)
-    return -1;
+    return -ENOSYS;
   int rc = -1;
   if (synthetic) {
     if (hwloc_topology_set_synthetic(t, synthetic) < 0)
@@ -175,11 +176,11 @@ static int topo_read_line(const char *path, char *buf, size_t len)
 {
   FILE *f = fopen(path, "re");
   if (!f)
-    return -1;
+    return -errno;
   char *s = fgets(buf, (int)len, f);
   fclose(f);
   if (!s)
-    return -1;
+    return -EIO;
   buf[strcspn(buf, "\n")] = '\0';
   return 0;
 }
@@ -293,7 +294,7 @@ static int topo_sysfs_load(struct topo_state *st, const char *root)
   snprintf(path, sizeof(path), "%s/devices/system/cpu/online", root);
   hwloc_bitmap_t online = topo_read_list(path);
   if (!online)
-    return -1;
+    return -EIO;
   int rc = topo_table_alloc(st, hwloc_bitmap_last(online) + 1);
   if (rc == 0) {
     int cpu;
@@ -396,12 +397,12 @@ static const struct topo_state *topo_ensure(void)
 static int topo_replace(int (*load)(struct topo_state *, const char *), const char *arg)
 {
   if (!arg)
-    return -1;
+    return -EINVAL;
   topo_ensure(); /* so the lazy load cannot later overwrite this one */
   struct topo_state st = {0};
   if (load(&st, arg) < 0) {
     topo_table_free(&st);
-    return -1;
+    return -EINVAL;
   }
   topo_summarise(&st);
   pthread_mutex_lock(&topo_reload_lock);

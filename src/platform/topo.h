@@ -72,13 +72,13 @@ int topo_current_cpu(void);
 /* Tests only. Replace the cached topology with an hwloc synthetic one, e.g.
  * "pack:2 l3:1 l2:2 core:1 pu:1" (see hwloc's "Synthetic topologies";
  * attributes such as "l3:1(size=16MiB)" set cache sizes). PUs are numbered
- * 0..n-1 in depth-first order. Returns 0, or -1 if hwloc rejects `desc`
+ * 0..n-1 in depth-first order. Returns 0, or -errno if hwloc rejects `desc`
  * (the previous topology is then kept). */
 int topo_load_synthetic(const char *desc);
 
 /* Tests only. Replace the cached topology with the one read from a sysfs
  * tree rooted at `sysfs_root` ("/sys" for the real one) without hwloc,
- * i.e. the fallback path. Returns 0, or -1 if no CPU could be read there
+ * i.e. the fallback path. Returns 0, or -errno if no CPU could be read there
  * (the previous topology is then kept). */
 int topo_load_sysfs(const char *sysfs_root);
 

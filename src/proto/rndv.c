@@ -11,6 +11,7 @@
 
 #include "bulk/engine.h"
 #include "base/config.h"
+#include "base/errors.h"
 #include "base/log.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
@@ -188,13 +189,13 @@ void rndv_progress(struct fmx_endpoint *ep) {
       if (rc == BULK_DONE)
         recv_finish(ep, r, FMX_SUCCESS);
       else if (rc < 0)
-        recv_finish(ep, r, (fmx_return_t)-rc);
+        recv_finish(ep, r, fmx_code(rc));
     } else {
       if (r->xfer.done != before) r->moved_ns = sys_now_ns();
       if (rc == BULK_DONE)
         list_del(&r->bnode); /* all pushed: completes on FIN */
       else if (rc < 0)
-        proto_up->complete(ep, r, (fmx_return_t)-rc);
+        proto_up->complete(ep, r, fmx_code(rc));
     }
   }
 }

@@ -164,11 +164,11 @@ int pool_view_attach(struct pool_view *v, int fd, const char **why) {
   int err = sys_memfd_check(fd, 4096, 1ull << 40, &fsize);
   if (err < 0) {
     *why = sys_memfd_error(err);
-    return -1;
+    return err;
   }
   *why = "a malformed pool";
   void *base = sys_map_shared(fd, (size_t)fsize);
-  if (!base) return -1;
+  if (!base) return -ENOMEM;
   struct pool_hdr h;
   memcpy(&h, base, sizeof h); /* one snapshot: the peer may keep writing */
   uint64_t n = h.cls[0].n + h.cls[1].n;
@@ -180,7 +180,7 @@ int pool_view_attach(struct pool_view *v, int fd, const char **why) {
          h.cls[c].off <= fsize && h.cls[c].n * h.cls[c].size <= fsize - h.cls[c].off;
   if (!ok) {
     munmap(base, (size_t)fsize);
-    return -1;
+    return -EPROTO;
   }
   v->base = base;
   v->size = (size_t)fsize;

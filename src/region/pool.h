@@ -112,7 +112,7 @@ static inline uint8_t *pool_buf(const struct buf_pool *p, uint64_t i) {
 }
 static inline uint64_t pool_class_size(const struct buf_pool *p, int c) { return p->cls[c].size; }
 
-/* Map a peer's pool from its fd (sealed, every number checked). 0, or -1
+/* Map a peer's pool from its fd (sealed, every number checked). 0, or -errno
  * with *why set. */
 int pool_view_attach(struct pool_view *v, int fd, const char **why);
 void pool_view_detach(struct pool_view *v);

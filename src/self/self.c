@@ -14,6 +14,7 @@
  */
 #include "self/self.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,9 +41,9 @@ static int self_push(struct fmx_endpoint *ep, struct partner *p, const struct pr
                      int iovcnt) {
   struct self_peer *s = transport_state(p);
   uint64_t cap = fmx_cfg.pool_buffers * fmx_cfg.eager_frag;
-  if (h->len > self_max_payload(p) || (s->bytes && s->bytes + h->len > cap)) return -1;
+  if (h->len > self_max_payload(p) || (s->bytes && s->bytes + h->len > cap)) return -EAGAIN;
   struct self_rec *rec = malloc(sizeof *rec + h->len);
-  if (!rec) return -1;
+  if (!rec) return -ENOMEM;
   rec->next = NULL;
   rec->hdr = *h;
   record_gather(rec->data, iov, iovcnt, h->len);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "shm/eager_ring.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "platform/sys.h"
@@ -43,7 +44,7 @@ void shm_ring_format(struct shm_ring_shared *sh, size_t bytes) {
 
 int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells, size_t avail) {
   uint64_t n = __atomic_load_n(&sh->ncells, __ATOMIC_ACQUIRE);
-  if (n < 4 || n > avail / RING_CELL) return -1;
+  if (n < 4 || n > avail / RING_CELL) return -EPROTO;
   r->sh = sh;
   r->cells = cells;
   r->ncells = n;
@@ -114,7 +115,7 @@ static void put_pad(struct shm_ring *r, uint64_t pad) {
 
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
   uint64_t need = REC_CELLS(hdr->len), pad;
-  if (!room(r, need, &pad)) return -1;
+  if (!room(r, need, &pad)) return -EAGAIN;
   if (pad) put_pad(r, pad);
   uint8_t *dst = (uint8_t *)hdr_at(r, r->pos);
   memcpy(dst, hdr, sizeof *hdr);
@@ -131,7 +132,7 @@ int shm_ring_ref_fits(struct shm_ring *r) {
 
 int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref, uint64_t *pos) {
   uint64_t pad;
-  if (!room(r, 1, &pad)) return -1;
+  if (!room(r, 1, &pad)) return -EAGAIN;
   if (pad) put_pad(r, pad);
   *pos = r->local;
   uint8_t *dst = (uint8_t *)hdr_at(r, r->pos);

@@ -81,7 +81,7 @@ struct shm_ring {
 size_t shm_ring_cells_bytes(size_t bytes);
 /* Initialise the shared header (creator only). */
 void shm_ring_format(struct shm_ring_shared *sh, size_t bytes);
-/* Attach a local view of the header sh and `avail` bytes of cells; -1 if
+/* Attach a local view of the header sh and `avail` bytes of cells; -EPROTO if
  * the header is inconsistent with them. */
 int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells, size_t avail);
 /* Producer: use only the first `cells` cells of the ring (at least 4, at
@@ -92,13 +92,13 @@ void shm_ring_set_limit(struct shm_ring *r, uint64_t cells, int fault_in);
 /* Largest payload a single record can carry (within the limit). */
 size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and
- * publish it. Returns 0, or -1 if there is no room now. */
+ * publish it. Returns 0, or -EAGAIN if there is no room now. */
 int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt);
 /* Whether a record referring to its payload (shm_ring_push_ref) fits now. */
 int shm_ring_ref_fits(struct shm_ring *r);
 /* Write hdr and the reference `ref` (whatever names the payload's place)
  * as a one-cell record, and publish it; 0 (*pos: the record's absolute
- * cell, consumed once the tail is past it), or -1 if there is no room now. */
+ * cell, consumed once the tail is past it), or -EAGAIN if there is no room now. */
 int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t ref, uint64_t *pos);
 #define RING_NO_REF UINT64_MAX
 /* Look at the next record without consuming it; NULL if none is ready. Its

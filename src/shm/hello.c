@@ -66,7 +66,7 @@ int shm_hello_send(int fd, const struct shm_hello *h, const int *fds, int nfds) 
   ssize_t n;
   do n = sendmsg(fd, &m, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
-  return n == (ssize_t)sizeof *h ? 0 : -1;
+  return n == (ssize_t)sizeof *h ? 0 : n < 0 ? -errno : -EIO;
 }
 
 /* Wait until fd is readable (POLLIN) or writable, up to timeout_ms (-1:

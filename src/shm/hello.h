@@ -16,7 +16,7 @@
 
 /* The address of (uid, board, eid)'s abstract socket; returns its length. */
 socklen_t shm_addr(struct sockaddr_un *sa, unsigned uid, uint32_t board, uint32_t eid);
-/* Send a hello/reply with up to SHM_MAX_FDS fds. 0 or -1. */
+/* Send a hello/reply with up to SHM_MAX_FDS fds. 0 or -errno. */
 int shm_hello_send(int fd, const struct shm_hello *h, const int *fds, int nfds);
 /* Receive one without blocking: 0, -EAGAIN (nothing yet), -EPROTO
  * (malformed: every fd closed), -EMFILE (our fd table could not take the

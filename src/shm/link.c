@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "shm/link.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +51,12 @@ int link_pipes_wanted(void) { return strcmp(fmx_cfg.bulk, "vmsplice") == 0 || fm
 
 int link_pipes_create(struct shm_link *c, int peer_fds[2]) {
   int d0[2], d1[2]; /* direction 0: we write; direction 1: we read */
-  if (pipe2(d0, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
+  if (pipe2(d0, O_CLOEXEC | O_NONBLOCK) < 0) return -errno;
   if (pipe2(d1, O_CLOEXEC | O_NONBLOCK) < 0) {
+    int e = errno;
     close(d0[0]);
     close(d0[1]);
-    return -1;
+    return -e;
   }
   c->bulk.pipe_tx = d0[1];
   c->bulk.pipe_rx = d1[0];
@@ -70,10 +72,10 @@ static int is_pipe_end(int fd, int mode) {
 }
 
 int chan_pipes_attach(struct shm_link *c, int rx_fd, int tx_fd) {
-  if (!is_pipe_end(rx_fd, O_RDONLY) || !is_pipe_end(tx_fd, O_WRONLY)) return -1;
+  if (!is_pipe_end(rx_fd, O_RDONLY) || !is_pipe_end(tx_fd, O_WRONLY)) return -EPROTO;
   /* The connector made them non-blocking; a peer that did not must not
    * block our progress. */
-  if (fcntl(rx_fd, F_SETFL, O_RDONLY | O_NONBLOCK) < 0 || fcntl(tx_fd, F_SETFL, O_WRONLY | O_NONBLOCK) < 0) return -1;
+  if (fcntl(rx_fd, F_SETFL, O_RDONLY | O_NONBLOCK) < 0 || fcntl(tx_fd, F_SETFL, O_WRONLY | O_NONBLOCK) < 0) return -errno;
   c->bulk.pipe_rx = rx_fd;
   c->bulk.pipe_tx = tx_fd;
   return 0;
@@ -86,7 +88,7 @@ static int view(struct shm_link *c, const struct chan_hdr *h, int tx_dir, int rx
   uint64_t ring_fp = shm_ring_cells_bytes(h->ring_bytes);
   if (shm_ring_attach(&c->tx, &live->ring[tx_dir], b + h->ring_off[tx_dir], ring_fp) ||
       shm_ring_attach(&c->rx, &live->ring[rx_dir], b + h->ring_off[rx_dir], ring_fp))
-    return -1;
+    return -EPROTO;
   slots_view(&c->bulk.tx_slots, b, h, tx_dir);
   slots_view(&c->bulk.rx_slots, b, h, rx_dir);
   c->bulk.tx_coop = (struct coop_area *)(b + h->coop_off[tx_dir]);

@@ -74,12 +74,12 @@ struct shm_link *link_attach(int fd, const char **why);
 void link_destroy(struct shm_link *c);
 /* Create the two pipes of a connection, O_NONBLOCK, sized to FMX_CHUNK_MAX
  * (or as much as the kernel grants): our ends go to c, the peer's (read end
- * of direction 0, write end of direction 1) to peer_fds. 0 or -1. */
+ * of direction 0, write end of direction 1) to peer_fds. 0 or -errno. */
 /* Whether connections should carry the vmsplice engine's pipes. */
 int link_pipes_wanted(void);
 int link_pipes_create(struct shm_link *c, int peer_fds[2]);
 /* Adopt the pipe ends a connector passed (we are the acceptor): checks they
- * are a read end and a write end of pipes. 0 (fds now the link's) or -1
+ * are a read end and a write end of pipes. 0 (fds now the link's) or -errno
  * (fds left to the caller). */
 int chan_pipes_attach(struct shm_link *c, int rx_fd, int tx_fd);
 

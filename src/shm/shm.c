@@ -53,12 +53,12 @@ static void reclaim_everywhere(struct fmx_endpoint *ep) {
 static int push_pooled(struct fmx_endpoint *ep, struct shm_link *ch, const struct proto_hdr *h, const struct iovec *iov,
                        int iovcnt) {
   struct buf_pool *pool = ch->bulk.pool;
-  if (!shm_ring_ref_fits(&ch->tx)) return -1;
+  if (!shm_ring_ref_fits(&ch->tx)) return -EAGAIN;
   if (!ch->lent.cap) {
     uint32_t cap = (uint32_t)pool->cls[POOL_REC].n;
     ch->lent.pos = calloc(cap, sizeof *ch->lent.pos);
     ch->lent.buf = calloc(cap, sizeof *ch->lent.buf);
-    if (!ch->lent.pos || !ch->lent.buf) return -1; /* freed with the link */
+    if (!ch->lent.pos || !ch->lent.buf) return -ENOMEM; /* freed with the link */
     ch->lent.cap = cap;
   }
   /* Reading the tail costs a miss on the receiver's line: once a quarter
@@ -69,11 +69,11 @@ static int push_pooled(struct fmx_endpoint *ep, struct shm_link *ch, const struc
   if (ch->lent.n >= ch->lent.cap / 4 || ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) link_reclaim(ch);
   /* No partner holds more than half: one that stops taking its messages
    * cannot stop our sends to the others. */
-  if (ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) return -1;
+  if (ch->bulk.pool_held[POOL_REC] >= ch->lent.cap / 2) return -EAGAIN;
   int64_t b = pool_get(pool);
   if (b < 0) {
     reclaim_everywhere(ep);
-    if ((b = pool_get(pool)) < 0) return -1;
+    if ((b = pool_get(pool)) < 0) return -EAGAIN;
   }
   record_gather(pool_buf(pool, (uint64_t)b), iov, iovcnt, h->len);
   uint64_t pos;
@@ -132,7 +132,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
    * records. */
   if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
   if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, sp->link[0], h, iov, iovcnt) < 0)
-    return -1;
+    return -EAGAIN;
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
     sp->tx_medium_left = h->msg_len - h->len;
   else if (h->type == PROTO_FRAG)
@@ -272,9 +272,10 @@ int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, con
   struct shm_peer *sp = shm_peer(p);
   if (pool_fd < 0) {
     *why = "no pool";
-    return -1;
+    return -EPROTO;
   }
-  if (pool_view_attach(&sp->peer, pool_fd, why) < 0) return -1;
+  int err = pool_view_attach(&sp->peer, pool_fd, why);
+  if (err < 0) return err;
   sp->pool = &se->pool;
   sp->ep = se;
   return 0;

@@ -53,7 +53,7 @@ static inline uint32_t shm_eid(struct fmx_endpoint *ep) { return transport_ep(ep
 int shm_pool_open(struct fmx_endpoint *ep);
 /* Our pool's fd, to pass in a handshake. */
 int shm_pool_fd(struct fmx_endpoint *ep);
-/* Link a new partner to our pool and map its pool from pool_fd: 0, or -1
+/* Link a new partner to our pool and map its pool from pool_fd: 0, or -errno
  * with *why set. */
 int shm_peer_attach(struct fmx_endpoint *ep, struct partner *p, int pool_fd, const char **why);
 /* Wake the partner (a struct partner *) if it sleeps: what a link's

@@ -116,8 +116,8 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *            checked by the peer), called without ep->lock: the partner in
  *            *out (NULL for self: the core makes ep->self)
  *   push     queue one record (header + hdr->len payload bytes gathered
- *            from iov) to the partner, in order: 0, or -1 when there is no
- *            room now (retry later)
+ *            from iov) to the partner, in order: 0, or -EAGAIN when there is
+ *            no room now, -ENOMEM (retry later either way)
  *   max_payload  the largest payload one record may carry to the partner
  *   poll     deliver every record waiting from the partner, in order, with
  *            the deliver callback it is given

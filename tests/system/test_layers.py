@@ -22,9 +22,15 @@ def copy_tree(tmp_path):
     return tmp_path
 
 
-def append(path, text):
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(text)
+def planted(tmp_path, *edits):
+    """The check's verdict on a copy of the tree with (file, text) appended."""
+    tree = copy_tree(tmp_path)
+    for path, text in edits:
+        with open(tree / path, "a", encoding="utf-8") as f:
+            f.write(text)
+    p = check(tree)
+    assert p.returncode == 1, p.stdout
+    return p.stdout
 
 
 def test_tree_passes(tmp_path):
@@ -34,43 +40,28 @@ def test_tree_passes(tmp_path):
 
 
 def test_include_up_fails(tmp_path):
-    tree = copy_tree(tmp_path)
-    append(tree / "src/proto/send.c", "#include \"core/transport.h\"\n")
-    p = check(tree)
-    assert p.returncode == 1
-    assert "src/proto/send.c: goes up: src/proto (proto) includes core/transport.h (core)" in p.stdout
+    out = planted(tmp_path, ("src/proto/send.c", '#include "core/transport.h"\n'))
+    assert "src/proto/send.c: goes up: src/proto (proto) includes core/transport.h (core)" in out
 
 
 def test_internal_header_fails(tmp_path):
-    tree = copy_tree(tmp_path)
-    append(tree / "src/core/api.c", '#include "proto/proto_int.h"\n')
-    p = check(tree)
-    assert p.returncode == 1
-    assert "internal to src/proto" in p.stdout
+    out = planted(tmp_path, ("src/core/api.c", '#include "proto/proto_int.h"\n'))
+    assert "internal to src/proto" in out
 
 
 def test_tool_internals_fail(tmp_path):
-    tree = copy_tree(tmp_path)
-    append(tree / "tools/fmx_info.c", '#include "bulk/engine.h"\n')
-    p = check(tree)
-    assert p.returncode == 1
-    assert "tools/fmx_info.c: a tool or test program includes the library's internals" in p.stdout
+    out = planted(tmp_path, ("tools/fmx_info.c", '#include "bulk/engine.h"\n'))
+    assert "tools/fmx_info.c: a tool or test program includes the library's internals" in out
 
 
 def test_call_up_by_name_fails(tmp_path):
     # proto declares a function the core defines: the call goes up by name
-    tree = copy_tree(tmp_path)
-    append(tree / "src/proto/proto_int.h", "\nvoid core_thing(struct fmx_endpoint *ep);\n")
-    append(tree / "src/core/api.c", "\nvoid core_thing(struct fmx_endpoint *ep) { (void)ep; }\n")
-    p = check(tree)
-    assert p.returncode == 1
-    assert "src/proto/proto_int.h declares core_thing(), which src/core/api.c (core) defines" in p.stdout
+    out = planted(tmp_path, ("src/proto/proto_int.h", "\nvoid core_thing(struct fmx_endpoint *ep);\n"),
+                  ("src/core/api.c", "\nvoid core_thing(struct fmx_endpoint *ep) { (void)ep; }\n"))
+    assert "src/proto/proto_int.h declares core_thing(), which src/core/api.c (core) defines" in out
 
 
 def test_call_up_by_own_prototype_fails(tmp_path):
     # bulk writes its own prototype of a core function and calls it
-    tree = copy_tree(tmp_path)
-    append(tree / "src/bulk/offload.c", "\nvoid ep_progress_locked(struct fmx_endpoint *ep);\n")
-    p = check(tree)
-    assert p.returncode == 1
-    assert "src/bulk/offload.c declares ep_progress_locked(), which src/core/endpoint.c (core) defines" in p.stdout
+    out = planted(tmp_path, ("src/bulk/offload.c", "\nvoid ep_progress_locked(struct fmx_endpoint *ep);\n"))
+    assert "src/bulk/offload.c declares ep_progress_locked(), which src/core/endpoint.c (core) defines" in out
