@@ -126,8 +126,8 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     refuse(fd, ep, FMX_NO_SYSTEM_RESOURCES);
     return 1;
   }
-  int nochan = r == 0 && (h.flags & SHM_F_NOLINK);
-  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || (!nochan && fds[2] < 0)) {
+  int nolink = r == 0 && (h.flags & SHM_F_NOLINK);
+  if (r < 0 || h.type != SHM_HELLO || fds[0] < 0 || fds[1] < 0 || (!nolink && fds[2] < 0)) {
     shm_close_fds(fds);
     count(ep, 0);
     log_info("FMX-CONN-MALFORMED", "endpoint %u: malformed connect request from pid %d dropped", shm_eid(ep),
@@ -138,7 +138,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
   if (h.key != transport_ep(ep)->key) {
     rep.status = FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     log_info("FMX-CONN-KEY", "endpoint %u: connect from endpoint %u with a wrong key refused", shm_eid(ep), h.eid);
-  } else if (nochan) {
+  } else if (nolink) {
     /* It shares the link we made when we connected to it, if we have
      * that partner still. */
     transport_up->lock(ep);
