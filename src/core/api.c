@@ -357,8 +357,8 @@ API fmx_return_t fmx_set_request_timeout(fmx_endpoint_t ep, fmx_request_t reques
 API fmx_return_t fmx_wakeup(fmx_endpoint_t ep) {
   if (!ep) return FMX_BAD_ENDPOINT;
   __atomic_fetch_add(&ep->wakeup_gen, 1, __ATOMIC_SEQ_CST);
-  __atomic_fetch_add(&ep->desc->wake_seq, 1, __ATOMIC_SEQ_CST);
-  sys_futex_wake(&ep->desc->wake_seq);
+  __atomic_fetch_add(&ep->pe.benv.desc->wake_seq, 1, __ATOMIC_SEQ_CST);
+  sys_futex_wake(&ep->pe.benv.desc->wake_seq);
   return FMX_SUCCESS;
 }
 

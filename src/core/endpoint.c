@@ -93,7 +93,7 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * The struct stays allocated, so a pointer snapshotted by the watcher
  * never dangles; its generation changes when the slot is reused. Called
  * with ep->lock held, where a partner is added. */
-/* ep_crowded: more partners in use (ourselves included) than the host has
+/* pe.crowded: more partners in use (ourselves included) than the host has
  * hardware threads. */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
@@ -131,7 +131,7 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   p->bulk.pidfd = -1;
   p->bulk.cpu = -1;
   p->t.bulk = &p->bulk;
-  proto_peer_init(&p->pp, tp, ep_partner_addr(p)); /* its NIC and endpoint ids join it later */
+  proto_peer_init(&p->pp, tp);
   ep->t.nlive++;
   set_crowded(ep);
   return p;
@@ -212,7 +212,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
     close(p->bulk.pidfd);
     p->bulk.pidfd = -1;
   }
-  ep_wake(ep->desc);
+  ep_wake(ep->pe.benv.desc);
 }
 
 /* ---- progress ---------------------------------------------------------- */
@@ -277,7 +277,7 @@ static int open_desc(struct fmx_endpoint *ep) {
   d->magic = EP_DESC_MAGIC;
   d->version = EP_DESC_VERSION;
   ep->t.desc_fd = fd;
-  ep->desc = ep->pe.benv.desc = d;
+  ep->pe.benv.desc = d;
   return 0;
 }
 
@@ -315,7 +315,7 @@ static void ep_free(struct fmx_endpoint *ep) {
   proto_ep_fini(&ep->pe);
   req_pool_fini(ep);
   transports_ep_fini(ep);
-  if (ep->desc) munmap(ep->desc, EP_DESC_SIZE);
+  if (ep->pe.benv.desc) munmap(ep->pe.benv.desc, EP_DESC_SIZE);
   if (ep->t.desc_fd >= 0) close(ep->t.desc_fd);
   ep_lock_fini(&ep->lock);
   pthread_mutex_destroy(&ep->connect_lock);
@@ -431,7 +431,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
     struct proto_hdr h = {.type = PROTO_CLOSE};
     if (list_empty(&p->pp.outq)) p->pp.tp->push(ep, p, &h, NULL, 0);
   }
-  ep->desc->closed = 1;
+  ep->pe.benv.desc->closed = 1;
   ep_unlock(ep);
   transport_local()->close(ep);
   progress_forget_ep(ep);

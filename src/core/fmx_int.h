@@ -59,7 +59,6 @@ struct fmx_endpoint {
   pthread_mutex_t connect_lock; /* one outgoing handshake at a time */
   struct list_node link;        /* all endpoints */
   struct transport_ep t;        /* what transports read of it: who it is, nlive, closing (transport/transport.h) */
-  struct ep_desc *desc;
   void *tpe[4]; /* each registered transport's state of this endpoint (core/transport.c) */
 
   struct partner **partners;
@@ -123,10 +122,6 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
-/* More partners in use (ourselves included) than the host has hardware
- * threads: ranks outnumber cores, and a copy made twice is time taken from
- * another rank (proto's eager limit, bulk's engine choice). */
-static inline int ep_crowded(const struct fmx_endpoint *ep) { return ep->pe.crowded; }
 void ep_progress_locked(struct fmx_endpoint *ep);
 void ep_progress_siblings(struct fmx_endpoint *ep);
 

@@ -93,7 +93,7 @@ static void unlist(struct fmx_endpoint *ep) {
     __atomic_sub_fetch(&nwatched, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&watch_mu);
-  offload_idle_leave(ep->desc);
+  offload_idle_leave(ep->pe.benv.desc);
 }
 
 void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
@@ -127,7 +127,7 @@ void progress_forget_ep(struct fmx_endpoint *ep) {
   unlist(ep);
   /* Channel 0 may be asleep on it or in its progress: wake it, wait. */
   while (__atomic_load_n(&ep->watch_refs, __ATOMIC_ACQUIRE)) {
-    ep_wake(ep->desc);
+    ep_wake(ep->pe.benv.desc);
     sched_yield();
   }
 }
@@ -179,7 +179,7 @@ static void idle_run(void) {
   int several = watched.next->next != &watched;
   __atomic_add_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&watch_mu);
-  struct ep_desc *d = ep->desc;
+  struct ep_desc *d = ep->pe.benv.desc;
   if (app_waits(ep)) {
     /* The application waits in it and progresses itself: do not sleep on
      * its futex (every slot a peer fills would wake us) but on channel 0's

@@ -70,7 +70,7 @@ static void done_listed(struct fmx_endpoint *ep, struct fmx_request *r) {
   /* Another thread of ours may sleep on this completion. No fence needed:
    * we hold ep->lock, and a waiter counts itself in sleepers before its
    * last locked check, so the lock orders the two. */
-  if (__atomic_load_n(&ep->desc->sleepers, __ATOMIC_RELAXED)) ep_wake_sleepers(ep->desc);
+  if (__atomic_load_n(&ep->pe.benv.desc->sleepers, __ATOMIC_RELAXED)) ep_wake_sleepers(ep->pe.benv.desc);
 }
 
 struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind) {

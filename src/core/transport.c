@@ -61,7 +61,7 @@ struct transport_ep *transport_ep(struct fmx_endpoint *ep) { return &ep->t; }
 
 struct transport_peer *transport_peer(struct partner *p) { return &p->t; }
 
-static void wake_own(struct fmx_endpoint *ep) { ep_wake(ep->desc); }
+static void wake_own(struct fmx_endpoint *ep) { ep_wake(ep->pe.benv.desc); }
 
 static void lock(struct fmx_endpoint *ep) { ep_lock(ep); }
 

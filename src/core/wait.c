@@ -116,7 +116,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
     *counted = 1;
   }
   int slept = 0;
-  struct ep_desc *d = ep->desc;
+  struct ep_desc *d = ep->pe.benv.desc;
   for (unsigned spins = 1;; spins++) {
     int busy = 0;
     /* `busy` (a clock read when a transfer is in flight) is only looked at
@@ -129,7 +129,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
     if (__atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE) != wgen) return 0;
     /* Reading the clock costs as much as a poll: look every 16 polls. */
     if (spins % 16) {
-      /* Ranks outnumber cores (ep_crowded): the one we wait for may be
+      /* Ranks outnumber cores (proto_ep.crowded): the one we wait for may be
        * queued behind us on this core, give it the core at every poll,
        * not every 16th past YIELD_AFTER_NS (alltoall on 2 cores, 4K/64K:
        * 8 ranks 42/232 -> 25/208 us, 32 ranks 766/6953 -> 559/6284 us). */

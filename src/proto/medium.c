@@ -90,7 +90,7 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
 static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t len) {
   if (m->msg) {
     uint64_t fit = m->msg->status.xfer_length;
-    if (off < fit) proto_msg_copy(m->msg, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
+    if (off < fit) copy_segs(m->msg->segs, m->msg->nseg, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
   } else if (m->unexp) {
     memcpy((char *)m->unexp->data + off, data, len);
   }

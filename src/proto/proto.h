@@ -97,21 +97,28 @@ struct proto_peer {
   struct medium_rx medium[2];         /* per lane it delivers on */
 };
 
-/* What the protocol keeps of an endpoint. */
+/* What the protocol keeps of an endpoint: what every message touches
+ * first (the counters' pointer and the wake word are in benv), the large
+ * match queues last. */
 struct proto_ep {
   struct fmx_endpoint *ep; /* the endpoint it is part of (opaque) */
+  struct bulk_env benv;    /* the endpoint as the bulk engines know it (bulk/xfer.h): its counters, its wake
+                              word (the core's to set) */
+  /* More partners in use (ourselves included) than the host has hardware
+   * threads: ranks outnumber cores, and a copy made twice is time taken
+   * from another rank (the eager limit, the engine choice). The core's,
+   * read unlocked by waits. */
+  int crowded;
+  int rndv_explicit;       /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
+  struct list_node bulk;   /* messages with a transfer in progress (bnode) */
+  char last_engine[16];    /* the engine of the last rendezvous received */
   struct match_queues mq;
-  struct list_node bulk;  /* messages with a transfer in progress (bnode) */
-  struct bulk_env benv;   /* the endpoint as the bulk engines know it (bulk/xfer.h) */
-  int crowded;            /* more partners in use than hardware threads (the core's, read unlocked) */
-  int rndv_explicit;      /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
-  char last_engine[16];   /* the engine of the last rendezvous received */
 };
 
 /* Count an event (base/counters.h), the endpoint's lock held. */
 #define PROTO_CNT(pe, name) ((pe)->benv.counters[CNT_##name]++)
 
-/* The protocol's parts of the core's objects (core/transport.c). */
+/* The protocol's parts of the core's objects (core/proto_up.c). */
 struct proto_ep *proto_ep(struct fmx_endpoint *ep);
 struct proto_peer *proto_peer(struct partner *p);
 
@@ -147,8 +154,9 @@ void proto_init(const struct proto_core *core);
 void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift);
 /* Free what the endpoint's unexpected queue holds. */
 void proto_ep_fini(struct proto_ep *pe);
-/* A new partner's protocol state, served by tp, at address addr. */
-void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp, fmx_endpoint_addr_t addr);
+/* A new partner's protocol state, served by tp (its addr is the core's to
+ * set once the partner is known: the handshake, or ourselves). */
+void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp);
 
 /* Start a send (eager or rendezvous); queued if the ring has no room. */
 void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *m);
@@ -176,8 +184,5 @@ void rndv_progress(struct fmx_endpoint *ep);
 /* The engines' question (bulk_env.active): whether our transfer id, a
  * send (still pushing) or a receive (still matched), runs with engine e. */
 int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e);
-/* Copy between m's segments at off and buf (to_msg: into m); fn the copy
- * routine (platform/copy.h), NULL for memcpy. */
-void proto_msg_copy(struct proto_msg *m, uint64_t off, void *buf, uint64_t len, int to_msg, copy_fn fn);
 
 #endif

@@ -9,7 +9,7 @@
 struct bulk_conn;
 
 /* The core's side (proto_init). */
-extern const struct proto_core *proto_up;
+extern const struct proto_core *proto_up; /* proto.c */
 
 /* send.c */
 /* Send a control record that belongs to no request (a FIN refusing an

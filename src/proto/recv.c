@@ -8,37 +8,6 @@
 #include "platform/sys.h"
 #include "proto/proto_int.h"
 
-const struct proto_core *proto_up;
-
-void proto_init(const struct proto_core *core) { proto_up = core; }
-
-void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift) {
-  struct proto_ep *pe = proto_ep(ep);
-  pe->ep = ep;
-  match_init(&pe->mq, ctx_bits, ctx_shift);
-  list_init(&pe->bulk);
-  pe->benv.active = proto_xfer_active;
-}
-
-void proto_ep_fini(struct proto_ep *pe) {
-  while (!list_empty(&pe->mq.unexp_all)) {
-    struct unexp_msg *u = list_entry(pe->mq.unexp_all.next, struct unexp_msg, all);
-    match_del_unexp(&pe->mq, u);
-    proto_unexp_free(u);
-  }
-}
-
-void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp, fmx_endpoint_addr_t addr) {
-  pp->tp = tp;
-  pp->addr = addr;
-  list_init(&pp->outq);
-  list_init(&pp->msgs);
-}
-
-void proto_msg_copy(struct proto_msg *m, uint64_t off, void *buf, uint64_t len, int to_msg, copy_fn fn) {
-  copy_segs(m->segs, m->nseg, off, buf, len, to_msg, fn);
-}
-
 void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, uint64_t msg_len) {
   r->partner = p;
   r->status.source = proto_peer(p)->addr;
@@ -51,10 +20,10 @@ void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, u
 void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, uint64_t match,
                           const void *data, uint64_t len) {
   proto_fill_status(r, p, match, len);
-  if (r->nseg == 1) { /* the common case, without proto_msg_copy's walk */
+  if (r->nseg == 1) { /* the common case, without copy_segs' walk */
     if (r->status.xfer_length) memcpy(r->segs[0].ptr, data, r->status.xfer_length);
   } else
-    proto_msg_copy(r, 0, (void *)data, r->status.xfer_length, 1, NULL);
+    copy_segs(r->segs, r->nseg, 0, (void *)data, r->status.xfer_length, 1, NULL);
   struct proto_ep *pe = proto_ep(ep);
   PROTO_CNT(pe, RECV_EAGER);
   if (r->status.xfer_length < len) PROTO_CNT(pe, TRUNCATED);

@@ -174,7 +174,7 @@ static int serve_hello(struct fmx_endpoint *ep, int fd, const struct ucred *cred
     }
   }
   /* A peer that offered to share a link we no longer have is asked for
-   * one (BUSY, NEEDCHAN) and connects again at once: not a refusal (it was
+   * one (BUSY, NEEDLINK) and connects again at once: not a refusal (it was
    * counted as one: "connections refused" read 1 after a plain 2-rank
    * run). */
   if (!(rep.flags & SHM_F_NEEDLINK)) count(ep, rep.status == FMX_SUCCESS);

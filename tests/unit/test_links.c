@@ -132,7 +132,7 @@ static void test_ring_limit(void) {
   free(mem);
 }
 
-/* ep_crowded follows the partners in use: more than the host's hardware
+/* pe.crowded follows the partners in use: more than the host's hardware
  * threads (ourselves counted) makes it, and once they closed and were
  * reaped (at the next connect) it clears. */
 static void test_crowded_follows_live_partners(void) {

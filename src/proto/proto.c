@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* The protocol's objects from birth to end, and the calls the core gives
+ * it (proto.h). */
+#include "proto/proto_int.h"
+
+const struct proto_core *proto_up;
+
+void proto_init(const struct proto_core *core) { proto_up = core; }
+
+void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift) {
+  struct proto_ep *pe = proto_ep(ep);
+  pe->ep = ep;
+  match_init(&pe->mq, ctx_bits, ctx_shift);
+  list_init(&pe->bulk);
+  pe->benv.active = proto_xfer_active;
+}
+
+void proto_ep_fini(struct proto_ep *pe) {
+  while (!list_empty(&pe->mq.unexp_all)) {
+    struct unexp_msg *u = list_entry(pe->mq.unexp_all.next, struct unexp_msg, all);
+    match_del_unexp(&pe->mq, u);
+    proto_unexp_free(u);
+  }
+}
+
+void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp) {
+  pp->tp = tp;
+  list_init(&pp->outq);
+  list_init(&pp->msgs);
+}
