@@ -3,6 +3,7 @@
  * wire by (index, generation), so a stale or forged id from a peer is
  * recognised instead of dereferenced. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,18 +11,20 @@
 #include "core/fmx_int.h"
 #include "platform/sys.h"
 
-/* Zero a request with 16-byte stores, unrolled: the memset gcc inlines for
- * its size is a `rep stos`, whose start-up took 2/3 of req_alloc (perf, 8 B
+/* Zero the hot part of a request (all but the cold part of its message,
+ * proto.h) with 16-byte stores, unrolled: the memset gcc inlines for its
+ * size is a `rep stos`, whose start-up took 2/3 of req_alloc (perf, 8 B
  * message rate: 6.7% of each side's time), and a loop of 8-byte stores
  * still cost 118 instructions a request (callgrind). calloc and the pool
  * give 16-byte aligned requests. */
 typedef uint64_t req_zero_v __attribute__((vector_size(16), aligned(16)));
+#define REQ_HOT_END (offsetof(struct fmx_request, m) + PROTO_MSG_HOT_END)
 static inline void req_zero(struct fmx_request *r) {
-  _Static_assert(sizeof *r % sizeof(req_zero_v) == 0, "a request is whole 16-byte words");
+  _Static_assert(REQ_HOT_END % sizeof(req_zero_v) == 0, "the hot part is whole 16-byte words");
   _Static_assert(_Alignof(struct fmx_request) >= 16, "request alignment");
   req_zero_v *w = (req_zero_v *)(void *)r, z = {0, 0};
 #pragma GCC unroll 32
-  for (size_t i = 0; i < sizeof *r / sizeof *w; i++) w[i] = z;
+  for (size_t i = 0; i < REQ_HOT_END / sizeof *w; i++) w[i] = z;
 }
 
 /* r, off the free list or new, made a fresh request of this kind. */
@@ -34,10 +37,10 @@ static inline void req_init(struct fmx_endpoint *ep, struct fmx_request *r, int 
   r->ep = ep;
   r->m.id = ((uint64_t)index << 32) | gen;
   list_init(&r->qnode);
+  r->deadline_ns = 0;
   list_init(&r->m.hnode);
   list_init(&r->m.pnode);
-  list_init(&r->m.bnode);
-  list_init(&r->m.out.node);
+  proto_msg_cold_init(&r->m);
 }
 
 struct fmx_request *req_alloc(struct fmx_endpoint *ep, int kind) {

@@ -16,6 +16,7 @@
 #ifndef FMX_PROTO_PROTO_H
 #define FMX_PROTO_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/counters.h"
@@ -69,6 +70,10 @@ struct proto_msg {
   uint64_t len;            /* sum of segs */
   struct list_node hnode;  /* posted queue (match.c) */
   struct list_node pnode;  /* its partner's messages in flight (proto_peer.msgs) */
+  /* From here on, the cold part (PROTO_MSG_HOT_END): a new message does not
+   * zero it, only what proto_msg_cold_init names; the rest is set where it
+   * starts being used (proto_send_start, send_ctl, xfer_init, region_find).
+   * Zeroing all of a request took 6% of the 8 B message rate. */
   struct out_rec out;
   /* rendezvous: the transfer the bulk engines move (bulk/xfer.h) */
   struct bulk_xfer xfer;
@@ -76,6 +81,20 @@ struct proto_msg {
   struct region_ref xref;  /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct list_node bnode;  /* proto_ep.bulk */
 };
+
+/* Bytes of a message that a new one starts with zeroed; the rest is made
+ * valid by proto_msg_cold_init. */
+#define PROTO_MSG_HOT_END offsetof(struct proto_msg, out)
+/* What of the cold part every message reads, whatever its class: the
+ * out record's queue and kind, the transfer's channel job and the peer's
+ * segment list (freed with the message), the bulk list node. */
+static inline void proto_msg_cold_init(struct proto_msg *m) {
+  m->out.ctl = 0;
+  list_init(&m->out.node);
+  m->xfer.job = NULL;
+  m->xfer.rsegs = NULL;
+  list_init(&m->bnode);
+}
 
 /* A medium message arriving in fragments on one lane (medium.c): into a
  * matched receive, or into a buffer until it is whole (neither: out of

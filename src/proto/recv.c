@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bulk/engine.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "platform/sys.h"
 #include "proto/proto_int.h"
@@ -134,7 +135,10 @@ void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
   struct unexp_msg *u = match_find_unexp(&pe->mq, r->match, r->mask, 1);
   if (!u) {
     match_post(&pe->mq, r);
-    proto_up->watch(ep, r); /* a channel may match it while the application computes */
+    /* A channel may match it while the application computes; not below the
+     * rendezvous threshold, with no transfer to move (a call saved per
+     * small receive). */
+    if (r->len >= fmx_cfg.rndv_threshold) proto_up->watch(ep, r);
     return;
   }
   if (u->type == PROTO_EAGER) {

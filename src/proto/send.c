@@ -210,8 +210,13 @@ int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *
   struct proto_peer *pp = proto_peer(p);
   if (!list_empty(&pp->outq)) return 0;
   struct proto_ep *pe = proto_ep(ep);
-  uint64_t frag = frag_size(p, pp); /* one call through the transport's table */
-  if (len > frag || len > eager_max(pe, p, pp, frag)) return 0;
+  /* A tiny message is eager below the rendezvous threshold whatever the
+   * ring or the crowding (both allow TRANSPORT_MIN_PAYLOAD): no call
+   * through the transport's table to ask (8 B message rate, sender). */
+  if (len > TRANSPORT_MIN_PAYLOAD || len >= fmx_cfg.rndv_threshold) {
+    uint64_t frag = frag_size(p, pp); /* one call through the transport's table */
+    if (len > frag || len > eager_max(pe, p, pp, frag)) return 0;
+  }
   struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)len, .match = match, .msg_len = len};
   struct iovec iov[FMX_MAX_SEGMENTS];
   if (pp->tp->push(ep, p, &h, iov, iov_of(segs, nseg, iov)) < 0) return 0;

@@ -141,6 +141,8 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   return 0;
 }
 
+/* The smallest ring (4 cells, shm_ring_attach) still takes the tiny class. */
+_Static_assert((4 / 2) * RING_CELL - RING_CELL >= TRANSPORT_MIN_PAYLOAD, "a tiny message fits any ring");
 static size_t shm_max_payload(struct partner *p) {
   struct shm_peer *sp = shm_peer(p);
   size_t ring = shm_ring_max_payload(&sp->link[0]->tx), buf = pool_class_size(sp->pool, POOL_REC);

@@ -118,7 +118,8 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *   push     queue one record (header + hdr->len payload bytes gathered
  *            from iov) to the partner, in order: 0, or -EAGAIN when there is
  *            no room now, -ENOMEM (retry later either way)
- *   max_payload  the largest payload one record may carry to the partner
+ *   max_payload  the largest payload one record may carry to the partner:
+ *            at least TRANSPORT_MIN_PAYLOAD (a tiny message always fits)
  *   poll     deliver every record waiting from the partner, in order, with
  *            the deliver callback it is given
  *   conn     what the connection our records to p go on lends the bulk
@@ -131,6 +132,10 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *   ep_fini  free the endpoint's transport state (every partner released;
  *            called even when open or listen never ran or failed)
  *   fini     the library finalizes (every endpoint closed) */
+/* What every transport carries in one record (its max_payload is never
+ * less): a message this short is eager without asking the transport. */
+#define TRANSPORT_MIN_PAYLOAD 64
+
 struct fmx_transport_ops {
   const char *name;
   size_t tiny_max; /* the largest payload that travels in the record's first cache line */
