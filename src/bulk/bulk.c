@@ -136,6 +136,22 @@ static const struct fmx_bulk_engine *untuned(const struct bulk_peer *p, const st
   return &bulk_cma;
 }
 
+/* Ranks outnumber cores (bulk_select): the ring engine while the chunks
+ * (two transfers' slots each, as its pool holds) of the ranks that share
+ * the last-level cache fit in it, else cma; ring where cma is refused.
+ * `ranks` spread over the host's PUs: a cache shared by nshare of npus PUs
+ * holds the chunks of ranks x nshare / npus of them. */
+static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const struct bulk_conn *c, uint64_t ranks) {
+  const struct topo_info *t = topo_get();
+  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
+  uint64_t npus = t->npus > 0 ? (uint64_t)t->npus : 1, nshare = llc->nshare > 0 ? (uint64_t)llc->nshare : npus;
+  uint64_t sharing = (ranks * nshare + npus - 1) / npus;
+  uint64_t chunks = 2ull * fmx_cfg.bulk_slots * fmx_cfg.bulk_slot_size;
+  /* Within one process as before: one copy, no sender that must push. */
+  int fits = llc->size && !p->same_process && bulk_ring.usable(p, c) && sharing * chunks <= llc->size;
+  return fits || !bulk_cma.usable(p, c) ? &bulk_ring : &bulk_cma;
+}
+
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
                                           uint64_t len, int mapped, int crowded_here, int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
@@ -168,11 +184,15 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
      * engine measured without a mapping competes with that. */
     int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
     e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(p, c, len);
-    /* Ranks outnumber cores: one copy (cma) beats any engine that copies
-     * twice, whatever a pair measures alone (alltoall, 8 ranks on 2 cores,
-     * docs/performance.md); and no round of adapt tries the others. */
-    int crowded = !mapped && i < 0 && crowded_here && bulk_cma.usable(p, c);
-    if (crowded) e = &bulk_cma;
+    /* Ranks outnumber cores: what a pair measures alone says nothing, and
+     * no round of adapt tries the engines. One copy (cma) wins once the
+     * two-copy engine's chunks of every rank no longer fit in the
+     * last-level cache (each copy then goes to memory); while they fit, its
+     * two copies in cache beat cma's one, which pins and walks the pages
+     * (alltoall on 2 cores, L3 32 MiB, 1 MiB: 8 ranks ring 2555 us, cma
+     * 3773; 32 ranks ring 74.6 ms, cma 65.2; docs/performance.md). */
+    int crowded = !mapped && i < 0 && crowded_here;
+    if (crowded) e = crowded_engine(p, c, (uint64_t)crowded_here);
     if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
         !p->same_process) {
       /* Nothing measured offline: measure online, starting from the

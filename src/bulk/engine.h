@@ -105,7 +105,9 @@ double bulk_cost_time(const struct bulk_model *m, uint64_t len);
  * -1 if none. Ties go to the lower index. */
 int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_t len);
 /* The engine for a message of `len` bytes from p (receiver's choice), on
- * the endpoint env; crowded: ranks outnumber cores here (one copy wins);
+ * the endpoint env; crowded: 0, or the ranks here when they outnumber the
+ * cores (bulk.c: one copy, unless the two-copy chunks of them all stay in
+ * the last-level cache);
  * *offload says whether a channel should run it (offload.c): 0 no,
  * OFFLOAD_NOW, or OFFLOAD_AWAY (if the application stays out of fmx). */
 #define OFFLOAD_NOW 1

@@ -93,11 +93,12 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * The struct stays allocated, so a pointer snapshotted by the watcher
  * never dangles; its generation changes when the slot is reused. Called
  * with ep->lock held, where a partner is added. */
-/* pe.crowded: more partners in use (ourselves included) than the host has
- * hardware threads. */
+/* pe.crowded: the partners in use (ourselves included) when they outnumber
+ * the host's hardware threads, else 0. */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  __atomic_store_n(&ep->pe.crowded, ep->t.nlive > (uint32_t)npus, __ATOMIC_RELAXED); /* waits read it unlocked */
+  int n = ep->t.nlive > (uint32_t)npus ? (int)ep->t.nlive : 0;
+  __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED); /* waits read it unlocked */
 }
 
 void ep_partner_reap(struct fmx_endpoint *ep) {

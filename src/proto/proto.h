@@ -123,10 +123,10 @@ struct proto_ep {
   struct fmx_endpoint *ep; /* the endpoint it is part of (opaque) */
   struct bulk_env benv;    /* the endpoint as the bulk engines know it (bulk/xfer.h): its counters, its wake
                               word (the core's to set) */
-  /* More partners in use (ourselves included) than the host has hardware
-   * threads: ranks outnumber cores, and a copy made twice is time taken
-   * from another rank (the eager limit, the engine choice). The core's,
-   * read unlocked by waits. */
+  /* The partners in use (ourselves included) when they outnumber the
+   * host's hardware threads, else 0: ranks outnumber cores, and a copy made
+   * twice may be time taken from another rank (the eager limit, the engine
+   * choice). The core's, read unlocked by waits. */
   int crowded;
   int rndv_explicit;       /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   struct list_node bulk;   /* messages with a transfer in progress (bnode) */
