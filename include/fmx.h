@@ -101,7 +101,16 @@ typedef struct fmx_status {
   uint64_t msg_length;        /* length sent */
   uint64_t xfer_length;       /* bytes delivered (< msg_length if truncated) */
   void *context;              /* the request's context pointer */
+  uint64_t data;              /* receives: the sender's data when flags & FMX_MSG_DATA, else 0 */
+  uint32_t flags;             /* receives: FMX_MSG_DATA, FMX_MSG_UNTAGGED as the message came */
+  uint32_t reserved;
 } fmx_status_t;
+
+/* Flags of fmx_isendx and fmx_irecvx, and of a receive's status. */
+#define FMX_MSG_UNTAGGED 0x1u /* the untagged space: an untagged send matches only untagged receives, in
+                                 order, and a tagged one only tagged receives; match info is 0 there */
+#define FMX_MSG_DATA 0x2u     /* send: carry `data` (64 bits) to the receiver's status */
+#define FMX_MSG_SYNC 0x4u     /* send: complete only once a receive has matched it (fmx_issend) */
 
 /* Endpoint parameters (fmx_open_endpoint). */
 enum fmx_param_key {
@@ -285,6 +294,22 @@ fmx_return_t fmx_issend(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t
 fmx_return_t fmx_irecv(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
                        uint64_t match_info, uint64_t match_mask, void *context,
                        fmx_request_t *request);
+
+/* What MPI asks of a message layer (the libfabric provider, docs/ofi.md):
+ * fmx_isend with `flags` (FMX_MSG_*) and 64 bits of `data` delivered in the
+ * receiver's status (FMX_MSG_DATA), and fmx_irecv with flags and a
+ * `source`: non-NULL, it takes only messages from that address (a directed
+ * receive; FMX_BAD_ADDRESS if the endpoint knows no such partner), and
+ * fails with FMX_REMOTE_ENDPOINT_UNREACHABLE or _CLOSED when that partner
+ * goes. FMX_MSG_UNTAGGED receives ignore match_info and match_mask.
+ * Unknown flags (or FMX_MSG_DATA, FMX_MSG_SYNC on a receive) give
+ * FMX_BAD_REQUEST, and nothing is posted. */
+fmx_return_t fmx_isendx(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
+                        fmx_endpoint_addr_t dest, uint64_t match_info, uint64_t data, uint32_t flags,
+                        void *context, fmx_request_t *request);
+fmx_return_t fmx_irecvx(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
+                        const fmx_endpoint_addr_t *source, uint64_t match_info, uint64_t match_mask,
+                        uint32_t flags, void *context, fmx_request_t *request);
 
 /* --- completion --------------------------------------------------------- */
 

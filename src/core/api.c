@@ -28,10 +28,24 @@ static fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs, uint64_t *
   return FMX_SUCCESS;
 }
 
-static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoint_addr_t dest,
-                                uint64_t match, void *context, fmx_request_t *request, int sync) {
+#define SEND_FLAGS (FMX_MSG_UNTAGGED | FMX_MSG_DATA | FMX_MSG_SYNC)
+#define RECV_FLAGS FMX_MSG_UNTAGGED
+
+/* flags: FMX_MSG_* (SEND_FLAGS). */
+static inline __attribute__((always_inline)) fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoint_addr_t dest,
+                                uint64_t match, uint64_t data, uint32_t flags, void *context,
+                                fmx_request_t *request) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  if (!request) return FMX_BAD_REQUEST;
+  if (!request || (flags & ~SEND_FLAGS)) return FMX_BAD_REQUEST;
+  int sync = (flags & FMX_MSG_SYNC) != 0;
+  /* The record's flags: none on the common path. */
+  unsigned hflags = 0;
+  if (flags & FMX_MSG_UNTAGGED) {
+    hflags |= PROTO_F_UNTAGGED;
+    match = 0;
+  }
+  if (flags & FMX_MSG_DATA) hflags |= PROTO_F_DATA;
+  else data = 0;
   uint64_t len;
   fmx_return_t rc = check_segs(segs, nsegs, &len);
   if (rc) return rc;
@@ -44,7 +58,8 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
   /* A small message goes before its request, which is then only a
    * receipt, done at birth: one on the free list, so that making it cannot
    * fail. */
-  int sent = !sync && ep->free_reqs && p->t.state == PARTNER_ALIVE && proto_send_now(ep, p, segs, nsegs, len, match);
+  int sent = !sync && ep->free_reqs && p->t.state == PARTNER_ALIVE &&
+             proto_send_now(ep, p, segs, nsegs, len, match, hflags, data);
   struct fmx_request *r = sent ? req_receipt(ep, REQ_SEND) : req_alloc(ep, REQ_SEND);
   if (!sent && (!r || req_set_segs(r, segs, nsegs) < 0)) {
     if (r) req_free(ep, r);
@@ -58,6 +73,11 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
   m->status = (fmx_status_t){.context = context, .source = dest, .match_info = match, .msg_length = len,
                              .xfer_length = len};
   if (sync) m->flags |= MSG_F_SYNC;
+  if (hflags & PROTO_F_UNTAGGED) m->flags |= MSG_F_UNTAGGED;
+  if (hflags & PROTO_F_DATA) {
+    m->flags |= MSG_F_DATA;
+    m->imm = data;
+  }
   *request = r;
   if (!sent && p->t.state != PARTNER_ALIVE)
     req_complete(ep, r, p->t.state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
@@ -69,24 +89,40 @@ static fmx_return_t send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32
 
 API fmx_return_t fmx_isend(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoint_addr_t dest,
                            uint64_t match, void *context, fmx_request_t *request) {
-  return send_common(ep, segs, nsegs, dest, match, context, request, 0);
+  return send_common(ep, segs, nsegs, dest, match, 0, 0, context, request);
 }
 
 API fmx_return_t fmx_issend(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoint_addr_t dest,
                             uint64_t match, void *context, fmx_request_t *request) {
-  return send_common(ep, segs, nsegs, dest, match, context, request, 1);
+  return send_common(ep, segs, nsegs, dest, match, 0, FMX_MSG_SYNC, context, request);
 }
 
-API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, uint64_t match, uint64_t mask,
-                           void *context, fmx_request_t *request) {
+API fmx_return_t fmx_isendx(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoint_addr_t dest,
+                            uint64_t match, uint64_t data, uint32_t flags, void *context, fmx_request_t *request) {
+  return send_common(ep, segs, nsegs, dest, match, data, flags, context, request);
+}
+
+/* source: NULL, or the only partner it takes from. flags: RECV_FLAGS. */
+static inline __attribute__((always_inline)) fmx_return_t recv_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs,
+                                const fmx_endpoint_addr_t *source, uint64_t match, uint64_t mask, uint32_t flags,
+                                void *context, fmx_request_t *request) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  if (!request) return FMX_BAD_REQUEST;
+  if (!request || (flags & ~RECV_FLAGS)) return FMX_BAD_REQUEST;
   uint64_t len;
   fmx_return_t rc = check_segs(segs, nsegs, &len);
   if (rc) return rc;
-  rc = (fmx_return_t)match_check(&ep->pe.mq, match, mask);
-  if (rc) return rc;
+  if (flags & FMX_MSG_UNTAGGED) {
+    match = mask = 0;
+  } else {
+    rc = (fmx_return_t)match_check(&ep->pe.mq, match, mask);
+    if (rc) return rc;
+  }
   ep_lock(ep);
+  struct partner *from = NULL;
+  if (source && !(from = ep_partner_from_addr(ep, *source))) {
+    ep_unlock(ep);
+    return FMX_BAD_ADDRESS;
+  }
   struct fmx_request *r = req_alloc(ep, REQ_RECV);
   if (!r || req_set_segs(r, segs, nsegs) < 0) {
     if (r) req_free(ep, r);
@@ -97,17 +133,39 @@ API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t ns
   r->m.mask = mask;
   r->m.seq = ep->next_seq++;
   r->m.status.context = context;
+  r->m.from = from;
+  if (flags & FMX_MSG_UNTAGGED) r->m.flags |= MSG_F_UNTAGGED;
   /* A receive never times out by itself: no sender may ever come. */
   if (r->deadline_ns) {
     r->deadline_ns = 0;
     ep->ntimed--;
   }
   *request = r;
+  if (from && from->t.state != PARTNER_ALIVE) {
+    /* Only what it had delivered may still match; nothing more comes. */
+    proto_recv_post(ep, &r->m);
+    if (r->m.state == MSG_PENDING) {
+      proto_recv_unpost(ep, &r->m);
+      req_complete(ep, r, from->t.state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    }
+    ep_unlock(ep);
+    return FMX_SUCCESS;
+  }
   /* No progress pass first: a record still in a ring has not arrived yet,
    * so matching it after this receive is posted keeps MX semantics. */
   proto_recv_post(ep, &r->m);
   ep_unlock(ep);
   return FMX_SUCCESS;
+}
+
+API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, uint64_t match, uint64_t mask,
+                           void *context, fmx_request_t *request) {
+  return recv_common(ep, segs, nsegs, NULL, match, mask, 0, context, request);
+}
+
+API fmx_return_t fmx_irecvx(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_endpoint_addr_t *source,
+                            uint64_t match, uint64_t mask, uint32_t flags, void *context, fmx_request_t *request) {
+  return recv_common(ep, segs, nsegs, source, match, mask, flags, context, request);
 }
 
 /* ---- completion -------------------------------------------------------- */
@@ -250,7 +308,7 @@ struct probe_arg {
 
 static int probe_check(struct fmx_endpoint *ep, void *arg) {
   struct probe_arg *a = arg;
-  struct unexp_msg *u = match_find_unexp(&ep->pe.mq, a->match, a->mask, 0);
+  struct unexp_msg *u = match_find_unexp(&ep->pe.mq, a->match, a->mask, NULL, 0);
   if (!u) return 0;
   if (a->status) {
     memset(a->status, 0, sizeof *a->status);
@@ -302,7 +360,7 @@ API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t 
   } else if (r->kind == REQ_SEND) {
     rc = FMX_BAD_REQUEST;
   } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING) {
-    match_unpost(&ep->pe.mq, &r->m);
+    proto_recv_unpost(ep, &r->m);
     CNT(ep, CANCELLED);
     req_free(ep, r);
     *request = NULL;

@@ -78,11 +78,12 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
  * flight, or completed and not yet tested) or an unexpected message. */
 static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
   for (uint32_t i = 0; i < ep->nreqs; i++)
-    if (ep->reqs[i]->kind && ep->reqs[i]->m.partner == p) return 1;
+    if (ep->reqs[i]->kind && (ep->reqs[i]->m.partner == p || ep->reqs[i]->m.from == p)) return 1;
   struct list_node *pos;
-  list_for_each(pos, &ep->pe.mq.unexp_all) {
-    if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
-  }
+  for (int space = 0; space < 2; space++)
+    list_for_each(pos, &proto_mq(&ep->pe, space)->unexp_all) {
+      if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
+    }
   return 0;
 }
 
@@ -209,6 +210,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
     req_complete(ep, req_of(m), code);
   }
   medium_reset(p);
+  proto_recv_fail_from(ep, p, code); /* receives directed to it: nothing more comes */
   if (p->bulk.pidfd >= 0) {
     close(p->bulk.pidfd);
     p->bulk.pidfd = -1;

@@ -44,20 +44,37 @@ void match_unpost(struct match_queues *mq, struct proto_msg *r) {
   mq->nposted--;
 }
 
-static struct proto_msg *first_fit(struct list_node *head, uint64_t match) {
+static struct proto_msg *first_fit(struct list_node *head, uint64_t match, const struct partner *p) {
   struct list_node *pos;
   list_for_each(pos, head) {
     struct proto_msg *r = list_entry(pos, struct proto_msg, hnode);
-    if ((match & r->mask) == r->match) return r;
+    if ((match & r->mask) == r->match && (!r->from || r->from == p)) return r;
   }
   return NULL;
 }
 
-struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match) {
+struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match, const struct partner *p) {
   if (!mq->nposted) return NULL;
-  struct proto_msg *a = first_fit(&mq->posted[bucket_of(mq, match)], match);
-  struct proto_msg *b = list_empty(&mq->posted_wild) ? NULL : first_fit(&mq->posted_wild, match);
+  struct proto_msg *a = first_fit(&mq->posted[bucket_of(mq, match)], match, p);
+  struct proto_msg *b = list_empty(&mq->posted_wild) ? NULL : first_fit(&mq->posted_wild, match, p);
   struct proto_msg *r = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
+  if (r) match_unpost(mq, r);
+  return r;
+}
+
+static struct proto_msg *first_from(struct list_node *head, const struct partner *p) {
+  struct list_node *pos;
+  list_for_each(pos, head) {
+    struct proto_msg *r = list_entry(pos, struct proto_msg, hnode);
+    if (r->from == p) return r;
+  }
+  return NULL;
+}
+
+struct proto_msg *match_take_from(struct match_queues *mq, const struct partner *p) {
+  if (!mq->nposted) return NULL;
+  struct proto_msg *r = first_from(&mq->posted_wild, p);
+  for (unsigned b = 0; !r && b < MATCH_BUCKETS; b++) r = first_from(&mq->posted[b], p);
   if (r) match_unpost(mq, r);
   return r;
 }
@@ -74,19 +91,20 @@ void match_del_unexp(struct match_queues *mq, struct unexp_msg *u) {
   mq->nunexp--;
 }
 
-struct unexp_msg *match_find_unexp(struct match_queues *mq, uint64_t info, uint64_t mask, int take) {
+struct unexp_msg *match_find_unexp(struct match_queues *mq, uint64_t info, uint64_t mask, const struct partner *from,
+                                   int take) {
   struct unexp_msg *found = NULL;
   struct list_node *pos;
   if (!mq->nunexp) return NULL;
   if (covers(mq, mask)) {
     list_for_each(pos, &mq->unexp[bucket_of(mq, info)]) {
       struct unexp_msg *u = list_entry(pos, struct unexp_msg, bucket);
-      if ((u->match & mask) == info) { found = u; break; }
+      if ((u->match & mask) == info && (!from || u->partner == from)) { found = u; break; }
     }
   } else {
     list_for_each(pos, &mq->unexp_all) {
       struct unexp_msg *u = list_entry(pos, struct unexp_msg, all);
-      if ((u->match & mask) == info) { found = u; break; }
+      if ((u->match & mask) == info && (!from || u->partner == from)) { found = u; break; }
     }
   }
   if (found && take) match_del_unexp(mq, found);

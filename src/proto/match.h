@@ -34,6 +34,7 @@ struct unexp_msg {
   uint8_t flags;
   uint32_t nseg;           /* RTS: remote segments in data */
   uint64_t sreq;
+  uint64_t imm;            /* flags & PROTO_F_DATA: the data it carries */
   struct bulk_conn *lane;
   void *data;              /* EAGER: payload; RTS: struct proto_seg[nseg] */
 };
@@ -53,11 +54,17 @@ void match_init(struct match_queues *mq, unsigned ctx_bits, unsigned ctx_shift);
 /* Post a receive (m->match, m->mask, m->seq set). */
 void match_post(struct match_queues *mq, struct proto_msg *m);
 void match_unpost(struct match_queues *mq, struct proto_msg *m);
-/* First posted receive that takes `match`, removed from the queue; or NULL. */
-struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match);
+/* First posted receive that takes `match` from p (posted for any source or
+ * directed to p), removed from the queue; or NULL. */
+struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match, const struct partner *p);
+/* A posted receive directed to p (any one), removed from the queue; or
+ * NULL. */
+struct proto_msg *match_take_from(struct match_queues *mq, const struct partner *p);
 void match_add_unexp(struct match_queues *mq, struct unexp_msg *u);
-/* First unexpected message that fits (info, mask); take=1 removes it. */
-struct unexp_msg *match_find_unexp(struct match_queues *mq, uint64_t info, uint64_t mask, int take);
+/* First unexpected message that fits (info, mask), from `from` unless it
+ * is NULL; take=1 removes it. */
+struct unexp_msg *match_find_unexp(struct match_queues *mq, uint64_t info, uint64_t mask, const struct partner *from,
+                                   int take);
 void match_del_unexp(struct match_queues *mq, struct unexp_msg *u);
 /* 0, or the fmx_return_t that rejects this (info, mask). */
 int match_check(const struct match_queues *mq, uint64_t info, uint64_t mask);

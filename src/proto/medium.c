@@ -76,13 +76,15 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
   m->unexp = NULL;
   drop(m);
   /* Whole now: a receive posted while it arrived comes first. */
-  struct proto_msg *r = match_take_posted(&pe->mq, u->match);
+  struct match_queues *mq = proto_mq(pe, u->flags & PROTO_F_UNTAGGED);
+  struct proto_msg *r = match_take_posted(mq, u->match, p);
   if (r) {
+    proto_fill_data(r, u->flags, u->imm);
     proto_eager_complete(ep, r, p, u->match, u->data, u->msg_len);
     proto_unexp_free(u);
   } else {
     PROTO_CNT(pe, UNEXPECTED);
-    match_add_unexp(&pe->mq, u);
+    match_add_unexp(mq, u);
   }
 }
 
@@ -112,10 +114,11 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
   m->lane = lane;
   m->sreq = h->sreq;
   m->total = h->msg_len;
-  struct proto_msg *r = match_take_posted(&proto_ep(ep)->mq, h->match);
+  struct proto_msg *r = match_take_posted(proto_mq(proto_ep(ep), h->flags & PROTO_F_UNTAGGED), h->match, p);
   if (r) {
     proto_up->unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);
+    proto_fill_data(r, h->flags, h->rreq);
     r->state = MSG_MATCHED;
     list_add_tail(&proto_peer(p)->msgs, &r->pnode); /* a dying peer completes it */
     m->msg = r;

@@ -11,15 +11,19 @@ void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shif
   struct proto_ep *pe = proto_ep(ep);
   pe->ep = ep;
   match_init(&pe->mq, ctx_bits, ctx_shift);
+  match_init(&pe->mqu, 0, 0);
   list_init(&pe->bulk);
   pe->benv.active = proto_xfer_active;
 }
 
 void proto_ep_fini(struct proto_ep *pe) {
-  while (!list_empty(&pe->mq.unexp_all)) {
-    struct unexp_msg *u = list_entry(pe->mq.unexp_all.next, struct unexp_msg, all);
-    match_del_unexp(&pe->mq, u);
-    proto_unexp_free(u);
+  for (int space = 0; space < 2; space++) {
+    struct match_queues *mq = proto_mq(pe, space);
+    while (!list_empty(&mq->unexp_all)) {
+      struct unexp_msg *u = list_entry(mq->unexp_all.next, struct unexp_msg, all);
+      match_del_unexp(mq, u);
+      proto_unexp_free(u);
+    }
   }
 }
 

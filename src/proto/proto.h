@@ -38,6 +38,8 @@ enum msg_state { MSG_PENDING = 0, MSG_MATCHED, MSG_DONE };
 #define MSG_F_SYNC 0x01     /* a synchronous send: rendezvous at any size */
 #define MSG_F_RNDV 0x02     /* a send that went rendezvous (an RTS) */
 #define MSG_F_DEFERRED 0x04 /* matched, to be handed to an offload channel (core/progress.c) */
+#define MSG_F_DATA 0x08     /* a send carrying imm (PROTO_F_DATA) */
+#define MSG_F_UNTAGGED 0x10 /* untagged: a send in that space, a receive taking only from it */
 
 /* A record waiting for room in a ring: a send's message (ctl 0, msg the
  * send), or a control record, either a receive's CTS or FIN kept in that
@@ -65,6 +67,8 @@ struct proto_msg {
   uint64_t match;
   uint64_t mask;
   uint64_t seq;            /* posting order (receives) */
+  uint64_t imm;            /* a send's data (MSG_F_DATA) */
+  struct partner *from;    /* a receive directed to one source; NULL: any */
   fmx_seg_t *segs;
   fmx_seg_t seg1;          /* storage when nseg <= 1 */
   uint64_t len;            /* sum of segs */
@@ -131,8 +135,13 @@ struct proto_ep {
   int rndv_explicit;       /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   struct list_node bulk;   /* messages with a transfer in progress (bnode) */
   char last_engine[16];    /* the engine of the last rendezvous received */
-  struct match_queues mq;
+  struct match_queues mq;  /* tagged */
+  struct match_queues mqu; /* untagged (no context ids: match 0, mask 0) */
 };
+
+/* The match queues of a space: untagged (a record's PROTO_F_UNTAGGED, a
+ * receive's MSG_F_UNTAGGED) or tagged. */
+static inline struct match_queues *proto_mq(struct proto_ep *pe, int untagged) { return untagged ? &pe->mqu : &pe->mq; }
 
 /* Count an event (base/counters.h), the endpoint's lock held. */
 #define PROTO_CNT(pe, name) ((pe)->benv.counters[CNT_##name]++)
@@ -183,9 +192,13 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *m);
  * once from the caller's segments (its request is made after): 1, or 0
  * when it must take proto_send_start. */
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
-                   uint64_t match);
+                   uint64_t match, unsigned hflags, uint64_t imm);
 /* Post a receive: take an unexpected message or queue it. */
 void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *m);
+/* Take a posted, unmatched receive back (cancel). */
+void proto_recv_unpost(struct fmx_endpoint *ep, struct proto_msg *m);
+/* p is gone: the receives posted for it alone complete with code. */
+void proto_recv_fail_from(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
 /* A record arrived from p on lane; payload follows hdr (the
  * transports' delivery, given them by the core). */
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,

@@ -33,6 +33,9 @@ struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, st
                                   const struct proto_hdr *h, size_t bytes);
 /* A matched receive takes a message from p: status fields. */
 void proto_fill_status(struct proto_msg *m, struct partner *p, uint64_t match, uint64_t msg_len);
+/* The status's data and flags from a record's (or unexpected message's)
+ * flags and data word (PROTO_F_DATA, PROTO_F_UNTAGGED). */
+void proto_fill_data(struct proto_msg *m, unsigned hflags, uint64_t imm);
 /* A matched receive takes a whole eager message: copy what fits, complete. */
 void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *m, struct partner *p, uint64_t match,
                           const void *data, uint64_t len);

@@ -17,6 +17,11 @@ void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, u
   r->status.xfer_length = msg_len < r->len ? msg_len : r->len;
 }
 
+void proto_fill_data(struct proto_msg *r, unsigned hflags, uint64_t imm) {
+  r->status.data = hflags & PROTO_F_DATA ? imm : 0;
+  r->status.flags = (hflags & PROTO_F_DATA ? FMX_MSG_DATA : 0u) | (hflags & PROTO_F_UNTAGGED ? FMX_MSG_UNTAGGED : 0u);
+}
+
 /* Eager data for a matched receive: copy what fits, never more. */
 void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, uint64_t match,
                           const void *data, uint64_t len) {
@@ -53,6 +58,7 @@ struct unexp_msg *proto_unexp_new(struct fmx_endpoint *ep, struct partner *p, st
   u->flags = h->flags;
   u->nseg = h->nseg;
   u->sreq = h->sreq;
+  u->imm = h->rreq;
   u->lane = lane;
   u->data = data;
   return u;
@@ -65,7 +71,7 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
   if (h->len) memcpy(u->data, payload, h->len);
   struct proto_ep *pe = proto_ep(ep);
   PROTO_CNT(pe, UNEXPECTED);
-  match_add_unexp(&pe->mq, u);
+  match_add_unexp(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), u);
 }
 
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
@@ -81,23 +87,26 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
         return;
       }
       if (h->msg_len != h->len) goto bad;
-      struct proto_msg *r = match_take_posted(&pe->mq, h->match);
-      if (r)
+      struct proto_msg *r = match_take_posted(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p);
+      if (r) {
+        if (h->flags) proto_fill_data(r, h->flags, h->rreq);
         proto_eager_complete(ep, r, p, h->match, payload, h->len);
-      else
+      } else {
         queue_unexpected(ep, p, lane, h, payload);
+      }
       return;
     }
     case PROTO_RTS: {
       if (h->nseg > FMX_MAX_SEGMENTS ||
           h->len != (h->nseg + (h->flags & PROTO_F_XMEM ? 2u : 0u)) * sizeof(struct proto_seg))
         goto bad;
-      struct proto_msg *r = match_take_posted(&pe->mq, h->match);
+      struct proto_msg *r = match_take_posted(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p);
       if (!r) {
         queue_unexpected(ep, p, lane, h, payload);
         return;
       }
       proto_fill_status(r, p, h->match, h->msg_len);
+      proto_fill_data(r, h->flags, h->rreq);
       struct proto_seg *segs = h->len ? sys_alloc(h->len) : NULL;
       if (h->len && !segs) { /* this message fails, on both sides */
         rndv_recv_refuse(ep, r, p, h->sreq, FMX_NO_SYSTEM_RESOURCES);
@@ -130,17 +139,34 @@ bad:
                 proto_type_str(h->type), transport_peer(p)->eid);
 }
 
+void proto_recv_unpost(struct fmx_endpoint *ep, struct proto_msg *r) {
+  match_unpost(proto_mq(proto_ep(ep), r->flags & MSG_F_UNTAGGED), r);
+}
+
+void proto_recv_fail_from(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
+  for (int space = 0; space < 2; space++) {
+    struct match_queues *mq = proto_mq(proto_ep(ep), space);
+    struct proto_msg *r;
+    while ((r = match_take_from(mq, p)) != NULL) {
+      proto_up->unwatch(ep, r);
+      proto_up->complete(ep, r, code);
+    }
+  }
+}
+
 void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
   struct proto_ep *pe = proto_ep(ep);
-  struct unexp_msg *u = match_find_unexp(&pe->mq, r->match, r->mask, 1);
+  struct match_queues *mq = proto_mq(pe, r->flags & MSG_F_UNTAGGED);
+  struct unexp_msg *u = match_find_unexp(mq, r->match, r->mask, r->from, 1);
   if (!u) {
-    match_post(&pe->mq, r);
+    match_post(mq, r);
     /* A channel may match it while the application computes; not below the
      * rendezvous threshold, with no transfer to move (a call saved per
      * small receive). */
     if (r->len >= fmx_cfg.rndv_threshold) proto_up->watch(ep, r);
     return;
   }
+  proto_fill_data(r, u->flags, u->imm);
   if (u->type == PROTO_EAGER) {
     proto_eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
   } else {

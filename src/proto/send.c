@@ -206,7 +206,7 @@ void proto_send_ctl_of(struct fmx_endpoint *ep, struct proto_msg *m, const struc
  * only a receipt, is made after the push (api.c), off the latency path.
  * 1 pushed; 0 take the common path (proto_send_start). */
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
-                   uint64_t match) {
+                   uint64_t match, unsigned hflags, uint64_t imm) {
   struct proto_peer *pp = proto_peer(p);
   if (!list_empty(&pp->outq)) return 0;
   struct proto_ep *pe = proto_ep(ep);
@@ -217,7 +217,8 @@ int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *
     uint64_t frag = frag_size(p, pp); /* one call through the transport's table */
     if (len > frag || len > eager_max(pe, p, pp, frag)) return 0;
   }
-  struct proto_hdr h = {.type = PROTO_EAGER, .len = (uint32_t)len, .match = match, .msg_len = len};
+  struct proto_hdr h = {
+      .type = PROTO_EAGER, .flags = (uint8_t)hflags, .len = (uint32_t)len, .match = match, .msg_len = len, .rreq = imm};
   struct iovec iov[FMX_MAX_SEGMENTS];
   if (pp->tp->push(ep, p, &h, iov, iov_of(segs, nseg, iov)) < 0) return 0;
   PROTO_CNT(pe, SEND_EAGER);
@@ -261,6 +262,11 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
     }
     o->hdr.sreq = r->id;
     proto_up->watch(ep, r); /* channel 0 may take the CTS while the application computes */
+  }
+  if (r->flags & MSG_F_UNTAGGED) o->hdr.flags |= PROTO_F_UNTAGGED;
+  if (r->flags & MSG_F_DATA) {
+    o->hdr.flags |= PROTO_F_DATA;
+    o->hdr.rreq = r->imm;
   }
   enqueue(ep, p, o);
 }

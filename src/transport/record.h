@@ -6,6 +6,9 @@
  * enums, because the layout is shared between processes (and later the wire).
  *
  *   EAGER  match, msg_len = payload bytes (the payload follows the header).
+ *          flags & PROTO_F_DATA: rreq = 64 bits of data for the receiver's
+ *          status (so too RTS); flags & PROTO_F_UNTAGGED: an untagged
+ *          message, matched only by untagged receives (so too RTS).
  *          flags & PROTO_F_SYNC never set (issend always goes rendezvous).
  *          msg_len > len: the first fragment of a medium message (longer
  *          than FMX_EAGER_FRAG); sreq = sender request id, and FRAG records
@@ -58,6 +61,8 @@ enum proto_type {
 #define PROTO_CTS_ENGINE_SHIFT 2 /* CTS: flags bits 2-3 carry the engine's wire id */
 #define PROTO_CTS_ENGINE(flags) (((flags) >> PROTO_CTS_ENGINE_SHIFT) & 3u)
 #define PROTO_F_XMEM 0x10 /* RTS: its segments lie in one fmx_mem_alloc region, announced after them */
+#define PROTO_F_DATA 0x20     /* EAGER (first fragment), RTS: rreq carries 64 bits of the sender's data */
+#define PROTO_F_UNTAGGED 0x40 /* EAGER (first fragment), RTS: the untagged space (match 0), apart from tagged */
 
 struct proto_hdr {
   uint8_t type;     /* 0: enum proto_type */
