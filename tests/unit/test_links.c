@@ -7,23 +7,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "eps.h"
 #include "core/fmx_int.h"
 #include "platform/topo.h"
 #include "shm/link.h"
 #include "shm/shm.h"
 #include "shm/eager_ring.h"
-
-static fmx_endpoint_t open_ep(uint32_t eid, uint32_t key) {
-  fmx_endpoint_t ep;
-  CHECK_EQ(fmx_open_endpoint(0, eid, key, NULL, 0, &ep), FMX_SUCCESS);
-  return ep;
-}
-
-static uint32_t eid_of(fmx_endpoint_t ep) {
-  uint32_t e;
-  CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &e, sizeof e), FMX_SUCCESS);
-  return e;
-}
 
 /* A message of len bytes from `from` (address `to`) reaches `at`, whole. */
 static void message(fmx_endpoint_t from, fmx_endpoint_addr_t to, fmx_endpoint_t at, size_t len) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "eps.h"
 #include "base/config.h"
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
@@ -41,15 +42,6 @@ static void inject_first_fragment(uint64_t match, uint64_t sreq) {
   memset(frag, 1, sizeof frag);
   struct proto_hdr h = {.type = PROTO_EAGER, .len = sizeof frag, .msg_len = 2 * sizeof frag, .match = match, .sreq = sreq};
   inject(&h, frag);
-}
-
-/* Wait for r on ep; it must complete. */
-static fmx_status_t wait_done(fmx_endpoint_t ep, fmx_request_t *r) {
-  fmx_status_t st;
-  uint32_t res = 0;
-  CHECK_EQ(fmx_wait(ep, r, 5000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  return st;
 }
 
 /* An RTS from a announcing an fmx_mem_alloc region `ref`, whose one segment

@@ -8,33 +8,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "eps.h"
 #include "fmx.h"
 
 static fmx_endpoint_t r, a, b;
 static fmx_endpoint_addr_t a_to_r, b_to_r, r_to_a, r_to_b;
 
-static fmx_endpoint_t open_ep(uint32_t key) {
-  fmx_endpoint_t ep;
-  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, key, NULL, 0, &ep), FMX_SUCCESS);
-  return ep;
-}
-
-static uint32_t eid_of(fmx_endpoint_t ep) {
-  uint32_t e;
-  CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &e, sizeof e), FMX_SUCCESS);
-  return e;
-}
-
 static int same_addr(fmx_endpoint_addr_t x, fmx_endpoint_addr_t y) { return memcmp(&x, &y, sizeof x) == 0; }
-
-/* Wait for q on ep; its status. */
-static fmx_status_t done(fmx_endpoint_t ep, fmx_request_t *q) {
-  fmx_status_t st;
-  uint32_t res = 0;
-  CHECK_EQ(fmx_wait(ep, q, 20000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  return st;
-}
 
 static void fill(uint8_t *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + seed);
@@ -68,23 +48,23 @@ static void test_data(void) {
         for (int i = 0; i < 100; i++) fmx_progress(r); /* arrives unexpected (a rendezvous: its RTS) */
         CHECK_EQ(fmx_irecvx(r, &ds, 1, NULL, 0x40, ~0ull, 0, NULL, &rq), FMX_SUCCESS);
       }
-      fmx_status_t st = done(r, &rq);
+      fmx_status_t st = wait_done(r, &rq);
       CHECK_EQ(st.code, FMX_SUCCESS);
       CHECK_EQ(st.data, data);
       CHECK_EQ(st.flags, FMX_MSG_DATA);
       CHECK_EQ(st.xfer_length, n);
       check_fill(d, n, (unsigned)k);
-      CHECK_EQ(done(a, &sq).code, FMX_SUCCESS);
+      CHECK_EQ(wait_done(a, &sq).code, FMX_SUCCESS);
     }
     /* Without FMX_MSG_DATA: none, whatever `data` said. */
     fmx_seg_t ss = {s, n}, ds = {d, n};
     fmx_request_t sq, rq;
     CHECK_EQ(fmx_irecv(r, &ds, 1, 0x41, ~0ull, NULL, &rq), FMX_SUCCESS);
     CHECK_EQ(fmx_isendx(a, &ss, 1, a_to_r, 0x41, 99, 0, NULL, &sq), FMX_SUCCESS);
-    fmx_status_t st = done(r, &rq);
+    fmx_status_t st = wait_done(r, &rq);
     CHECK_EQ(st.data, 0);
     CHECK_EQ(st.flags, 0);
-    done(a, &sq);
+    wait_done(a, &sq);
     free(s);
     free(d);
   }
@@ -105,18 +85,18 @@ static void test_untagged(void) {
     CHECK_EQ(fmx_isendx(a, &t_seg, 1, a_to_r, 0x5, 7, FMX_MSG_DATA, NULL, &ts), FMX_SUCCESS);
     for (int i = 0; i < 100; i++) fmx_progress(r);
     CHECK_EQ(fmx_irecv(r, &d1s, 1, 0, 0, NULL, &tr), FMX_SUCCESS); /* takes any tagged message */
-    fmx_status_t st = done(r, &tr);
+    fmx_status_t st = wait_done(r, &tr);
     CHECK_EQ(st.match_info, 0x5);
     CHECK_EQ(st.flags, FMX_MSG_DATA);
     check_fill(d1, n, 2);
     CHECK_EQ(fmx_irecvx(r, &d2s, 1, NULL, 0x123, 0, FMX_MSG_UNTAGGED, NULL, &ur), FMX_SUCCESS); /* match ignored */
-    st = done(r, &ur);
+    st = wait_done(r, &ur);
     CHECK_EQ(st.flags, FMX_MSG_UNTAGGED);
     CHECK_EQ(st.match_info, 0);
     CHECK_EQ(st.xfer_length, n);
     check_fill(d2, n, 1);
-    done(a, &us);
-    done(a, &ts);
+    wait_done(a, &us);
+    wait_done(a, &ts);
     /* Posted first: an untagged receive waits out a tagged message. */
     CHECK_EQ(fmx_irecvx(r, &d2s, 1, NULL, 0, 0, FMX_MSG_UNTAGGED, NULL, &ur), FMX_SUCCESS);
     CHECK_EQ(fmx_isend(a, &t_seg, 1, a_to_r, 0x6, NULL, &ts), FMX_SUCCESS);
@@ -125,15 +105,15 @@ static void test_untagged(void) {
     CHECK_EQ(fmx_wait(r, &ur, 50, &sst, &res), FMX_SUCCESS);
     CHECK_EQ(res, 0);
     CHECK_EQ(fmx_isendx(a, &u_seg, 1, a_to_r, 0, 0, FMX_MSG_UNTAGGED, NULL, &us), FMX_SUCCESS);
-    st = done(r, &ur);
+    st = wait_done(r, &ur);
     CHECK_EQ(st.flags, FMX_MSG_UNTAGGED);
     check_fill(d2, n, 1);
     CHECK_EQ(fmx_irecv(r, &d1s, 1, 0x6, ~0ull, NULL, &tr), FMX_SUCCESS);
-    st = done(r, &tr);
+    st = wait_done(r, &tr);
     CHECK_EQ(st.match_info, 0x6);
     check_fill(d1, n, 2);
-    done(a, &us);
-    done(a, &ts);
+    wait_done(a, &us);
+    wait_done(a, &ts);
     free(s1);
     free(s2);
     free(d1);
@@ -154,15 +134,15 @@ static void test_directed(void) {
     CHECK_EQ(fmx_isend(b, &ss, 1, b_to_r, 0x9, NULL, &sb), FMX_SUCCESS);
     for (int i = 0; i < 100; i++) fmx_progress(r);
     CHECK_EQ(fmx_irecvx(r, &ds, 1, &r_to_b, 0x9, ~0ull, 0, NULL, &q), FMX_SUCCESS);
-    fmx_status_t st = done(r, &q);
+    fmx_status_t st = wait_done(r, &q);
     CHECK(same_addr(st.source, r_to_b));
     CHECK_EQ(st.xfer_length, n);
     check_fill(d, n, 3);
-    done(b, &sb);
+    wait_done(b, &sb);
     CHECK_EQ(fmx_irecvx(r, &ds, 1, &r_to_a, 0x9, ~0ull, 0, NULL, &q), FMX_SUCCESS);
-    st = done(r, &q);
+    st = wait_done(r, &q);
     CHECK(same_addr(st.source, r_to_a));
-    done(a, &sa);
+    wait_done(a, &sa);
     /* Posted first, directed to a: b's message stays unexpected. */
     CHECK_EQ(fmx_irecvx(r, &ds, 1, &r_to_a, 0x10, ~0ull, 0, NULL, &q), FMX_SUCCESS);
     CHECK_EQ(fmx_isend(b, &ss, 1, b_to_r, 0x10, NULL, &sb), FMX_SUCCESS);
@@ -170,13 +150,13 @@ static void test_directed(void) {
     CHECK_EQ(fmx_wait(r, &q, 50, &st, &res), FMX_SUCCESS);
     CHECK_EQ(res, 0);
     CHECK_EQ(fmx_isend(a, &ss, 1, a_to_r, 0x10, NULL, &sa), FMX_SUCCESS);
-    st = done(r, &q);
+    st = wait_done(r, &q);
     CHECK(same_addr(st.source, r_to_a));
-    done(a, &sa);
+    wait_done(a, &sa);
     CHECK_EQ(fmx_irecvx(r, &ds, 1, NULL, 0x10, ~0ull, 0, NULL, &q), FMX_SUCCESS);
-    st = done(r, &q);
+    st = wait_done(r, &q);
     CHECK(same_addr(st.source, r_to_b));
-    done(b, &sb);
+    wait_done(b, &sb);
     free(s);
     free(d);
   }
@@ -205,11 +185,11 @@ static void test_directed_peer_gone(void) {
   CHECK_EQ(fmx_irecvx(r, &seg, 1, &r_to_b, 0x77, ~0ull, 0, NULL, &before), FMX_SUCCESS);
   CHECK_EQ(fmx_irecv(r, &seg, 1, 0x77, ~0ull, NULL, &any), FMX_SUCCESS);
   CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
-  fmx_status_t st = done(r, &before);
+  fmx_status_t st = wait_done(r, &before);
   CHECK(st.code == FMX_REMOTE_ENDPOINT_CLOSED || st.code == FMX_REMOTE_ENDPOINT_UNREACHABLE);
   fmx_request_t after;
   CHECK_EQ(fmx_irecvx(r, &seg, 1, &r_to_b, 0x77, ~0ull, 0, NULL, &after), FMX_SUCCESS);
-  st = done(r, &after);
+  st = wait_done(r, &after);
   CHECK(st.code == FMX_REMOTE_ENDPOINT_CLOSED || st.code == FMX_REMOTE_ENDPOINT_UNREACHABLE);
   uint32_t res = 0;
   CHECK_EQ(fmx_cancel(r, &any, &res), FMX_SUCCESS);
@@ -218,9 +198,9 @@ static void test_directed_peer_gone(void) {
 
 int main(void) {
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
-  r = open_ep(41);
-  a = open_ep(42);
-  b = open_ep(43);
+  r = open_ep(FMX_ANY_ENDPOINT, 41);
+  a = open_ep(FMX_ANY_ENDPOINT, 42);
+  b = open_ep(FMX_ANY_ENDPOINT, 43);
   CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eid_of(r), 41, 1000, &a_to_r), FMX_SUCCESS);
   CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(r), 41, 1000, &b_to_r), FMX_SUCCESS);
   CHECK_EQ(fmx_connect(r, FMX_ANY_NIC, eid_of(a), 42, 1000, &r_to_a), FMX_SUCCESS);

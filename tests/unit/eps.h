@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* Endpoint helpers of the unit tests (with check.h): open one, its id,
+ * wait for a request that must complete. */
+#ifndef FMX_TESTS_EPS_H
+#define FMX_TESTS_EPS_H
+
+#include "check.h"
+#include "fmx.h"
+
+static inline fmx_endpoint_t open_ep(uint32_t eid, uint32_t key) {
+  fmx_endpoint_t ep;
+  CHECK_EQ(fmx_open_endpoint(0, eid, key, NULL, 0, &ep), FMX_SUCCESS);
+  return ep;
+}
+
+static inline uint32_t eid_of(fmx_endpoint_t ep) {
+  uint32_t e;
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &e, sizeof e), FMX_SUCCESS);
+  return e;
+}
+
+/* Wait for r on ep; it must complete (within 20 s). */
+static inline fmx_status_t wait_done(fmx_endpoint_t ep, fmx_request_t *r) {
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_wait(ep, r, 20000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  return st;
+}
+
+#endif
