@@ -96,15 +96,14 @@ typedef struct fmx_seg {
 
 typedef struct fmx_status {
   fmx_return_t code;          /* FMX_SUCCESS, FMX_MESSAGE_TRUNCATED, ... */
+  uint32_t flags;             /* receives: FMX_MSG_DATA, FMX_MSG_UNTAGGED as the message came */
   fmx_endpoint_addr_t source; /* sender (receives), destination (sends) */
   uint64_t match_info;        /* the message's match info */
   uint64_t msg_length;        /* length sent */
   uint64_t xfer_length;       /* bytes delivered (< msg_length if truncated) */
   void *context;              /* the request's context pointer */
   uint64_t data;              /* receives: the sender's data when flags & FMX_MSG_DATA, else 0 */
-  uint32_t flags;             /* receives: FMX_MSG_DATA, FMX_MSG_UNTAGGED as the message came */
-  uint32_t reserved;
-} fmx_status_t;
+} fmx_status_t; /* 64 bytes: flags sit in what was code's padding */
 
 /* Flags of fmx_isendx and fmx_irecvx, and of a receive's status. */
 #define FMX_MSG_UNTAGGED 0x1u /* the untagged space: an untagged send matches only untagged receives, in

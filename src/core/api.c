@@ -13,7 +13,7 @@
  * with a length, no segment running past the end of the address space,
  * and a total that fits in 64 bits (two segments of 2^63 bytes once
  * wrapped to a 0-byte message and were delivered as a success). */
-static fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs, uint64_t *len) {
+static inline __attribute__((always_inline)) fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs, uint64_t *len) {
   if (nsegs > FMX_MAX_SEGMENTS) return FMX_SEGMENTS_BAD_COUNT;
   if (nsegs && !segs) return FMX_BAD_ADDRESS;
   uint64_t total = 0;

@@ -67,7 +67,6 @@ struct proto_msg {
   uint64_t match;
   uint64_t mask;
   uint64_t seq;            /* posting order (receives) */
-  uint64_t imm;            /* a send's data (MSG_F_DATA) */
   struct partner *from;    /* a receive directed to one source; NULL: any */
   fmx_seg_t *segs;
   fmx_seg_t seg1;          /* storage when nseg <= 1 */
@@ -84,6 +83,7 @@ struct proto_msg {
   uint64_t moved_ns;       /* when the engine last moved bytes (or started) */
   struct region_ref xref;  /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct list_node bnode;  /* proto_ep.bulk */
+  uint64_t imm;            /* a send's data: set and read only with MSG_F_DATA */
 };
 
 /* Bytes of a message that a new one starts with zeroed; the rest is made

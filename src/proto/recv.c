@@ -154,18 +154,8 @@ void proto_recv_fail_from(struct fmx_endpoint *ep, struct partner *p, fmx_return
   }
 }
 
-void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
-  struct proto_ep *pe = proto_ep(ep);
-  struct match_queues *mq = proto_mq(pe, r->flags & MSG_F_UNTAGGED);
-  struct unexp_msg *u = match_find_unexp(mq, r->match, r->mask, r->from, 1);
-  if (!u) {
-    match_post(mq, r);
-    /* A channel may match it while the application computes; not below the
-     * rendezvous threshold, with no transfer to move (a call saved per
-     * small receive). */
-    if (r->len >= fmx_cfg.rndv_threshold) proto_up->watch(ep, r);
-    return;
-  }
+/* A receive being posted takes the unexpected message u (out of its queue). */
+static void take_unexpected(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u) {
   proto_fill_data(r, u->flags, u->imm);
   if (u->type == PROTO_EAGER) {
     proto_eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
@@ -179,4 +169,20 @@ void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
     }
   }
   proto_unexp_free(u);
+}
+
+/* Kept small (the unexpected case apart): LTO inlines it into fmx_irecv. */
+void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
+  struct proto_ep *pe = proto_ep(ep);
+  struct match_queues *mq = proto_mq(pe, r->flags & MSG_F_UNTAGGED);
+  struct unexp_msg *u = match_find_unexp(mq, r->match, r->mask, r->from, 1);
+  if (u) {
+    take_unexpected(ep, r, u);
+    return;
+  }
+  match_post(mq, r);
+  /* A channel may match it while the application computes; not below the
+   * rendezvous threshold, with no transfer to move (a call saved per
+   * small receive). */
+  if (r->len >= fmx_cfg.rndv_threshold) proto_up->watch(ep, r);
 }
