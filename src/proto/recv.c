@@ -171,7 +171,8 @@ static void take_unexpected(struct fmx_endpoint *ep, struct proto_msg *r, struct
   proto_unexp_free(u);
 }
 
-/* Kept small (the unexpected case apart): LTO inlines it into fmx_irecv. */
+/* The common case (nothing unexpected fits: post it) kept apart from taking
+ * an unexpected message. */
 void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
   struct proto_ep *pe = proto_ep(ep);
   struct match_queues *mq = proto_mq(pe, r->flags & MSG_F_UNTAGGED);
