@@ -335,6 +335,25 @@ fmx_return_t fmx_iprobe(fmx_endpoint_t endpoint, uint64_t match_info, uint64_t m
                         fmx_status_t *status, uint32_t *result);
 fmx_return_t fmx_probe(fmx_endpoint_t endpoint, uint32_t timeout_ms, uint64_t match_info,
                        uint64_t match_mask, fmx_status_t *status, uint32_t *result);
+/* fmx_iprobe with the source and flags of fmx_irecvx: only messages from
+ * *source when it is non-NULL (FMX_BAD_ADDRESS if the endpoint knows no
+ * such partner), and the untagged space with FMX_MSG_UNTAGGED. The status
+ * gives flags and data as a receive's would. */
+fmx_return_t fmx_iprobex(fmx_endpoint_t endpoint, const fmx_endpoint_addr_t *source, uint64_t match_info,
+                         uint64_t match_mask, uint32_t flags, fmx_status_t *status, uint32_t *result);
+/* Matched probe (MPI_Improbe, libfabric's FI_CLAIM): as fmx_iprobex, and
+ * the message found leaves matching, so that no receive takes it, as
+ * *message. Hand that to fmx_imrecv (MPI_Mrecv) or to fmx_mdiscard (it is
+ * dropped; a sender waiting for it completes); each sets *message to
+ * NULL. A handle not from fmx_improbe, or used twice, gives
+ * FMX_BAD_REQUEST. Closing the endpoint frees the handles it holds. */
+typedef struct fmx_message *fmx_message_t;
+fmx_return_t fmx_improbe(fmx_endpoint_t endpoint, const fmx_endpoint_addr_t *source, uint64_t match_info,
+                         uint64_t match_mask, uint32_t flags, fmx_message_t *message, fmx_status_t *status,
+                         uint32_t *result);
+fmx_return_t fmx_imrecv(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs, fmx_message_t *message,
+                        void *context, fmx_request_t *request);
+fmx_return_t fmx_mdiscard(fmx_endpoint_t endpoint, fmx_message_t *message);
 /* Cancel an unmatched receive or an unanswered iconnect: *result = 1 and the
  * request is freed. A matched receive gives *result = 0; a send gives
  * FMX_BAD_REQUEST. */

@@ -4,37 +4,8 @@
  * info.c). */
 #include <string.h>
 
-#include "core/fmx_int.h"
+#include "core/api.h"
 #include "platform/sys.h"
-
-#define API __attribute__((visibility("default")))
-
-/* A segment list must describe memory that can exist: no NULL pointer
- * with a length, no segment running past the end of the address space,
- * and a total that fits in 64 bits (two segments of 2^63 bytes once
- * wrapped to a 0-byte message and were delivered as a success). */
-static inline __attribute__((always_inline)) fmx_return_t check_segs(const fmx_seg_t *segs, uint32_t nsegs, uint64_t *len) {
-  if (nsegs > FMX_MAX_SEGMENTS) return FMX_SEGMENTS_BAD_COUNT;
-  if (nsegs && !segs) return FMX_BAD_ADDRESS;
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < nsegs; i++) {
-    uintptr_t a = (uintptr_t)segs[i].ptr;
-    if (!segs[i].len) continue;
-    if (!a || segs[i].len > PTRDIFF_MAX || a + segs[i].len < a) return FMX_BAD_ADDRESS;
-    if (total + segs[i].len < total) return FMX_BAD_ADDRESS;
-    total += segs[i].len;
-  }
-  *len = total;
-  return FMX_SUCCESS;
-}
-
-#define SEND_FLAGS (FMX_MSG_UNTAGGED | FMX_MSG_DATA | FMX_MSG_SYNC)
-#define RECV_FLAGS FMX_MSG_UNTAGGED
-
-/* What a request with a gone partner p completes with. */
-static fmx_return_t gone_code(const struct partner *p) {
-  return p->t.state == PARTNER_CLOSED ? FMX_REMOTE_ENDPOINT_CLOSED : FMX_REMOTE_ENDPOINT_UNREACHABLE;
-}
 
 /* flags: FMX_MSG_* (SEND_FLAGS). Inlined: fmx_isend's constant flags fold
  * away (called, it cost 4% of the 8 B message rate). */
@@ -130,23 +101,12 @@ recv_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_
     ep_unlock(ep);
     return FMX_BAD_ADDRESS;
   }
-  struct fmx_request *r = req_alloc(ep, REQ_RECV);
-  if (!r || req_set_segs(r, segs, nsegs) < 0) {
-    if (r) req_free(ep, r);
+  struct fmx_request *r = recv_req_new(ep, segs, nsegs, match, mask, flags, context);
+  if (!r) {
     ep_unlock(ep);
     return FMX_NO_RESOURCES;
   }
-  r->m.match = match;
-  r->m.mask = mask;
-  r->m.seq = ep->next_seq++;
-  r->m.status.context = context;
   r->m.from = from;
-  if (flags & FMX_MSG_UNTAGGED) r->m.flags |= MSG_F_UNTAGGED;
-  /* A receive never times out by itself: no sender may ever come. */
-  if (r->deadline_ns) {
-    r->deadline_ns = 0;
-    ep->ntimed--;
-  }
   *request = r;
   /* No progress pass first: a record still in a ring has not arrived yet,
    * so matching it after this receive is posted keeps MX semantics. */
@@ -299,53 +259,6 @@ API fmx_return_t fmx_ipeek(fmx_endpoint_t ep, fmx_request_t *request, uint32_t *
 
 API fmx_return_t fmx_peek(fmx_endpoint_t ep, uint32_t timeout_ms, fmx_request_t *request, uint32_t *result) {
   return peek_common(ep, timeout_ms, 1, request, result);
-}
-
-struct probe_arg {
-  uint64_t match, mask;
-  fmx_status_t *status;
-};
-
-static int probe_check(struct fmx_endpoint *ep, void *arg) {
-  struct probe_arg *a = arg;
-  struct unexp_msg *u = match_find_unexp(&ep->pe.mq, a->match, a->mask, NULL, 0);
-  if (!u) return 0;
-  if (a->status) {
-    memset(a->status, 0, sizeof *a->status);
-    a->status->code = FMX_SUCCESS;
-    a->status->source = u->partner->pp.addr;
-    a->status->match_info = u->match;
-    a->status->msg_length = u->msg_len;
-    a->status->xfer_length = u->msg_len;
-  }
-  return 1;
-}
-
-static fmx_return_t probe_common(fmx_endpoint_t ep, uint32_t timeout_ms, int block, uint64_t match, uint64_t mask,
-                                 fmx_status_t *status, uint32_t *result) {
-  if (!ep) return FMX_BAD_ENDPOINT;
-  if (!result) return FMX_BAD_REQUEST;
-  if (match & ~mask) return FMX_BAD_MATCH_MASK;
-  struct probe_arg a = {match, mask, status};
-  if (block) {
-    *result = (uint32_t)ep_wait(ep, timeout_ms, probe_check, &a);
-    return FMX_SUCCESS;
-  }
-  ep_lock(ep);
-  ep_progress_locked(ep);
-  *result = (uint32_t)probe_check(ep, &a);
-  ep_unlock(ep);
-  return FMX_SUCCESS;
-}
-
-API fmx_return_t fmx_iprobe(fmx_endpoint_t ep, uint64_t match, uint64_t mask, fmx_status_t *status,
-                            uint32_t *result) {
-  return probe_common(ep, 0, 0, match, mask, status, result);
-}
-
-API fmx_return_t fmx_probe(fmx_endpoint_t ep, uint32_t timeout_ms, uint64_t match, uint64_t mask,
-                           fmx_status_t *status, uint32_t *result) {
-  return probe_common(ep, timeout_ms, 1, match, mask, status, result);
 }
 
 API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t *result) {

@@ -75,7 +75,8 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
 }
 
 /* Whether anything of ours still points at the partner: a request (in
- * flight, or completed and not yet tested) or an unexpected message. */
+ * flight, or completed and not yet tested) or an unexpected message
+ * (queued, or claimed by a matched probe). */
 static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
   for (uint32_t i = 0; i < ep->nreqs; i++)
     if (ep->reqs[i]->kind && (ep->reqs[i]->m.partner == p || ep->reqs[i]->m.from == p)) return 1;
@@ -84,6 +85,9 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
     list_for_each(pos, &proto_mq(&ep->pe, space)->unexp_all) {
       if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
     }
+  list_for_each(pos, &ep->pe.claimed) {
+    if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
+  }
   return 0;
 }
 

@@ -13,6 +13,7 @@ void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shif
   match_init(&pe->mq, ctx_bits, ctx_shift);
   match_init(&pe->mqu, 0, 0);
   list_init(&pe->bulk);
+  list_init(&pe->claimed);
   pe->benv.active = proto_xfer_active;
 }
 
@@ -24,6 +25,11 @@ void proto_ep_fini(struct proto_ep *pe) {
       match_del_unexp(mq, u);
       proto_unexp_free(u);
     }
+  }
+  while (!list_empty(&pe->claimed)) {
+    struct unexp_msg *u = list_entry(pe->claimed.next, struct unexp_msg, all);
+    list_del(&u->all);
+    proto_unexp_free(u);
   }
 }
 

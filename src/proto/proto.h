@@ -137,6 +137,7 @@ struct proto_ep {
   char last_engine[16];    /* the engine of the last rendezvous received */
   struct match_queues mq;  /* tagged */
   struct match_queues mqu; /* untagged (no context ids: match 0, mask 0) */
+  struct list_node claimed; /* unexpected messages a matched probe took (unexp_msg.all) */
 };
 
 /* The match queues of a space: untagged (a record's PROTO_F_UNTAGGED, a
@@ -180,7 +181,7 @@ void proto_init(const struct proto_core *core);
  * and CPU are the core's to set): matching with ctx_bits of context id at
  * ctx_shift. Again with other bits while nothing is posted or queued. */
 void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift);
-/* Free what the endpoint's unexpected queue holds. */
+/* Free what the endpoint's unexpected queues and claimed list hold. */
 void proto_ep_fini(struct proto_ep *pe);
 /* A new partner's protocol state, served by tp (its addr is the core's to
  * set once the partner is known: the handshake, or ourselves). */
@@ -195,6 +196,18 @@ int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *
                    uint64_t match, unsigned hflags, uint64_t imm);
 /* Post a receive: take an unexpected message or queue it. */
 void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *m);
+/* Probe: the first unexpected message that fits (info, mask) in the
+ * tagged or untagged space, from `from` unless it is NULL; or NULL. With
+ * claim, it leaves matching for the claimed list (a matched probe's
+ * handle), where only proto_recv_claimed takes it. */
+struct unexp_msg *proto_probe(struct fmx_endpoint *ep, uint64_t info, uint64_t mask, const struct partner *from,
+                              int untagged, int claim);
+/* What a probe reports of u: source, match info, length, flags, data. */
+void proto_unexp_status(const struct unexp_msg *u, fmx_status_t *st);
+/* Whether u is on the endpoint's claimed list (a handle still valid). */
+int proto_is_claimed(struct proto_ep *pe, const struct unexp_msg *u);
+/* The receive r (not posted) takes the claimed message u. */
+void proto_recv_claimed(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u);
 /* Take a posted, unmatched receive back (cancel). */
 void proto_recv_unpost(struct fmx_endpoint *ep, struct proto_msg *m);
 /* p is gone: the receives posted for it alone complete with code. */

@@ -17,9 +17,20 @@ void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, u
   r->status.xfer_length = msg_len < r->len ? msg_len : r->len;
 }
 
-void proto_fill_data(struct proto_msg *r, unsigned hflags, uint64_t imm) {
-  r->status.data = hflags & PROTO_F_DATA ? imm : 0;
-  r->status.flags = (hflags & PROTO_F_DATA ? FMX_MSG_DATA : 0u) | (hflags & PROTO_F_UNTAGGED ? FMX_MSG_UNTAGGED : 0u);
+static void fill_data(fmx_status_t *st, unsigned hflags, uint64_t imm) {
+  st->data = hflags & PROTO_F_DATA ? imm : 0;
+  st->flags = (hflags & PROTO_F_DATA ? FMX_MSG_DATA : 0u) | (hflags & PROTO_F_UNTAGGED ? FMX_MSG_UNTAGGED : 0u);
+}
+
+void proto_fill_data(struct proto_msg *r, unsigned hflags, uint64_t imm) { fill_data(&r->status, hflags, imm); }
+
+void proto_unexp_status(const struct unexp_msg *u, fmx_status_t *st) {
+  memset(st, 0, sizeof *st);
+  st->code = FMX_SUCCESS;
+  st->source = proto_peer(u->partner)->addr;
+  st->match_info = u->match;
+  st->msg_length = st->xfer_length = u->msg_len;
+  fill_data(st, u->flags, u->imm);
 }
 
 /* Eager data for a matched receive: copy what fits, never more. */
@@ -169,6 +180,27 @@ static void take_unexpected(struct fmx_endpoint *ep, struct proto_msg *r, struct
     }
   }
   proto_unexp_free(u);
+}
+
+struct unexp_msg *proto_probe(struct fmx_endpoint *ep, uint64_t info, uint64_t mask, const struct partner *from,
+                              int untagged, int claim) {
+  struct proto_ep *pe = proto_ep(ep);
+  struct unexp_msg *u = match_find_unexp(proto_mq(pe, untagged), info, mask, from, claim);
+  if (u && claim) list_add_tail(&pe->claimed, &u->all);
+  return u;
+}
+
+int proto_is_claimed(struct proto_ep *pe, const struct unexp_msg *u) {
+  struct list_node *pos;
+  list_for_each(pos, &pe->claimed) {
+    if (list_entry(pos, struct unexp_msg, all) == u) return 1;
+  }
+  return 0;
+}
+
+void proto_recv_claimed(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u) {
+  list_del(&u->all);
+  take_unexpected(ep, r, u);
 }
 
 /* The common case (nothing unexpected fits: post it) kept apart from taking

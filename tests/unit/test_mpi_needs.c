@@ -9,24 +9,13 @@
 
 #include "check.h"
 #include "eps.h"
+#include "pattern.h"
 #include "fmx.h"
 
 static fmx_endpoint_t r, a, b;
 static fmx_endpoint_addr_t a_to_r, b_to_r, r_to_a, r_to_b;
 
 static int same_addr(fmx_endpoint_addr_t x, fmx_endpoint_addr_t y) { return memcmp(&x, &y, sizeof x) == 0; }
-
-static void fill(uint8_t *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + seed);
-}
-
-static void check_fill(const uint8_t *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != (uint8_t)(i * 7 + seed)) {
-      CHECK_EQ(p[i], (uint8_t)(i * 7 + seed));
-      return;
-    }
-}
 
 static const size_t sizes[] = {0, 8, 65536, 1u << 20}; /* tiny, medium, rendezvous */
 
