@@ -24,6 +24,9 @@ layer must reach up, it does so through a callback the upper one gave it.
 
 A header named *_int.h is its folder's own: no other folder includes it.
 
+The libfabric provider (src/ofi) is a face over the public API only: it
+includes fmx.h and its own headers, nothing else of the library.
+
 Tools (tools/) and the system tests' programs (tests/system/progs/) use the
 public API only: fmx.h and their own headers. Unit tests (tests/unit/) test
 internals and may include anything.
@@ -51,6 +54,9 @@ LAYERS = [
     ("base", ["base"]),
 ]
 RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders}
+# Faces built as libraries of their own over libfmx.so: like the tools,
+# they see fmx.h and nothing of the library's insides.
+PUBLIC_FACES = {"ofi"}
 
 # (including file, included header): arrows still wrong, to be removed.
 DEBT = set()
@@ -119,6 +125,8 @@ def verdict(path, inc):
     if parts[0] != "src":  # tools/, tests/system/progs/: their own headers, not the library's
         return "a tool or test program includes the library's internals (public API only)" if there in RANK else None
     here = parts[1]
+    if here in PUBLIC_FACES and there != here:
+        return "src/%s is a face over the public API: fmx.h and its own headers only" % here
     if there not in RANK:
         return "includes %s, which is no layer's header" % inc
     if there == here:

@@ -54,6 +54,11 @@ def test_tool_internals_fail(tmp_path):
     assert "tools/fmx_info.c: a tool or test program includes the library's internals" in out
 
 
+def test_provider_internals_fail(tmp_path):
+    out = planted(tmp_path, ("src/ofi/msg.c", '#include "core/fmx_int.h"\n'))
+    assert "src/ofi/msg.c: src/ofi is a face over the public API" in out
+
+
 def test_call_up_by_name_fails(tmp_path):
     # proto declares a function the core defines: the call goes up by name
     out = planted(tmp_path, ("src/proto/proto_int.h", "\nvoid core_thing(struct fmx_endpoint *ep);\n"),

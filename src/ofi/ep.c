@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/* Endpoints: one fmx endpoint each (any free id, a random key, both in
+ * its name), bound to an AV and to CQs; connections made on first use;
+ * the operations' pool (every one in flight on the live list, which
+ * fi_cancel searches and close frees); progress, which turns finished fmx requests into
+ * completions; fi_cancel. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "ofi/ofi_int.h"
+
+/* ---- operations -------------------------------------------------------- */
+
+struct ofx_op *ofx_op_get(struct ofx_ep *ep) {
+  struct ofx_op *op = ep->free_ops;
+  if (op) {
+    ep->free_ops = op->next;
+  } else if (!(op = malloc(sizeof *op))) {
+    return NULL;
+  }
+  op->live = 0;
+  op->report = 1;
+  op->buf = NULL;
+  op->req = NULL;
+  return op;
+}
+
+void ofx_op_live(struct ofx_ep *ep, struct ofx_op *op) {
+  op->live = 1;
+  op->next = ep->live.next;
+  op->prev = &ep->live;
+  ep->live.next->prev = op;
+  ep->live.next = op;
+}
+
+void ofx_op_put(struct ofx_ep *ep, struct ofx_op *op) {
+  if (op->live) {
+    op->prev->next = op->next;
+    op->next->prev = op->prev;
+  }
+  op->next = ep->free_ops;
+  ep->free_ops = op;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+int ofx_errno(fmx_return_t code) {
+  switch (code) {
+    case FMX_SUCCESS: return 0;
+    case FMX_MESSAGE_TRUNCATED: return FI_ETRUNC;
+    case FMX_CANCELLED: return FI_ECANCELED;
+    case FMX_NO_RESOURCES:
+    case FMX_NO_SYSTEM_RESOURCES: return FI_ENOMEM;
+    case FMX_BAD_ADDRESS:
+    case FMX_BAD_MATCH_MASK:
+    case FMX_SEGMENTS_BAD_COUNT: return FI_EINVAL;
+    case FMX_TIMEOUT: return FI_ETIMEDOUT;
+    case FMX_ACCESS_DENIED:
+    case FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY: return FI_EACCES;
+    case FMX_REMOTE_ENDPOINT_CLOSED:
+    case FMX_REMOTE_ENDPOINT_UNREACHABLE:
+    case FMX_REMOTE_ENDPOINT_BAD_ID:
+    case FMX_REMOTE_ENDPOINT_BAD_SESSION:
+    case FMX_MESSAGE_ABORTED: return FI_EIO;
+    default: return FI_EOTHER;
+  }
+}
+
+/* ---- progress ---------------------------------------------------------- */
+
+void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st) {
+  int recv = (op->flags & FI_RECV) != 0;
+  struct ofx_cq *cq = recv ? ep->rxcq : ep->txcq;
+  if (cq && (op->report || st->code != FMX_SUCCESS)) {
+    uint64_t flags = op->flags | (recv && (st->flags & FMX_MSG_DATA) ? FI_REMOTE_CQ_DATA : 0);
+    size_t len = recv ? (size_t)st->xfer_length : 0;
+    if (st->code == FMX_SUCCESS) {
+      struct fi_cq_tagged_entry e = {.op_context = op->context, .flags = flags, .len = len,
+                                     .buf = recv ? op->buf : NULL, .data = recv ? st->data : 0,
+                                     .tag = recv ? st->match_info : 0};
+      fi_addr_t src = FI_ADDR_NOTAVAIL;
+      if (recv && ep->av) {
+        uint64_t nic;
+        uint32_t eid;
+        fmx_decompose_endpoint_addr(st->source, &nic, &eid);
+        src = ofx_av_reverse(ep->av, nic, eid);
+      }
+      ofx_cq_push(cq, &e, src);
+    } else {
+      struct fi_cq_err_entry e = {.op_context = op->context, .flags = flags, .len = len,
+                                  .buf = recv ? op->buf : NULL, .data = recv ? st->data : 0,
+                                  .tag = recv ? st->match_info : 0, .err = ofx_errno(st->code),
+                                  .prov_errno = (int)st->code};
+      if (st->code == FMX_MESSAGE_TRUNCATED) e.olen = (size_t)(st->msg_length - st->xfer_length);
+      ofx_cq_push_err(cq, &e);
+    }
+  }
+  ofx_op_put(ep, op);
+}
+
+int ofx_ep_progress(struct ofx_ep *ep) {
+  int n = 0;
+  pthread_mutex_lock(&ep->lock);
+  for (; n < 64; n++) {
+    fmx_status_t st;
+    uint32_t res = 0;
+    if (fmx_test_any(ep->fx, 0, 0, &st, &res) != FMX_SUCCESS || !res) break;
+    ofx_ep_finish(ep, st.context, &st);
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return n;
+}
+
+/* ---- addresses --------------------------------------------------------- */
+
+int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
+  if (addr < ep->nconn && ep->conn_ok[addr]) {
+    *out = ep->conn[addr];
+    return 0;
+  }
+  struct ofx_name n;
+  if (!ep->av || !ofx_av_name(ep->av, addr, &n)) return -FI_EINVAL;
+  if (addr >= ep->nconn) {
+    size_t cap = ep->nconn ? ep->nconn : 64;
+    while (cap <= addr) cap *= 2;
+    fmx_endpoint_addr_t *c = realloc(ep->conn, cap * sizeof *c);
+    if (!c) return -FI_ENOMEM;
+    ep->conn = c;
+    uint8_t *ok = realloc(ep->conn_ok, cap);
+    if (!ok) return -FI_ENOMEM;
+    memset(ok + ep->nconn, 0, cap - ep->nconn);
+    ep->conn_ok = ok;
+    ep->nconn = cap;
+  }
+  /* The peer's watcher thread answers: no progress of its is needed. */
+  fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.eid, n.key, 10000, &ep->conn[addr]);
+  if (rc != FMX_SUCCESS) return -ofx_errno(rc);
+  ep->conn_ok[addr] = 1;
+  *out = ep->conn[addr];
+  return 0;
+}
+
+/* ---- fid operations ---------------------------------------------------- */
+
+static int ep_close(struct fid *fid) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  if (ep->txcq) ofx_cq_unbind_ep(ep->txcq, ep);
+  if (ep->rxcq && ep->rxcq != ep->txcq) ofx_cq_unbind_ep(ep->rxcq, ep);
+  fmx_close_endpoint(ep->fx); /* drops every request: their ops are freed below */
+  struct ofx_op *op;
+  while (ep->live.next != &ep->live) {
+    op = ep->live.next;
+    ep->live.next = op->next;
+    free(op);
+  }
+  while ((op = ep->free_ops)) {
+    ep->free_ops = op->next;
+    free(op);
+  }
+  while (ep->claims) {
+    struct ofx_claim *c = ep->claims;
+    ep->claims = c->next;
+    free(c);
+  }
+  free(ep->conn);
+  free(ep->conn_ok);
+  pthread_mutex_destroy(&ep->lock);
+  free(ep);
+  return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  if (!bfid) return -FI_EINVAL;
+  switch (bfid->fclass) {
+    case FI_CLASS_AV:
+      if (ep->av) return -FI_EINVAL;
+      ep->av = (struct ofx_av *)bfid;
+      return 0;
+    case FI_CLASS_CQ: {
+      struct ofx_cq *cq = (struct ofx_cq *)bfid;
+      if (!(flags & (FI_TRANSMIT | FI_RECV))) return -FI_EBADFLAGS;
+      if (((flags & FI_TRANSMIT) && ep->txcq) || ((flags & FI_RECV) && ep->rxcq)) return -FI_EINVAL;
+      int rc = ofx_cq_bind_ep(cq, ep);
+      if (rc) return rc;
+      if (flags & FI_TRANSMIT) {
+        ep->txcq = cq;
+        ep->tx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+      }
+      if (flags & FI_RECV) {
+        ep->rxcq = cq;
+        ep->rx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+      }
+      return 0;
+    }
+    case FI_CLASS_EQ:
+      return 0; /* nothing to report on it */
+    default:
+      return -FI_ENOSYS; /* counters, stx/srx */
+  }
+}
+
+static int ep_control(struct fid *fid, int command, void *arg) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  switch (command) {
+    case FI_ENABLE:
+      if (!ep->av) return -FI_ENOAV;
+      if (!ep->txcq && !ep->rxcq) return -FI_ENOCQ;
+      ep->enabled = 1;
+      return 0;
+    case FI_GETOPSFLAG: {
+      uint64_t *f = arg;
+      if (!f) return -FI_EINVAL;
+      *f = (*f & FI_TRANSMIT) ? ep->tx_flags : ep->rx_flags;
+      return 0;
+    }
+    case FI_SETOPSFLAG: {
+      uint64_t *f = arg;
+      if (!f) return -FI_EINVAL;
+      if (*f & FI_TRANSMIT) ep->tx_flags = *f & ~(uint64_t)FI_TRANSMIT;
+      if (*f & FI_RECV) ep->rx_flags = *f & ~(uint64_t)FI_RECV;
+      return 0;
+    }
+    default:
+      return -FI_ENOSYS;
+  }
+}
+
+static struct fi_ops ep_fid_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = ofx_no_ops_open,
+};
+
+static ssize_t ep_cancel(fid_t fid, void *context) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  ssize_t rc = -FI_ENOENT;
+  pthread_mutex_lock(&ep->lock);
+  for (struct ofx_op *op = ep->live.next; op != &ep->live; op = op->next) {
+    if (op->context != context || !(op->flags & FI_RECV)) continue;
+    uint32_t done = 0;
+    if (fmx_cancel(ep->fx, &op->req, &done) == FMX_SUCCESS && done) {
+      fmx_status_t st = {.code = FMX_CANCELLED, .context = op};
+      ofx_ep_finish(ep, op, &st); /* an error completion, FI_ECANCELED */
+      rc = 0;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return rc;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  if (level != FI_OPT_ENDPOINT) return -FI_ENOPROTOOPT;
+  if (optname == FI_OPT_MIN_MULTI_RECV) {
+    if (!optval || !optlen || *optlen < sizeof(size_t)) return -FI_EINVAL;
+    *(size_t *)optval = ep->min_multi_recv;
+    *optlen = sizeof(size_t);
+    return 0;
+  }
+  return -FI_ENOPROTOOPT;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  if (level != FI_OPT_ENDPOINT) return -FI_ENOPROTOOPT;
+  if (optname == FI_OPT_MIN_MULTI_RECV) {
+    if (!optval || optlen < sizeof(size_t)) return -FI_EINVAL;
+    ep->min_multi_recv = *(const size_t *)optval;
+    return 0;
+  }
+  return -FI_ENOPROTOOPT;
+}
+
+static int no_ctx(struct fid_ep *sep, int index, void *attr, struct fid_ep **ep, void *context) {
+  (void)sep, (void)index, (void)attr, (void)ep, (void)context;
+  return -FI_ENOSYS;
+}
+
+static ssize_t size_left(struct fid_ep *ep) {
+  (void)ep;
+  return OFX_QUEUE;
+}
+
+static struct fi_ops_ep ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .tx_ctx = (int (*)(struct fid_ep *, int, struct fi_tx_attr *, struct fid_ep **, void *))no_ctx,
+    .rx_ctx = (int (*)(struct fid_ep *, int, struct fi_rx_attr *, struct fid_ep **, void *))no_ctx,
+    .rx_size_left = size_left,
+    .tx_size_left = size_left,
+};
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen) {
+  struct ofx_ep *ep = (struct ofx_ep *)fid;
+  if (!addrlen) return -FI_EINVAL;
+  struct ofx_name n = {.key = ep->key};
+  fmx_get_info(ep->fx, FMX_INFO_NIC_ID, NULL, 0, &n.nic, sizeof n.nic);
+  fmx_get_info(ep->fx, FMX_INFO_ENDPOINT_ID, NULL, 0, &n.eid, sizeof n.eid);
+  size_t have = *addrlen;
+  *addrlen = sizeof n;
+  if (have < sizeof n) return -FI_ETOOSMALL;
+  memcpy(addr, &n, sizeof n);
+  return 0;
+}
+
+static int no_setname(fid_t fid, void *addr, size_t addrlen) {
+  (void)fid, (void)addr, (void)addrlen;
+  return -FI_ENOSYS;
+}
+
+static int no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen) {
+  (void)ep, (void)addr, (void)addrlen;
+  return -FI_ENOSYS;
+}
+
+static int no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen) {
+  (void)ep, (void)addr, (void)param, (void)paramlen;
+  return -FI_ENOSYS;
+}
+
+static int no_listen(struct fid_pep *pep) {
+  (void)pep;
+  return -FI_ENOSYS;
+}
+
+static int no_accept(struct fid_ep *ep, const void *param, size_t paramlen) {
+  (void)ep, (void)param, (void)paramlen;
+  return -FI_ENOSYS;
+}
+
+static int no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen) {
+  (void)pep, (void)handle, (void)param, (void)paramlen;
+  return -FI_ENOSYS;
+}
+
+static int no_shutdown(struct fid_ep *ep, uint64_t flags) {
+  (void)ep, (void)flags;
+  return -FI_ENOSYS;
+}
+
+static int no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *context) {
+  (void)ep, (void)addr, (void)flags, (void)mc, (void)context;
+  return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = no_setname,
+    .getname = ep_getname,
+    .getpeer = no_getpeer,
+    .connect = no_connect,
+    .listen = no_listen,
+    .accept = no_accept,
+    .reject = no_reject,
+    .shutdown = no_shutdown,
+    .join = no_join,
+};
+
+int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context) {
+  if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC))
+    return -FI_EINVAL;
+  struct ofx_ep *ep = calloc(1, sizeof *ep);
+  if (!ep) return -FI_ENOMEM;
+  /* The key guards the endpoint: only who holds its name connects. */
+  if (getrandom(&ep->key, sizeof ep->key, 0) != sizeof ep->key) ep->key = (uint32_t)(uintptr_t)ep;
+  fmx_return_t rc = fmx_open_endpoint(0, FMX_ANY_ENDPOINT, ep->key, NULL, 0, &ep->fx);
+  if (rc != FMX_SUCCESS) {
+    free(ep);
+    return -ofx_errno(rc);
+  }
+  pthread_mutex_init(&ep->lock, NULL);
+  ep->dom = (struct ofx_domain *)domain;
+  ep->caps = info->caps ? info->caps : OFX_CAPS;
+  ep->tx_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+  ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+  ep->live.next = ep->live.prev = &ep->live;
+  ep->ep.fid.fclass = FI_CLASS_EP;
+  ep->ep.fid.context = context;
+  ep->ep.fid.ops = &ep_fid_ops;
+  ep->ep.ops = &ep_ops;
+  ep->ep.cm = &cm_ops;
+  ep->ep.msg = &ofx_msg_ops;
+  ep->ep.tagged = &ofx_tagged_ops;
+  *out = &ep->ep;
+  return 0;
+}

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* fi_msg and fi_tagged: sends, injects and receives onto fmx_isendx and
+ * fmx_irecvx (untagged ones in fmx's untagged space), remote CQ data as
+ * fmx's 64-bit data, directed receives, and fi_trecvmsg's FI_PEEK,
+ * FI_CLAIM and FI_DISCARD onto fmx_iprobex, fmx_improbe, fmx_imrecv and
+ * fmx_mdiscard. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "ofi/ofi_int.h"
+
+/* An iovec is an fmx_seg_t: the list is handed over as it is. */
+_Static_assert(sizeof(struct iovec) == sizeof(fmx_seg_t) && offsetof(struct iovec, iov_base) == offsetof(fmx_seg_t, ptr) &&
+                   offsetof(struct iovec, iov_len) == offsetof(fmx_seg_t, len),
+               "struct iovec and fmx_seg_t differ");
+
+#define EP(fep) ((struct ofx_ep *)(fep))
+
+static size_t iov_total(const struct iovec *iov, size_t count) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) n += iov[i].iov_len;
+  return n;
+}
+
+/* The one send: tagged or not, inject (copied, no completion) or not. */
+static ssize_t send_common(struct ofx_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
+                           uint64_t data, uint64_t flags, void *context, int tagged) {
+  if (count > FMX_MAX_SEGMENTS || (count && !iov)) return -FI_EINVAL;
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  uint32_t fx = (tagged ? 0 : FMX_MSG_UNTAGGED) | (flags & FI_REMOTE_CQ_DATA ? FMX_MSG_DATA : 0);
+  pthread_mutex_lock(&ep->lock);
+  fmx_endpoint_addr_t to;
+  ssize_t rc = ofx_ep_addr(ep, dest, &to);
+  struct ofx_op *op = rc ? NULL : ofx_op_get(ep);
+  if (!rc && !op) rc = -FI_EAGAIN;
+  if (rc) {
+    pthread_mutex_unlock(&ep->lock);
+    return rc;
+  }
+  op->context = context;
+  op->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+  fmx_seg_t one, *segs = (fmx_seg_t *)iov;
+  uint32_t nsegs = (uint32_t)count;
+  if (flags & FI_INJECT) {
+    size_t len = iov_total(iov, count);
+    if (len > OFX_INJECT) {
+      ofx_op_put(ep, op);
+      pthread_mutex_unlock(&ep->lock);
+      return -FI_EMSGSIZE;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < count; i++) {
+      memcpy(op->inject + off, iov[i].iov_base, iov[i].iov_len);
+      off += iov[i].iov_len;
+    }
+    one = (fmx_seg_t){op->inject, len};
+    segs = &one;
+    nsegs = 1;
+    op->report = 0;
+  } else {
+    op->report = !ep->tx_selective || (flags & FI_COMPLETION);
+  }
+  fmx_return_t r = fmx_isendx(ep->fx, segs, nsegs, to, tagged ? tag : 0, data, fx, op, &op->req);
+  if (r == FMX_SUCCESS) {
+    ofx_op_live(ep, op);
+  } else {
+    ofx_op_put(ep, op);
+    rc = r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
+  }
+  pthread_mutex_unlock(&ep->lock);
+  return rc;
+}
+
+/* FI_PEEK: what is there, as a completion (FI_ENOMSG when nothing fits);
+ * with FI_CLAIM it is kept for a later FI_CLAIM receive under the same
+ * context, with FI_DISCARD dropped. Lock held. */
+static ssize_t peek(struct ofx_ep *ep, const fmx_endpoint_addr_t *from, uint64_t match, uint64_t mask,
+                    uint32_t fx, uint64_t flags, void *context, int tagged) {
+  if (!ep->rxcq) return -FI_ENOCQ;
+  fmx_status_t st;
+  uint32_t found = 0;
+  fmx_message_t msg = NULL;
+  int keep = (flags & (FI_CLAIM | FI_DISCARD)) != 0;
+  struct ofx_claim *c = NULL;
+  if ((flags & FI_CLAIM) && !(c = malloc(sizeof *c))) return -FI_EAGAIN;
+  fmx_return_t r = keep ? fmx_improbe(ep->fx, from, match, mask, fx, &msg, &st, &found)
+                        : fmx_iprobex(ep->fx, from, match, mask, fx, &st, &found);
+  if (r != FMX_SUCCESS) {
+    free(c);
+    return -ofx_errno(r);
+  }
+  uint64_t cflags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+  if (!found) {
+    free(c);
+    struct fi_cq_err_entry e = {.op_context = context, .flags = cflags, .err = FI_ENOMSG,
+                                .prov_errno = FMX_SUCCESS};
+    ofx_cq_push_err(ep->rxcq, &e);
+    return 0;
+  }
+  if (flags & FI_CLAIM) {
+    c->context = context;
+    c->msg = msg;
+    c->next = ep->claims;
+    ep->claims = c;
+  } else if (flags & FI_DISCARD) {
+    fmx_mdiscard(ep->fx, &msg);
+  }
+  if (st.flags & FMX_MSG_DATA) cflags |= FI_REMOTE_CQ_DATA;
+  struct fi_cq_tagged_entry e = {.op_context = context, .flags = cflags, .len = (size_t)st.msg_length,
+                                 .data = st.data, .tag = st.match_info};
+  uint64_t nic;
+  uint32_t eid;
+  fmx_decompose_endpoint_addr(st.source, &nic, &eid);
+  ofx_cq_push(ep->rxcq, &e, ep->av ? ofx_av_reverse(ep->av, nic, eid) : FI_ADDR_NOTAVAIL);
+  return 0;
+}
+
+/* FI_CLAIM without FI_PEEK: the message a peek claimed under context,
+ * received into iov or (FI_DISCARD) dropped. Lock held. */
+static ssize_t claim(struct ofx_ep *ep, const struct iovec *iov, size_t count, uint64_t flags, void *context,
+                     int tagged) {
+  struct ofx_claim **pc = &ep->claims;
+  while (*pc && (*pc)->context != context) pc = &(*pc)->next;
+  struct ofx_claim *c = *pc;
+  if (!c) return -FI_EINVAL;
+  uint64_t cflags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+  if (flags & FI_DISCARD) {
+    fmx_mdiscard(ep->fx, &c->msg);
+    *pc = c->next;
+    free(c);
+    struct fi_cq_tagged_entry e = {.op_context = context, .flags = cflags};
+    if (ep->rxcq) ofx_cq_push(ep->rxcq, &e, FI_ADDR_NOTAVAIL);
+    return 0;
+  }
+  struct ofx_op *op = ofx_op_get(ep);
+  if (!op) return -FI_EAGAIN;
+  op->context = context;
+  op->flags = cflags;
+  op->buf = count ? iov[0].iov_base : NULL;
+  op->report = 1;
+  fmx_return_t r = fmx_imrecv(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, &c->msg, op, &op->req);
+  if (r != FMX_SUCCESS) {
+    ofx_op_put(ep, op);
+    return r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
+  }
+  ofx_op_live(ep, op);
+  *pc = c->next;
+  free(c);
+  return 0;
+}
+
+/* The one receive. */
+static ssize_t recv_common(struct ofx_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src, uint64_t tag,
+                           uint64_t ignore, uint64_t flags, void *context, int tagged) {
+  if (count > FMX_MAX_SEGMENTS || (count && !iov)) return -FI_EINVAL;
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (flags & FI_MULTI_RECV) return -FI_EINVAL; /* not offered yet (fi_info says so) */
+  uint64_t match = tagged ? tag & ~ignore : 0, mask = tagged ? ~ignore : 0;
+  uint32_t fx = tagged ? 0 : FMX_MSG_UNTAGGED;
+  pthread_mutex_lock(&ep->lock);
+  ssize_t rc = 0;
+  fmx_endpoint_addr_t from_addr, *from = NULL;
+  if ((flags & FI_CLAIM) && !(flags & FI_PEEK)) {
+    rc = claim(ep, iov, count, flags, context, tagged);
+    goto out;
+  }
+  if (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
+    rc = ofx_ep_addr(ep, src, &from_addr);
+    if (rc) goto out;
+    from = &from_addr;
+  }
+  if (flags & FI_PEEK) {
+    rc = peek(ep, from, match, mask, fx, flags, context, tagged);
+    goto out;
+  }
+  struct ofx_op *op = ofx_op_get(ep);
+  if (!op) {
+    rc = -FI_EAGAIN;
+    goto out;
+  }
+  op->context = context;
+  op->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+  op->buf = count ? iov[0].iov_base : NULL;
+  op->report = !ep->rx_selective || (flags & FI_COMPLETION);
+  fmx_return_t r = fmx_irecvx(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, from, match, mask, fx, op, &op->req);
+  if (r == FMX_SUCCESS) {
+    ofx_op_live(ep, op);
+  } else {
+    ofx_op_put(ep, op);
+    rc = r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
+  }
+out:
+  pthread_mutex_unlock(&ep->lock);
+  return rc;
+}
+
+/* ---- fi_tagged --------------------------------------------------------- */
+
+static ssize_t t_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+                      uint64_t ignore, void *context) {
+  (void)desc;
+  struct iovec iov = {buf, len};
+  return recv_common(EP(fep), &iov, 1, src, tag, ignore, EP(fep)->rx_flags, context, 1);
+}
+
+static ssize_t t_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+                       uint64_t tag, uint64_t ignore, void *context) {
+  (void)desc;
+  return recv_common(EP(fep), iov, count, src, tag, ignore, EP(fep)->rx_flags, context, 1);
+}
+
+static ssize_t t_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags) {
+  if (!m) return -FI_EINVAL;
+  return recv_common(EP(fep), m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore, flags, m->context, 1);
+}
+
+static ssize_t t_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
+                      void *context) {
+  (void)desc;
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, tag, 0, EP(fep)->tx_flags, context, 1);
+}
+
+static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+                       uint64_t tag, void *context) {
+  (void)desc;
+  return send_common(EP(fep), iov, count, dest, tag, 0, EP(fep)->tx_flags, context, 1);
+}
+
+static ssize_t t_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags) {
+  if (!m) return -FI_EINVAL;
+  return send_common(EP(fep), m->msg_iov, m->iov_count, m->addr, m->tag, m->data, flags, m->context, 1);
+}
+
+static ssize_t t_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag) {
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, tag, 0, FI_INJECT, NULL, 1);
+}
+
+static ssize_t t_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
+                          fi_addr_t dest, uint64_t tag, void *context) {
+  (void)desc;
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, tag, data, EP(fep)->tx_flags | FI_REMOTE_CQ_DATA, context, 1);
+}
+
+static ssize_t t_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+                            uint64_t tag) {
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL, 1);
+}
+
+struct fi_ops_tagged ofx_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = t_recv,
+    .recvv = t_recvv,
+    .recvmsg = t_recvmsg,
+    .send = t_send,
+    .sendv = t_sendv,
+    .sendmsg = t_sendmsg,
+    .inject = t_inject,
+    .senddata = t_senddata,
+    .injectdata = t_injectdata,
+};
+
+/* ---- fi_msg ------------------------------------------------------------ */
+
+static ssize_t m_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, void *context) {
+  (void)desc;
+  struct iovec iov = {buf, len};
+  return recv_common(EP(fep), &iov, 1, src, 0, 0, EP(fep)->rx_flags, context, 0);
+}
+
+static ssize_t m_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+                       void *context) {
+  (void)desc;
+  return recv_common(EP(fep), iov, count, src, 0, 0, EP(fep)->rx_flags, context, 0);
+}
+
+static ssize_t m_recvmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags) {
+  if (!m) return -FI_EINVAL;
+  return recv_common(EP(fep), m->msg_iov, m->iov_count, m->addr, 0, 0, flags, m->context, 0);
+}
+
+static ssize_t m_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest, void *context) {
+  (void)desc;
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, 0, 0, EP(fep)->tx_flags, context, 0);
+}
+
+static ssize_t m_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+                       void *context) {
+  (void)desc;
+  return send_common(EP(fep), iov, count, dest, 0, 0, EP(fep)->tx_flags, context, 0);
+}
+
+static ssize_t m_sendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags) {
+  if (!m) return -FI_EINVAL;
+  return send_common(EP(fep), m->msg_iov, m->iov_count, m->addr, 0, m->data, flags, m->context, 0);
+}
+
+static ssize_t m_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest) {
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, 0, 0, FI_INJECT, NULL, 0);
+}
+
+static ssize_t m_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
+                          fi_addr_t dest, void *context) {
+  (void)desc;
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, 0, data, EP(fep)->tx_flags | FI_REMOTE_CQ_DATA, context, 0);
+}
+
+static ssize_t m_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest) {
+  struct iovec iov = {(void *)buf, len};
+  return send_common(EP(fep), &iov, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL, 0);
+}
+
+struct fi_ops_msg ofx_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = m_recv,
+    .recvv = m_recvv,
+    .recvmsg = m_recvmsg,
+    .send = m_send,
+    .sendv = m_sendv,
+    .sendmsg = m_sendmsg,
+    .inject = m_inject,
+    .senddata = m_senddata,
+    .injectdata = m_injectdata,
+};

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fmx's libfabric provider (libfmx-fi.so, name "fmx"): a face over the
+ * public fmx.h only, as an MPI's libfabric sees it (docs/ofi.md). One
+ * libfabric endpoint is one fmx endpoint; an address vector holds peers'
+ * names and each endpoint connects to a name the first time it uses it;
+ * a completion queue collects, in its own ring, what its endpoints'
+ * fmx_test_any hands back. Folder-internal header.
+ *
+ * Locks: an endpoint's mutex covers its fmx calls and its bookkeeping
+ * (operations, connections, claimed messages); a CQ's covers its ring.
+ * Order: endpoint, then CQ, never the other way.
+ */
+#ifndef FMX_OFI_INT_H
+#define FMX_OFI_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "fmx.h"
+
+#define OFX_NAME "fmx"
+#define OFX_PROV_VERSION FI_VERSION(0, 1)
+#define OFX_INJECT 256            /* inject_size: copied into the operation */
+#define OFX_TAG_FORMAT 0xaaaaaaaaaaaaaaaaull /* FI_TAG_GENERIC: bit 63 set, as Open MPI asks */
+#define OFX_CAPS                                                                                                 \
+  (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_DIRECTED_RECV | FI_SOURCE)
+#define OFX_QUEUE 65536           /* tx/rx queue depth advertised (fmx has no fixed limit) */
+
+extern struct fi_provider ofx_prov;
+
+/* The name fi_getname gives, fi_av_insert takes: fixed length. */
+struct ofx_name {
+  uint64_t nic;
+  uint32_t eid;
+  uint32_t key;
+};
+
+struct ofx_fabric {
+  struct fid_fabric fabric;
+};
+
+struct ofx_domain {
+  struct fid_domain domain;
+  struct ofx_fabric *fab;
+  uint64_t next_key; /* fi_mr_reg's keys */
+};
+
+struct ofx_av {
+  struct fid_av av;
+  struct ofx_domain *dom;
+  enum fi_av_type type;
+  pthread_mutex_t lock;
+  struct ofx_name *names; /* fi_addr_t is the index */
+  uint8_t *live;
+  size_t n, cap;
+  uint64_t *hkey; /* (nic, eid) -> index + 1, open addressing */
+  size_t *hval;
+  size_t hcap;
+};
+
+/* One completion as the queue keeps it. */
+struct ofx_cqe {
+  struct fi_cq_tagged_entry e;
+  fi_addr_t src;
+};
+
+struct ofx_err {
+  struct ofx_err *next;
+  struct fi_cq_err_entry e;
+};
+
+#define OFX_CQ_EPS 8
+
+struct ofx_cq {
+  struct fid_cq cq;
+  struct ofx_domain *dom;
+  enum fi_cq_format format;
+  pthread_mutex_t lock;
+  struct ofx_cqe *ring;
+  size_t cap, head, count;
+  struct ofx_err *err, **err_tail;
+  struct ofx_ep *eps[OFX_CQ_EPS]; /* bound endpoints, progressed by a read */
+  int neps;
+  int signaled;
+};
+
+/* An operation in flight: the context of its fmx request. */
+struct ofx_op {
+  struct ofx_op *next, *prev; /* free list; the endpoint's live list */
+  void *context;
+  uint64_t flags; /* FI_SEND/FI_RECV | FI_TAGGED/FI_MSG */
+  void *buf;
+  fmx_request_t req;
+  int report;     /* write a completion */
+  int live;       /* on the endpoint's live list (its fmx request in flight) */
+  uint8_t inject[OFX_INJECT];
+};
+
+/* A message claimed by FI_PEEK|FI_CLAIM, found again by its context. */
+struct ofx_claim {
+  struct ofx_claim *next;
+  void *context;
+  fmx_message_t msg;
+};
+
+struct ofx_ep {
+  struct fid_ep ep;
+  struct ofx_domain *dom;
+  uint64_t caps;
+  uint64_t tx_flags, rx_flags; /* FI_GETOPSFLAG/FI_SETOPSFLAG */
+  fmx_endpoint_t fx;
+  uint32_t key;
+  int enabled;
+  struct ofx_av *av;
+  struct ofx_cq *txcq, *rxcq;
+  int tx_selective, rx_selective;
+  size_t min_multi_recv;
+  pthread_mutex_t lock;
+  fmx_endpoint_addr_t *conn; /* per fi_addr, valid where conn_ok */
+  uint8_t *conn_ok;
+  size_t nconn;
+  struct ofx_op *free_ops;
+  struct ofx_op live; /* operations in flight: fi_cancel's, and close's to free */
+  struct ofx_claim *claims;
+};
+
+/* getinfo and the fabric (prov.c) */
+int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+                const struct fi_info *hints, struct fi_info **info);
+int ofx_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* domain.c */
+int ofx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom, void *context);
+/* av.c */
+int ofx_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
+/* The name at fi_addr into *out: 1, or 0 (unknown, removed). */
+int ofx_av_name(struct ofx_av *av, fi_addr_t addr, struct ofx_name *out);
+/* The fi_addr of (nic, eid), or FI_ADDR_NOTAVAIL. */
+fi_addr_t ofx_av_reverse(struct ofx_av *av, uint64_t nic, uint32_t eid);
+/* cq.c */
+int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
+int ofx_cq_bind_ep(struct ofx_cq *cq, struct ofx_ep *ep);
+void ofx_cq_unbind_ep(struct ofx_cq *cq, struct ofx_ep *ep);
+/* A completion (the endpoint's lock held). */
+void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_t src);
+void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_err_entry *e);
+/* ep.c */
+int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+/* Reap what the endpoint's fmx requests finished into their queues; the
+ * number reaped. */
+int ofx_ep_progress(struct ofx_ep *ep);
+/* op is done with st: its completion (or error) goes to its queue, and
+ * op back to the pool. Lock held. */
+void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st);
+/* The fmx address of fi_addr, connecting on first use; 0 or -FI_*. The
+ * endpoint's lock held. */
+int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out);
+/* An operation from the pool (NULL without memory); once its fmx request
+ * is made, onto the live list; back when it is done. Lock held. */
+struct ofx_op *ofx_op_get(struct ofx_ep *ep);
+void ofx_op_live(struct ofx_ep *ep, struct ofx_op *op);
+void ofx_op_put(struct ofx_ep *ep, struct ofx_op *op);
+/* msg.c: the message and tagged tables */
+extern struct fi_ops_msg ofx_msg_ops;
+extern struct fi_ops_tagged ofx_tagged_ops;
+/* What an fmx code is as a libfabric error (positive FI_E*). */
+int ofx_errno(fmx_return_t code);
+/* stubs.c: calls fmx does not offer */
+int ofx_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ofx_no_control(struct fid *fid, int command, void *arg);
+int ofx_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/* fi_cq_strerror/fi_eq_strerror: the fmx code's text, into buf if given. */
+const char *ofx_strerror(int prov_errno, char *buf, size_t len);
+
+#endif

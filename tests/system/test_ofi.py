@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: MIT
+"""The libfabric provider (libfmx-fi.so, docs/ofi.md): fi_info sees it,
+libfabric's API drives it (fi_provider_check), and unmodified Open MPI 4.1
+runs on it (pml cm, mtl ofi): the fmx_perf kernels with every byte verified
+at every size from 0 B to 64 MiB, and MPI semantics programs of our own
+(probe/improbe/mrecv, ANY_SOURCE/ANY_TAG, cancel, truncation, ssend, a rank
+killed mid-transfer)."""
+import json
+import os
+import shutil
+
+import pytest
+
+from sysutil import BUILD, run
+
+PROV_DIR = os.path.join(BUILD, "ofi")
+FI_INFO = shutil.which("fi_info")
+MPIRUN = shutil.which("mpirun.openmpi")
+PERF_MPI = os.path.join(BUILD, "fmx_perf_mpi")
+SEMANTICS = os.path.join(BUILD, "tests", "mpi_semantics")
+FI_ENV = {"FI_PROVIDER_PATH": PROV_DIR, "FI_PROVIDER": "fmx"}
+
+provider = pytest.mark.skipif(not os.path.exists(os.path.join(PROV_DIR, "libfmx-fi.so")),
+                              reason="libfmx-fi.so not built (no libfabric-dev)")
+openmpi = pytest.mark.skipif(not (MPIRUN and os.path.exists(PERF_MPI) and os.path.exists(SEMANTICS)),
+                             reason="Open MPI or the MPI programs not built")
+# Every size from 0 B to 64 MiB (powers of two).
+ALL_SIZES = ",".join(["0"] + [str(1 << k) for k in range(27)])
+
+
+def ompi(np_, argv, timeout=600):
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(np_),
+           "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "fmx",
+           "-x", "FI_PROVIDER_PATH", "-x", "FI_PROVIDER"] + argv
+    # Open MPI's own allocations are not ours to leak-check under ASan.
+    return run(cmd, dict(FI_ENV, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"), timeout=timeout)
+
+
+@provider
+@pytest.mark.skipif(not FI_INFO, reason="fi_info (libfabric-bin) not installed")
+def test_fi_info_lists_fmx_rdm_only():
+    p = run([FI_INFO, "-p", "fmx"], FI_ENV)
+    assert p.returncode == 0, p.stderr
+    assert "provider: fmx" in p.stdout and "FI_EP_RDM" in p.stdout
+    # MSG endpoints are not offered: libfabric must not stack rxm on fmx.
+    p = run([FI_INFO, "-p", "fmx", "-t", "FI_EP_MSG"], FI_ENV)
+    assert "provider: fmx" not in p.stdout
+
+
+@provider
+def test_libfabric_api():
+    p = run([os.path.join(BUILD, "tests", "fi_provider_check")], FI_ENV, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "checks passed" in p.stdout
+
+
+@provider
+@openmpi
+@pytest.mark.parametrize("kernel,np_", [("pingpong", 2), ("bw", 2), ("alltoall", 2), ("alltoall", 4)])
+def test_openmpi_kernels_verify_every_size(kernel, np_):
+    p = ompi(np_, [PERF_MPI, kernel, "--sizes", ALL_SIZES, "--iters", "4", "--verify", "--json", "--quiet"])
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    assert [r["size"] for r in rows] == [int(s) for s in ALL_SIZES.split(",")]
+    assert all(r["library"].startswith("Open MPI") for r in rows)
+
+
+@provider
+@openmpi
+@pytest.mark.parametrize("case,np_", [("probe", 2), ("any", 3), ("cancel", 2), ("trunc", 2), ("ssend", 2)])
+def test_openmpi_semantics(case, np_):
+    p = ompi(np_, [SEMANTICS, case], timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"ok {case}" in p.stdout
+
+
+@provider
+@openmpi
+def test_openmpi_rank_killed_mid_transfer_ends_the_job():
+    p = ompi(2, [SEMANTICS, "kill"], timeout=120)  # a hang is a timeout: a failure
+    assert p.returncode != 0
+    assert "ok kill" not in p.stdout
