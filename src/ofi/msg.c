@@ -52,6 +52,7 @@ static ssize_t send_common(struct ofx_ep *ep, const struct iovec *iov, size_t co
     }
     size_t off = 0;
     for (size_t i = 0; i < count; i++) {
+      if (!iov[i].iov_len) continue; /* a 0-byte inject may come with a NULL buffer (Open MPI's barrier) */
       memcpy(op->inject + off, iov[i].iov_base, iov[i].iov_len);
       off += iov[i].iov_len;
     }
