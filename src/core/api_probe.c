@@ -2,7 +2,6 @@
 /* Probes of fmx.h: looking at unexpected messages without receiving
  * them, and the matched probe's handles (fmx_improbe, fmx_imrecv,
  * fmx_mdiscard). */
-#include <string.h>
 
 #include "core/api.h"
 
@@ -88,10 +87,29 @@ API fmx_return_t fmx_improbe(fmx_endpoint_t ep, const fmx_endpoint_addr_t *sourc
   return rc;
 }
 
-/* The claimed message a handle names, or NULL. ep->lock held. */
-static struct unexp_msg *claimed_of(struct fmx_endpoint *ep, const fmx_message_t *message) {
+/* The claimed message *message names received into segs (checked) with
+ * context; forgotten: no completion (fmx_mdiscard). FMX_BAD_REQUEST for a
+ * handle that names none (NULL, stale, another endpoint's);
+ * FMX_NO_RESOURCES leaves the handle valid. */
+static fmx_return_t recv_claimed(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_message_t *message,
+                                 void *context, int forgotten, fmx_request_t *request) {
+  ep_lock(ep);
   struct unexp_msg *u = message ? (struct unexp_msg *)*message : NULL;
-  return u && proto_is_claimed(&ep->pe, u) ? u : NULL;
+  fmx_return_t rc = FMX_SUCCESS;
+  struct fmx_request *r = NULL;
+  if (!u || !proto_is_claimed(&ep->pe, u)) {
+    rc = FMX_BAD_REQUEST;
+  } else if (!(r = recv_req_new(ep, segs, nsegs, u->match, UINT64_MAX,
+                                u->flags & PROTO_F_UNTAGGED ? FMX_MSG_UNTAGGED : 0, context))) {
+    rc = FMX_NO_RESOURCES;
+  } else {
+    if (forgotten) r->flags |= REQ_F_FORGOTTEN;
+    if (request) *request = r;
+    *message = NULL;
+    proto_recv_claimed(ep, &r->m, u);
+  }
+  ep_unlock(ep);
+  return rc;
 }
 
 API fmx_return_t fmx_imrecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_message_t *message,
@@ -101,42 +119,12 @@ API fmx_return_t fmx_imrecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t n
   uint64_t len;
   fmx_return_t rc = check_segs(segs, nsegs, &len);
   if (rc) return rc;
-  ep_lock(ep);
-  struct unexp_msg *u = claimed_of(ep, message);
-  struct fmx_request *r = NULL;
-  if (!u) {
-    rc = FMX_BAD_REQUEST;
-  } else if (!(r = recv_req_new(ep, segs, nsegs, u->match, UINT64_MAX,
-                                u->flags & PROTO_F_UNTAGGED ? FMX_MSG_UNTAGGED : 0, context))) {
-    rc = FMX_NO_RESOURCES; /* the handle stays valid */
-  } else {
-    *request = r;
-    *message = NULL;
-    proto_recv_claimed(ep, &r->m, u);
-  }
-  ep_unlock(ep);
-  return rc;
+  return recv_claimed(ep, segs, nsegs, message, context, 0, request);
 }
 
+/* Received into nothing, its completion forgotten: the data is dropped and
+ * a rendezvous sender gets its FIN. */
 API fmx_return_t fmx_mdiscard(fmx_endpoint_t ep, fmx_message_t *message) {
   if (!ep) return FMX_BAD_ENDPOINT;
-  ep_lock(ep);
-  struct unexp_msg *u = claimed_of(ep, message);
-  fmx_return_t rc = FMX_SUCCESS;
-  /* Received into nothing, its completion forgotten: the data is dropped
-   * and a rendezvous sender gets its FIN. */
-  struct fmx_request *r = u ? recv_req_new(ep, NULL, 0, u->match, UINT64_MAX,
-                                           u->flags & PROTO_F_UNTAGGED ? FMX_MSG_UNTAGGED : 0, NULL)
-                            : NULL;
-  if (!u) {
-    rc = FMX_BAD_REQUEST;
-  } else if (!r) {
-    rc = FMX_NO_RESOURCES;
-  } else {
-    r->flags |= REQ_F_FORGOTTEN;
-    *message = NULL;
-    proto_recv_claimed(ep, &r->m, u);
-  }
-  ep_unlock(ep);
-  return rc;
+  return recv_claimed(ep, NULL, 0, message, NULL, 1, NULL);
 }

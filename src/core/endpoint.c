@@ -74,21 +74,23 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
   return p && p->t.gen == gen ? p : NULL;
 }
 
+/* Whether an unexpected message of the list (linked by unexp_msg.all)
+ * comes from p. */
+static int unexp_from(const struct list_node *list, const struct partner *p) {
+  const struct list_node *pos;
+  for (pos = list->next; pos != list; pos = pos->next)
+    if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
+  return 0;
+}
+
 /* Whether anything of ours still points at the partner: a request (in
  * flight, or completed and not yet tested) or an unexpected message
  * (queued, or claimed by a matched probe). */
 static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
   for (uint32_t i = 0; i < ep->nreqs; i++)
     if (ep->reqs[i]->kind && (ep->reqs[i]->m.partner == p || ep->reqs[i]->m.from == p)) return 1;
-  struct list_node *pos;
-  for (int space = 0; space < 2; space++)
-    list_for_each(pos, &proto_mq(&ep->pe, space)->unexp_all) {
-      if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
-    }
-  list_for_each(pos, &ep->pe.claimed) {
-    if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
-  }
-  return 0;
+  return unexp_from(&ep->pe.mq.unexp_all, p) || unexp_from(&ep->pe.mqu.unexp_all, p) ||
+         unexp_from(&ep->pe.claimed, p);
 }
 
 /* Release what gone partners hold (links, descriptor, mapped regions)
