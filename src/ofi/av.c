@@ -59,7 +59,10 @@ static int hash_put(struct ofx_av *av, const struct ofx_name *n, size_t index) {
   return 0;
 }
 
-fi_addr_t ofx_av_reverse(struct ofx_av *av, uint64_t nic, uint32_t eid) {
+fi_addr_t ofx_av_reverse(struct ofx_av *av, fmx_endpoint_addr_t a) {
+  uint64_t nic;
+  uint32_t eid;
+  fmx_decompose_endpoint_addr(a, &nic, &eid);
   fi_addr_t found = FI_ADDR_NOTAVAIL;
   pthread_mutex_lock(&av->lock);
   if (av->hcap) {
@@ -211,6 +214,7 @@ static struct fi_ops_av av_ops = {
 };
 
 int ofx_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **out, void *context) {
+  (void)domain;
   if (!attr || (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE))
     return -FI_EINVAL;
   if (attr->flags & FI_EVENT) return -FI_ENOSYS; /* inserts complete at once */
@@ -218,8 +222,6 @@ int ofx_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
   struct ofx_av *av = calloc(1, sizeof *av);
   if (!av) return -FI_ENOMEM;
   pthread_mutex_init(&av->lock, NULL);
-  av->dom = (struct ofx_domain *)domain;
-  av->type = attr->type == FI_AV_UNSPEC ? FI_AV_TABLE : attr->type;
   av->av.fid.fclass = FI_CLASS_AV;
   av->av.fid.context = context;
   av->av.fid.ops = &av_fid_ops;

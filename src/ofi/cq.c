@@ -45,15 +45,15 @@ static void put_entry(enum fi_cq_format f, void *out, const struct fi_cq_tagged_
   }
 }
 
-void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_t src) {
+void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct ofx_av *av,
+                 const fmx_endpoint_addr_t *src) {
   pthread_mutex_lock(&cq->lock);
   if (cq->count == cq->cap) { /* grow: completions are never dropped */
     size_t cap = cq->cap ? 2 * cq->cap : 256;
     struct ofx_cqe *r = malloc(cap * sizeof *r);
     if (!r) { /* keep the oldest ones: the error list says so */
       pthread_mutex_unlock(&cq->lock);
-      struct fi_cq_err_entry err = {.op_context = e->op_context, .flags = e->flags, .err = FI_ENOMEM};
-      ofx_cq_push_err(cq, &err);
+      ofx_cq_push_err(cq, e, FI_ENOMEM, FMX_NO_SYSTEM_RESOURCES, 0);
       return;
     }
     for (size_t i = 0; i < cq->count; i++) r[i] = cq->ring[(cq->head + i) % cq->cap];
@@ -64,15 +64,18 @@ void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_
   }
   struct ofx_cqe *slot = &cq->ring[(cq->head + cq->count) % cq->cap];
   slot->e = *e;
-  slot->src = src;
+  slot->av = src ? av : NULL;
+  if (src) slot->src = *src;
   cq->count++;
   pthread_mutex_unlock(&cq->lock);
 }
 
-void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_err_entry *e) {
+void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, int err, int prov_errno, size_t olen) {
   struct ofx_err *x = calloc(1, sizeof *x);
   if (!x) return; /* nothing left to report it with */
-  x->e = *e;
+  x->e = (struct fi_cq_err_entry){.op_context = e->op_context, .flags = e->flags, .len = e->len, .buf = e->buf,
+                                  .data = e->data, .tag = e->tag, .olen = olen, .err = err,
+                                  .prov_errno = prov_errno};
   pthread_mutex_lock(&cq->lock);
   *cq->err_tail = x;
   cq->err_tail = &x->next;
@@ -90,7 +93,7 @@ static ssize_t take(struct ofx_cq *cq, void *buf, size_t count, fi_addr_t *src) 
   for (; n < count && cq->count; n++) {
     struct ofx_cqe *c = &cq->ring[cq->head];
     put_entry(cq->format, (char *)buf + n * es, &c->e);
-    if (src) src[n] = c->src;
+    if (src) src[n] = c->av ? ofx_av_reverse(c->av, c->src) : FI_ADDR_NOTAVAIL;
     cq->head = (cq->head + 1) % cq->cap;
     cq->count--;
   }
@@ -239,6 +242,7 @@ static struct fi_ops_cq cq_ops = {
 };
 
 int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **out, void *context) {
+  (void)domain;
   if (!attr) return -FI_EINVAL;
   if (attr->format > FI_CQ_FORMAT_TAGGED) return -FI_ENOSYS;
   if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC && attr->wait_obj != FI_WAIT_YIELD)
@@ -247,7 +251,6 @@ int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
   struct ofx_cq *cq = calloc(1, sizeof *cq);
   if (!cq) return -FI_ENOMEM;
   pthread_mutex_init(&cq->lock, NULL);
-  cq->dom = (struct ofx_domain *)domain;
   cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_TAGGED : attr->format;
   cq->err_tail = &cq->err;
   cq->cq.fid.fclass = FI_CLASS_CQ;

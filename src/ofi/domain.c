@@ -83,14 +83,9 @@ static struct fi_ops_domain domain_ops = {
 
 /* ---- memory registration: a key ---------------------------------------- */
 
-static int mr_close(struct fid *fid) {
-  free(fid);
-  return 0;
-}
-
 static struct fi_ops mr_fid_ops = {
     .size = sizeof(struct fi_ops),
-    .close = mr_close,
+    .close = ofx_close_free,
     .bind = ofx_no_bind,
     .control = ofx_no_control,
     .ops_open = ofx_no_ops_open,
@@ -154,7 +149,7 @@ int ofx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     free(d);
     return -ofx_errno(rc);
   }
-  d->fab = (struct ofx_fabric *)fabric;
+  (void)fabric;
   d->next_key = 1;
   d->domain.fid.fclass = FI_CLASS_DOMAIN;
   d->domain.fid.context = context;

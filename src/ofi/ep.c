@@ -2,8 +2,8 @@
 /* Endpoints: one fmx endpoint each (any free id, a random key, both in
  * its name), bound to an AV and to CQs; connections made on first use;
  * the operations' pool (every one in flight on the live list, which
- * fi_cancel searches and close frees); progress, which turns finished fmx requests into
- * completions; fi_cancel. */
+ * fi_cancel searches and close frees); progress, which turns finished
+ * fmx requests into completions; fi_cancel. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -73,28 +73,19 @@ void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st)
   int recv = (op->flags & FI_RECV) != 0;
   struct ofx_cq *cq = recv ? ep->rxcq : ep->txcq;
   if (cq && (op->report || st->code != FMX_SUCCESS)) {
-    uint64_t flags = op->flags | (recv && (st->flags & FMX_MSG_DATA) ? FI_REMOTE_CQ_DATA : 0);
-    size_t len = recv ? (size_t)st->xfer_length : 0;
-    if (st->code == FMX_SUCCESS) {
-      struct fi_cq_tagged_entry e = {.op_context = op->context, .flags = flags, .len = len,
-                                     .buf = recv ? op->buf : NULL, .data = recv ? st->data : 0,
-                                     .tag = recv ? st->match_info : 0};
-      fi_addr_t src = FI_ADDR_NOTAVAIL;
-      if (recv && ep->av) {
-        uint64_t nic;
-        uint32_t eid;
-        fmx_decompose_endpoint_addr(st->source, &nic, &eid);
-        src = ofx_av_reverse(ep->av, nic, eid);
-      }
-      ofx_cq_push(cq, &e, src);
-    } else {
-      struct fi_cq_err_entry e = {.op_context = op->context, .flags = flags, .len = len,
-                                  .buf = recv ? op->buf : NULL, .data = recv ? st->data : 0,
-                                  .tag = recv ? st->match_info : 0, .err = ofx_errno(st->code),
-                                  .prov_errno = (int)st->code};
-      if (st->code == FMX_MESSAGE_TRUNCATED) e.olen = (size_t)(st->msg_length - st->xfer_length);
-      ofx_cq_push_err(cq, &e);
+    struct fi_cq_tagged_entry e = {.op_context = op->context, .flags = op->flags};
+    if (recv) {
+      e.flags |= st->flags & FMX_MSG_DATA ? FI_REMOTE_CQ_DATA : 0;
+      e.len = (size_t)st->xfer_length;
+      e.buf = op->buf;
+      e.data = st->data;
+      e.tag = st->match_info;
     }
+    if (st->code == FMX_SUCCESS)
+      ofx_cq_push(cq, &e, ep->av, recv ? &st->source : NULL);
+    else
+      ofx_cq_push_err(cq, &e, ofx_errno(st->code), (int)st->code,
+                      st->code == FMX_MESSAGE_TRUNCATED ? (size_t)(st->msg_length - st->xfer_length) : 0);
   }
   ofx_op_put(ep, op);
 }
@@ -115,8 +106,8 @@ int ofx_ep_progress(struct ofx_ep *ep) {
 /* ---- addresses --------------------------------------------------------- */
 
 int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
-  if (addr < ep->nconn && ep->conn_ok[addr]) {
-    *out = ep->conn[addr];
+  if (addr < ep->nconn && ep->conn[addr].ok) {
+    *out = ep->conn[addr].addr;
     return 0;
   }
   struct ofx_name n;
@@ -124,20 +115,17 @@ int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
   if (addr >= ep->nconn) {
     size_t cap = ep->nconn ? ep->nconn : 64;
     while (cap <= addr) cap *= 2;
-    fmx_endpoint_addr_t *c = realloc(ep->conn, cap * sizeof *c);
+    struct ofx_conn *c = realloc(ep->conn, cap * sizeof *c);
     if (!c) return -FI_ENOMEM;
+    memset(c + ep->nconn, 0, (cap - ep->nconn) * sizeof *c);
     ep->conn = c;
-    uint8_t *ok = realloc(ep->conn_ok, cap);
-    if (!ok) return -FI_ENOMEM;
-    memset(ok + ep->nconn, 0, cap - ep->nconn);
-    ep->conn_ok = ok;
     ep->nconn = cap;
   }
   /* The peer's watcher thread answers: no progress of its is needed. */
-  fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.eid, n.key, 10000, &ep->conn[addr]);
+  fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.eid, n.key, 10000, &ep->conn[addr].addr);
   if (rc != FMX_SUCCESS) return -ofx_errno(rc);
-  ep->conn_ok[addr] = 1;
-  *out = ep->conn[addr];
+  ep->conn[addr].ok = 1;
+  *out = ep->conn[addr].addr;
   return 0;
 }
 
@@ -164,7 +152,6 @@ static int ep_close(struct fid *fid) {
     free(c);
   }
   free(ep->conn);
-  free(ep->conn_ok);
   pthread_mutex_destroy(&ep->lock);
   free(ep);
   return 0;
@@ -376,7 +363,6 @@ int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     return -ofx_errno(rc);
   }
   pthread_mutex_init(&ep->lock, NULL);
-  ep->dom = (struct ofx_domain *)domain;
   ep->caps = info->caps ? info->caps : OFX_CAPS;
   ep->tx_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags : 0;

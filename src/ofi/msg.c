@@ -92,12 +92,10 @@ static ssize_t peek(struct ofx_ep *ep, const fmx_endpoint_addr_t *from, uint64_t
     free(c);
     return -ofx_errno(r);
   }
-  uint64_t cflags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+  struct fi_cq_tagged_entry e = {.op_context = context, .flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG)};
   if (!found) {
     free(c);
-    struct fi_cq_err_entry e = {.op_context = context, .flags = cflags, .err = FI_ENOMSG,
-                                .prov_errno = FMX_SUCCESS};
-    ofx_cq_push_err(ep->rxcq, &e);
+    ofx_cq_push_err(ep->rxcq, &e, FI_ENOMSG, FMX_SUCCESS, 0);
     return 0;
   }
   if (flags & FI_CLAIM) {
@@ -108,13 +106,11 @@ static ssize_t peek(struct ofx_ep *ep, const fmx_endpoint_addr_t *from, uint64_t
   } else if (flags & FI_DISCARD) {
     fmx_mdiscard(ep->fx, &msg);
   }
-  if (st.flags & FMX_MSG_DATA) cflags |= FI_REMOTE_CQ_DATA;
-  struct fi_cq_tagged_entry e = {.op_context = context, .flags = cflags, .len = (size_t)st.msg_length,
-                                 .data = st.data, .tag = st.match_info};
-  uint64_t nic;
-  uint32_t eid;
-  fmx_decompose_endpoint_addr(st.source, &nic, &eid);
-  ofx_cq_push(ep->rxcq, &e, ep->av ? ofx_av_reverse(ep->av, nic, eid) : FI_ADDR_NOTAVAIL);
+  e.flags |= st.flags & FMX_MSG_DATA ? FI_REMOTE_CQ_DATA : 0;
+  e.len = (size_t)st.msg_length;
+  e.data = st.data;
+  e.tag = st.match_info;
+  ofx_cq_push(ep->rxcq, &e, ep->av, &st.source);
   return 0;
 }
 
@@ -132,7 +128,7 @@ static ssize_t claim(struct ofx_ep *ep, const struct iovec *iov, size_t count, u
     *pc = c->next;
     free(c);
     struct fi_cq_tagged_entry e = {.op_context = context, .flags = cflags};
-    if (ep->rxcq) ofx_cq_push(ep->rxcq, &e, FI_ADDR_NOTAVAIL);
+    if (ep->rxcq) ofx_cq_push(ep->rxcq, &e, NULL, NULL);
     return 0;
   }
   struct ofx_op *op = ofx_op_get(ep);

@@ -8,8 +8,8 @@
  * fmx_test_any hands back. Folder-internal header.
  *
  * Locks: an endpoint's mutex covers its fmx calls and its bookkeeping
- * (operations, connections, claimed messages); a CQ's covers its ring.
- * Order: endpoint, then CQ, never the other way.
+ * (operations, connections, claimed messages); a CQ's covers its ring;
+ * an AV's its names. Order: endpoint, then CQ, then AV (a leaf).
  */
 #ifndef FMX_OFI_INT_H
 #define FMX_OFI_INT_H
@@ -51,14 +51,11 @@ struct ofx_fabric {
 
 struct ofx_domain {
   struct fid_domain domain;
-  struct ofx_fabric *fab;
   uint64_t next_key; /* fi_mr_reg's keys */
 };
 
 struct ofx_av {
   struct fid_av av;
-  struct ofx_domain *dom;
-  enum fi_av_type type;
   pthread_mutex_t lock;
   struct ofx_name *names; /* fi_addr_t is the index */
   uint8_t *live;
@@ -68,10 +65,12 @@ struct ofx_av {
   size_t hcap;
 };
 
-/* One completion as the queue keeps it. */
+/* One completion as the queue keeps it: its source as fmx gave it, made
+ * an fi_addr_t only for fi_cq_readfrom (av NULL: none). */
 struct ofx_cqe {
   struct fi_cq_tagged_entry e;
-  fi_addr_t src;
+  struct ofx_av *av;
+  fmx_endpoint_addr_t src;
 };
 
 struct ofx_err {
@@ -83,7 +82,6 @@ struct ofx_err {
 
 struct ofx_cq {
   struct fid_cq cq;
-  struct ofx_domain *dom;
   enum fi_cq_format format;
   pthread_mutex_t lock;
   struct ofx_cqe *ring;
@@ -106,6 +104,12 @@ struct ofx_op {
   uint8_t inject[OFX_INJECT];
 };
 
+/* An endpoint's connection to an AV entry, made on first use. */
+struct ofx_conn {
+  fmx_endpoint_addr_t addr;
+  int ok;
+};
+
 /* A message claimed by FI_PEEK|FI_CLAIM, found again by its context. */
 struct ofx_claim {
   struct ofx_claim *next;
@@ -115,7 +119,6 @@ struct ofx_claim {
 
 struct ofx_ep {
   struct fid_ep ep;
-  struct ofx_domain *dom;
   uint64_t caps;
   uint64_t tx_flags, rx_flags; /* FI_GETOPSFLAG/FI_SETOPSFLAG */
   fmx_endpoint_t fx;
@@ -126,8 +129,7 @@ struct ofx_ep {
   int tx_selective, rx_selective;
   size_t min_multi_recv;
   pthread_mutex_t lock;
-  fmx_endpoint_addr_t *conn; /* per fi_addr, valid where conn_ok */
-  uint8_t *conn_ok;
+  struct ofx_conn *conn; /* per fi_addr */
   size_t nconn;
   struct ofx_op *free_ops;
   struct ofx_op live; /* operations in flight: fi_cancel's, and close's to free */
@@ -144,15 +146,19 @@ int ofx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 int ofx_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
 /* The name at fi_addr into *out: 1, or 0 (unknown, removed). */
 int ofx_av_name(struct ofx_av *av, fi_addr_t addr, struct ofx_name *out);
-/* The fi_addr of (nic, eid), or FI_ADDR_NOTAVAIL. */
-fi_addr_t ofx_av_reverse(struct ofx_av *av, uint64_t nic, uint32_t eid);
+/* The fi_addr of the peer at fmx address a, or FI_ADDR_NOTAVAIL. */
+fi_addr_t ofx_av_reverse(struct ofx_av *av, fmx_endpoint_addr_t a);
 /* cq.c */
 int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 int ofx_cq_bind_ep(struct ofx_cq *cq, struct ofx_ep *ep);
 void ofx_cq_unbind_ep(struct ofx_cq *cq, struct ofx_ep *ep);
-/* A completion (the endpoint's lock held). */
-void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_t src);
-void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_err_entry *e);
+/* A completion (the endpoint's lock held), from src as av knows it (av
+ * NULL: no source). */
+void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct ofx_av *av,
+                 const fmx_endpoint_addr_t *src);
+/* An error completion: e's fields, err (positive FI_E*), the fmx code,
+ * the bytes cut off (FI_ETRUNC). */
+void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, int err, int prov_errno, size_t olen);
 /* ep.c */
 int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /* Reap what the endpoint's fmx requests finished into their queues; the
@@ -174,7 +180,8 @@ extern struct fi_ops_msg ofx_msg_ops;
 extern struct fi_ops_tagged ofx_tagged_ops;
 /* What an fmx code is as a libfabric error (positive FI_E*). */
 int ofx_errno(fmx_return_t code);
-/* stubs.c: calls fmx does not offer */
+/* stubs.c: calls fmx does not offer; close for what owns nothing but itself */
+int ofx_close_free(struct fid *fid);
 int ofx_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int ofx_no_control(struct fid *fid, int command, void *arg);
 int ofx_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);

@@ -137,11 +137,6 @@ struct ofx_eq {
   struct fid_eq eq;
 };
 
-static int eq_close(struct fid *fid) {
-  free(fid);
-  return 0;
-}
-
 static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, uint64_t flags) {
   (void)eq, (void)event, (void)buf, (void)len, (void)flags;
   return -FI_EAGAIN;
@@ -169,7 +164,7 @@ static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *er
 
 static struct fi_ops eq_fid_ops = {
     .size = sizeof(struct fi_ops),
-    .close = eq_close,
+    .close = ofx_close_free,
     .bind = ofx_no_bind,
     .control = ofx_no_control,
     .ops_open = ofx_no_ops_open,
@@ -198,14 +193,9 @@ static int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fi
 
 /* ---- the fabric -------------------------------------------------------- */
 
-static int fabric_close(struct fid *fid) {
-  free(fid);
-  return 0;
-}
-
 static struct fi_ops fabric_fid_ops = {
     .size = sizeof(struct fi_ops),
-    .close = fabric_close,
+    .close = ofx_close_free,
     .bind = ofx_no_bind,
     .control = ofx_no_control,
     .ops_open = ofx_no_ops_open,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Endpoint helpers of the unit tests (with check.h): open one, its id,
- * wait for a request that must complete. */
+ * connect to one, wait for a request that must complete. */
 #ifndef FMX_TESTS_EPS_H
 #define FMX_TESTS_EPS_H
 
@@ -17,6 +17,13 @@ static inline uint32_t eid_of(fmx_endpoint_t ep) {
   uint32_t e;
   CHECK_EQ(fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &e, sizeof e), FMX_SUCCESS);
   return e;
+}
+
+/* from's address of to, which was opened with key. */
+static inline fmx_endpoint_addr_t connect_to(fmx_endpoint_t from, fmx_endpoint_t to, uint32_t key) {
+  fmx_endpoint_addr_t a;
+  CHECK_EQ(fmx_connect(from, FMX_ANY_NIC, eid_of(to), key, 1000, &a), FMX_SUCCESS);
+  return a;
 }
 
 /* Wait for r on ep; it must complete (within 20 s). */

@@ -190,10 +190,10 @@ int main(void) {
   r = open_ep(FMX_ANY_ENDPOINT, 41);
   a = open_ep(FMX_ANY_ENDPOINT, 42);
   b = open_ep(FMX_ANY_ENDPOINT, 43);
-  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eid_of(r), 41, 1000, &a_to_r), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(r), 41, 1000, &b_to_r), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(r, FMX_ANY_NIC, eid_of(a), 42, 1000, &r_to_a), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(r, FMX_ANY_NIC, eid_of(b), 43, 1000, &r_to_b), FMX_SUCCESS);
+  a_to_r = connect_to(a, r, 41);
+  b_to_r = connect_to(b, r, 41);
+  r_to_a = connect_to(r, a, 42);
+  r_to_b = connect_to(r, b, 43);
   test_data();
   test_untagged();
   test_directed();

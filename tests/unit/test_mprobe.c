@@ -195,10 +195,10 @@ int main(void) {
   r = open_ep(FMX_ANY_ENDPOINT, 51);
   a = open_ep(FMX_ANY_ENDPOINT, 52);
   b = open_ep(FMX_ANY_ENDPOINT, 53);
-  CHECK_EQ(fmx_connect(a, FMX_ANY_NIC, eid_of(r), 51, 1000, &a_to_r), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(r), 51, 1000, &b_to_r), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(r, FMX_ANY_NIC, eid_of(a), 52, 1000, &r_to_a), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(r, FMX_ANY_NIC, eid_of(b), 53, 1000, &r_to_b), FMX_SUCCESS);
+  a_to_r = connect_to(a, r, 51);
+  b_to_r = connect_to(b, r, 51);
+  r_to_a = connect_to(r, a, 52);
+  r_to_b = connect_to(r, b, 53);
   test_claim_recv();
   test_discard();
   test_probe_forms();
