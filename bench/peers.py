@@ -395,13 +395,13 @@ class OpenMPIOfi(OpenMPI):
 class FmxFi(OpenMPIOfi):
     def __init__(self, ctx):
         super().__init__(ctx, "ompi-ofi-fmx", "Open MPI, ofi MTL, fmx libfabric provider",
-                         "fmx", prov_path=ctx["build"])
+                         "fmx", prov_path=os.path.join(ctx["build"], "ofi"))
         self.peer = False
 
     def prepare(self):
-        lib = os.path.join(self.ctx["build"], "libfmx-fi.so")
+        lib = os.path.join(self.prov_path, "libfmx-fi.so")
         if not os.path.exists(lib):
-            return ("skipped", "fmx's libfabric provider is not built yet (%s missing; a later issue)" % lib)
+            return ("skipped", "fmx's libfabric provider is not built (%s missing: no libfabric-dev)" % lib)
         return super().prepare()
 
 
