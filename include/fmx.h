@@ -78,6 +78,8 @@ typedef enum fmx_return {
   FMX_MESSAGE_TRUNCATED = 95,
   FMX_NO_SYSTEM_RESOURCES = 97,
   FMX_NOT_IMPLEMENTED = 99,
+  FMX_REGION_NOT_FOUND = 100,    /* no live region of that cookie at that endpoint */
+  FMX_REGION_OUT_OF_RANGE = 101, /* offset + length past the region's end */
 } fmx_return_t;
 
 typedef struct fmx_endpoint *fmx_endpoint_t;
@@ -381,6 +383,41 @@ fmx_return_t fmx_set_request_timeout(fmx_endpoint_t endpoint, fmx_request_t requ
  * before fmx_init. */
 fmx_return_t fmx_mem_alloc(size_t len, void **ptr);
 fmx_return_t fmx_mem_free(void *ptr);
+
+/* Declared regions (KNEM's cookies, docs/regions.md). fmx_region_create
+ * declares segs (at most FMX_MAX_SEGMENTS; 0-byte ones are dropped) on
+ * the endpoint with access FMX_REGION_READ, FMX_REGION_WRITE or both, and
+ * gives a random 64-bit cookie, never 0. Hand the cookie to a peer of this
+ * host (in a message): holding it and connected to this endpoint, it may
+ * read or write [offset, offset + length) of the region, seen as the
+ * concatenation of its segments. The owner's endpoint must make progress
+ * (any fmx call on it) for a request to be answered; the bytes are then
+ * copied once, by the engines: a mapping when the region lies in one
+ * fmx_mem_alloc region, CMA otherwise. fmx_region_destroy revokes the
+ * cookie (only the endpoint that made it can); copies already granted
+ * finish on the memory, which the owner must keep until they complete.
+ * Closing the endpoint destroys its regions. */
+#define FMX_REGION_READ 0x1u
+#define FMX_REGION_WRITE 0x2u
+fmx_return_t fmx_region_create(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs, uint32_t access,
+                               uint64_t *cookie);
+fmx_return_t fmx_region_destroy(fmx_endpoint_t endpoint, uint64_t cookie);
+/* Read the owner's region into segs (iread), or write segs into it
+ * (iwrite); the length is the sum of segs. The request completes with
+ * FMX_SUCCESS and xfer_length bytes moved, or with an error and nothing
+ * read or written: FMX_REGION_NOT_FOUND (a wrong or destroyed cookie, a
+ * cookie of another endpoint), FMX_ACCESS_DENIED (the region lacks that
+ * access), FMX_REGION_OUT_OF_RANGE, FMX_REMOTE_ENDPOINT_CLOSED or
+ * _UNREACHABLE (the owner went away). Not cancellable. fmx_region_read and
+ * fmx_region_write wait for it (status may be NULL) and return its code. */
+fmx_return_t fmx_region_iread(fmx_endpoint_t endpoint, fmx_endpoint_addr_t owner, uint64_t cookie, uint64_t offset,
+                              const fmx_seg_t *segs, uint32_t nsegs, void *context, fmx_request_t *request);
+fmx_return_t fmx_region_iwrite(fmx_endpoint_t endpoint, fmx_endpoint_addr_t owner, uint64_t cookie, uint64_t offset,
+                               const fmx_seg_t *segs, uint32_t nsegs, void *context, fmx_request_t *request);
+fmx_return_t fmx_region_read(fmx_endpoint_t endpoint, fmx_endpoint_addr_t owner, uint64_t cookie, uint64_t offset,
+                             const fmx_seg_t *segs, uint32_t nsegs, fmx_status_t *status);
+fmx_return_t fmx_region_write(fmx_endpoint_t endpoint, fmx_endpoint_addr_t owner, uint64_t cookie, uint64_t offset,
+                              const fmx_seg_t *segs, uint32_t nsegs, fmx_status_t *status);
 
 /* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
  * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS). */

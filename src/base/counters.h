@@ -37,6 +37,9 @@
   X(RECV_MEDIUM, "eager messages received in fragments")                    \
   X(XMEM_RECV, "large receives copied straight from a peer's fmx_mem_alloc memory, mapped here") \
   X(XMEM_SEND_BYTES, "bytes this side copied straight into a peer's mapped fmx_mem_alloc memory (coop)") \
+  X(RMA_READ, "region reads answered (this endpoint owns the region)")      \
+  X(RMA_WRITE, "region writes taken (this endpoint owns the region)")       \
+  X(RMA_REFUSED, "region accesses refused (cookie, access, range)")         \
   X(XMEM_UNMAPPED, "fmx_mem_alloc regions a peer announced that could not be mapped here") \
   X(NOMEM_ABORTS, "connections given up for lack of memory for a record that had to be kept") \
   X(PEER_ABORTS, "connections a peer gave up (it lacked memory)")

@@ -44,6 +44,8 @@ API const char *fmx_strerror(fmx_return_t code) {
     case FMX_MESSAGE_TRUNCATED: return "Message truncated";
     case FMX_NO_SYSTEM_RESOURCES: return "No system resources";
     case FMX_NOT_IMPLEMENTED: return "Not implemented";
+    case FMX_REGION_NOT_FOUND: return "Region not found";
+    case FMX_REGION_OUT_OF_RANGE: return "Region access out of range";
   }
   return "Unknown error code";
 }

@@ -24,6 +24,23 @@ static void unwatch(struct fmx_endpoint *ep, struct proto_msg *m) { progress_unw
 static void defer(struct fmx_endpoint *ep, struct proto_msg *m) { progress_defer(ep, req_of(m)); }
 static void send_cts(struct fmx_endpoint *ep, struct proto_msg *m) { progress_send_cts(ep, req_of(m)); }
 
+static struct proto_msg *internal(struct fmx_endpoint *ep, struct partner *p, int send, const fmx_seg_t *segs,
+                                  uint32_t nseg) {
+  struct fmx_request *r = req_alloc(ep, send ? REQ_SEND : REQ_RECV);
+  if (!r) return NULL;
+  if (req_set_segs(r, segs, nseg) < 0) {
+    req_free(ep, r);
+    return NULL;
+  }
+  if (r->deadline_ns) { /* it ends with its peer, never by a timer */
+    r->deadline_ns = 0;
+    ep->ntimed--;
+  }
+  r->flags |= REQ_F_FORGOTTEN;
+  r->m.partner = p;
+  return &r->m;
+}
+
 const struct proto_core core_for_proto = {
     .complete = complete,
     .release = release,
@@ -34,4 +51,5 @@ const struct proto_core core_for_proto = {
     .send_cts = send_cts,
     .peer_fail = ep_partner_fail,
     .peer_down = ep_partner_down,
+    .internal = internal,
 };

@@ -26,6 +26,7 @@ void proto_ep_fini(struct proto_ep *pe) {
       proto_unexp_free(u);
     }
   }
+  region_table_fini(&pe->regions);
   while (!list_empty(&pe->claimed)) {
     struct unexp_msg *u = list_entry(pe->claimed.next, struct unexp_msg, all);
     list_del(&u->all);

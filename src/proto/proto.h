@@ -25,6 +25,7 @@
 #include "fmx.h"
 #include "platform/copy.h"
 #include "proto/match.h"
+#include "region/cookie.h"
 #include "region/region.h"
 #include "transport/record.h"
 #include "transport/transport.h"
@@ -40,6 +41,9 @@ enum msg_state { MSG_PENDING = 0, MSG_MATCHED, MSG_DONE };
 #define MSG_F_DEFERRED 0x04 /* matched, to be handed to an offload channel (core/progress.c) */
 #define MSG_F_DATA 0x08     /* a send carrying imm (PROTO_F_DATA) */
 #define MSG_F_UNTAGGED 0x10 /* untagged: a send in that space, a receive taking only from it */
+#define MSG_F_REGION 0x20   /* a region access (rma.c): a write (send: RPUT), a read (receive: RGET), or the
+                               owner's side of one; match = cookie, imm = offset (RPUT), the reader's id (RGRANT) */
+#define MSG_F_GRANT 0x40    /* with MSG_F_REGION, a send: the owner's answer to a read (RGRANT) */
 
 /* A record waiting for room in a ring: a send's message (ctl 0, msg the
  * send), or a control record, either a receive's CTS or FIN kept in that
@@ -138,6 +142,7 @@ struct proto_ep {
   struct match_queues mq;  /* tagged */
   struct match_queues mqu; /* untagged (no context ids: match 0, mask 0) */
   struct list_node claimed; /* unexpected messages a matched probe took (unexp_msg.all) */
+  struct region_table regions; /* regions this endpoint declared (fmx_region_create) */
 };
 
 /* The match queues of a space: untagged (a record's PROTO_F_UNTAGGED, a
@@ -174,6 +179,11 @@ struct proto_core {
    * down does not. */
   void (*peer_fail)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
   void (*peer_down)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+  /* A message of the protocol's own with p over segs (copied): a send
+   * or a receive whose completion nobody sees (the owner's side of a
+   * region access); NULL without memory. */
+  struct proto_msg *(*internal)(struct fmx_endpoint *ep, struct partner *p, int send, const fmx_seg_t *segs,
+                                uint32_t nseg);
 };
 void proto_init(const struct proto_core *core);
 
@@ -194,6 +204,10 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *m);
  * when it must take proto_send_start. */
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
                    uint64_t match, unsigned hflags, uint64_t imm);
+/* Start a region read (rma.c): m, a receive not posted, with its partner,
+ * segments, match = cookie and imm = offset set, asks the owner. A region
+ * write is a send with MSG_F_REGION (proto_send_start). */
+void proto_rma_read(struct fmx_endpoint *ep, struct proto_msg *m);
 /* Post a receive: take an unexpected message or queue it. */
 void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *m);
 /* Probe: the first unexpected message that fits (info, mask) in the

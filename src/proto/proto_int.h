@@ -58,5 +58,15 @@ void rndv_recv_refuse(struct fmx_endpoint *ep, struct proto_msg *m, struct partn
                       fmx_return_t code);
 void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+/* A peer's code in a FIN or RGRANT, as one of ours (anything else:
+ * FMX_MESSAGE_ABORTED). */
+fmx_return_t rndv_peer_code(uint64_t code);
+
+/* rma.c: the owner's side of region accesses, and the reader's grant */
+void rma_on_get(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+void rma_on_put(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
+                const void *payload);
+void rma_on_grant(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
+                  const void *payload);
 
 #endif

@@ -108,9 +108,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
       return;
     }
     case PROTO_RTS: {
-      if (h->nseg > FMX_MAX_SEGMENTS ||
-          h->len != (h->nseg + (h->flags & PROTO_F_XMEM ? 2u : 0u)) * sizeof(struct proto_seg))
-        goto bad;
+      if (!record_rts_len_ok(h)) goto bad;
       struct proto_msg *r = match_take_posted(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p);
       if (!r) {
         queue_unexpected(ep, p, lane, h, payload);
@@ -135,6 +133,15 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
       return;
     case PROTO_FRAG:
       medium_next(ep, p, lane, h, payload);
+      return;
+    case PROTO_RGET:
+      if (h->len) goto bad;
+      rma_on_get(ep, p, h);
+      return;
+    case PROTO_RPUT:
+    case PROTO_RGRANT:
+      if (!record_rts_len_ok(h) || (h->type == PROTO_RGRANT && (h->flags & PROTO_F_ERROR) && h->len)) goto bad;
+      (h->type == PROTO_RPUT ? rma_on_put : rma_on_grant)(ep, p, lane, h, payload);
       return;
     case PROTO_CLOSE:
       log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", transport_ep(ep)->eid,

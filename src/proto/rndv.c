@@ -161,6 +161,14 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
   proto_up->send_cts(ep, s); /* a channel may push for a sender that computes */
 }
 
+fmx_return_t rndv_peer_code(uint64_t code) {
+  /* A peer may say anything. */
+  if (code == FMX_SUCCESS || (code > FMX_NOT_IMPLEMENTED && code != FMX_REGION_NOT_FOUND &&
+                              code != FMX_REGION_OUT_OF_RANGE))
+    return FMX_MESSAGE_ABORTED;
+  return (fmx_return_t)code;
+}
+
 void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) {
   struct proto_msg *s = proto_up->lookup(ep, h->sreq, 1);
   if (!s || s->partner != p || !(s->flags & MSG_F_RNDV)) {
@@ -169,9 +177,7 @@ void rndv_on_fin(struct fmx_endpoint *ep, struct partner *p, const struct proto_
   }
   s->status.xfer_length = h->msg_len < s->len ? h->msg_len : s->len;
   if (h->flags & PROTO_F_ERROR) {
-    fmx_return_t code = (fmx_return_t)h->match;
-    if (code == FMX_SUCCESS || code > FMX_NOT_IMPLEMENTED) code = FMX_MESSAGE_ABORTED; /* a peer says anything */
-    proto_up->complete(ep, s, code);
+    proto_up->complete(ep, s, rndv_peer_code(h->match));
     return;
   }
   proto_up->complete(ep, s, FMX_SUCCESS);

@@ -92,7 +92,7 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
   } else {
     if (r && o->hdr.type == PROTO_EAGER) {
       n = iov_of(r->segs, r->nseg, iov);
-    } else if (r && o->hdr.type == PROTO_RTS) {
+    } else if (r && record_rts_shaped(o->hdr.type)) {
       for (uint32_t i = 0; i < r->nseg; i++)
         segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
       if (o->hdr.flags & PROTO_F_XMEM) region_to_wire(&r->xref, segs + r->nseg);
@@ -237,7 +237,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   o->hdr.msg_len = r->len;
   list_add_tail(&pp->msgs, &r->pnode);
   uint64_t frag = frag_size(p, pp);
-  int eager = !(r->flags & MSG_F_SYNC) && r->len <= eager_max(proto_ep(ep), p, pp, frag);
+  int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag);
   /* A rendezvous from fmx_mem_alloc memory announces its region, so the
    * receiver may map it (region/region.h). A message longer than one fragment
    * from it goes rendezvous: the receiver copies it once, where the medium
@@ -264,7 +264,10 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
     proto_up->watch(ep, r); /* channel 0 may take the CTS while the application computes */
   }
   if (r->flags & MSG_F_UNTAGGED) o->hdr.flags |= PROTO_F_UNTAGGED;
-  if (r->flags & MSG_F_DATA) {
+  if (r->flags & MSG_F_REGION) { /* rma.c: a write to a region, or the answer to a read */
+    o->hdr.type = r->flags & MSG_F_GRANT ? PROTO_RGRANT : PROTO_RPUT;
+    o->hdr.rreq = r->imm;
+  } else if (r->flags & MSG_F_DATA) {
     o->hdr.flags |= PROTO_F_DATA;
     o->hdr.rreq = r->imm;
   }

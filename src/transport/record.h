@@ -30,6 +30,16 @@
  *   FIN    receiver -> sender: sreq, msg_len = bytes taken; match = status
  *          code when flags & PROTO_F_ERROR.
  *   CLOSE  the sender closed its endpoint.
+ *   RGET   a region read (proto/rma.c), reader -> owner: match = cookie,
+ *          msg_len = bytes, sreq = the reader's request, rreq = offset.
+ *   RPUT   a region write, writer -> owner, shaped as an RTS (segments,
+ *          PROTO_F_XMEM): match = cookie, rreq = offset, sreq = the
+ *          writer's request. The owner takes it as a receive into the
+ *          region's slice, or refuses with an error FIN (match = code).
+ *   RGRANT owner -> reader, the answer to RGET, shaped as an RTS: the
+ *          slice's segments, sreq = the owner's send of them, rreq = the
+ *          reader's request; the reader pulls and FINs as a receiver.
+ *          flags & PROTO_F_ERROR: refused, match = code, no payload.
  *   PAD    filler to the end of a ring.
  */
 #ifndef FMX_TRANSPORT_RECORD_H
@@ -49,6 +59,9 @@ enum proto_type {
   PROTO_FIN = 4,
   PROTO_CLOSE = 5,
   PROTO_FRAG = 6,
+  PROTO_RGET = 7,
+  PROTO_RPUT = 8,
+  PROTO_RGRANT = 9,
   PROTO_TYPE_MAX
 };
 
@@ -75,6 +88,17 @@ struct proto_hdr {
   uint64_t rreq;    /* 32: receiver request id */
 };
 _Static_assert(sizeof(struct proto_hdr) == 40, "record header layout is shared");
+
+/* Records that carry a sender's segments (RTS and the region ones shaped
+ * like it): their payload is nseg segments, and a region after them with
+ * PROTO_F_XMEM. */
+static inline int record_rts_shaped(unsigned type) {
+  return type == PROTO_RTS || type == PROTO_RPUT || type == PROTO_RGRANT;
+}
+static inline int record_rts_len_ok(const struct proto_hdr *h) {
+  return h->nseg <= FMX_MAX_SEGMENTS &&
+         h->len == (h->nseg + (h->flags & PROTO_F_XMEM ? 2u : 0u)) * sizeof(struct proto_seg);
+}
 
 /* struct proto_seg, a segment as the records carry it: region/region.h. */
 

@@ -4,6 +4,8 @@
 #ifndef FMX_TESTS_EPS_H
 #define FMX_TESTS_EPS_H
 
+#include <string.h>
+
 #include "check.h"
 #include "fmx.h"
 
@@ -24,6 +26,22 @@ static inline fmx_endpoint_addr_t connect_to(fmx_endpoint_t from, fmx_endpoint_t
   fmx_endpoint_addr_t a;
   CHECK_EQ(fmx_connect(from, FMX_ANY_NIC, eid_of(to), key, 1000, &a), FMX_SUCCESS);
   return a;
+}
+
+/* The counter of e labelled `label` (fmx_counters' text), UINT64_MAX when
+ * there is none. */
+static inline uint64_t counter_of(fmx_endpoint_t e, const char *label) {
+  uint32_t n = 0;
+  fmx_get_info(e, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n);
+  uint64_t v[128] = {0}, r = UINT64_MAX;
+  if (n > 128) n = 128;
+  fmx_get_info(e, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v));
+  for (uint32_t k = 0; k < n; k++) {
+    char l[128] = "";
+    fmx_get_info(e, FMX_INFO_COUNTER_LABEL, &k, sizeof k, l, sizeof l);
+    if (!strcmp(l, label)) r = v[k];
+  }
+  return r;
 }
 
 /* Wait for r on ep; it must complete (within 20 s). */

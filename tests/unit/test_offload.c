@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "base/config.h"
+#include "eps.h"
 #include "fmx.h"
 
 #define MSGS 24
@@ -96,20 +97,6 @@ static void close_pair(void) {
   CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
 }
 
-static uint64_t counter(fmx_endpoint_t e, const char *label) {
-  uint32_t n = 0;
-  fmx_get_info(e, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n);
-  uint64_t v[128] = {0}, r = UINT64_MAX;
-  if (n > 128) n = 128;
-  fmx_get_info(e, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v));
-  for (uint32_t k = 0; k < n; k++) {
-    char l[128] = "";
-    fmx_get_info(e, FMX_INFO_COUNTER_LABEL, &k, sizeof k, l, sizeof l);
-    if (!strcmp(l, label)) r = v[k];
-  }
-  return r;
-}
-
 /* A 16 MiB message: the sender's bytes (pattern `seed`), the receiver's
  * zeroed buffer. */
 struct big {
@@ -175,8 +162,8 @@ static void channel_matches_while_computing(void) {
   pthread_t t;
   pthread_create(&t, NULL, send_one, &m.ss);
   compute_then_find_done(b, &rr);
-  CHECK_EQ(counter(b, OFFLOADED), 1);
-  CHECK_EQ(counter(b, "bytes offload channels copied"), m.len);
+  CHECK_EQ(counter_of(b, OFFLOADED), 1);
+  CHECK_EQ(counter_of(b, "bytes offload channels copied"), m.len);
   pthread_join(t, NULL);
   big_check_free(&m);
   close_pair();
@@ -222,8 +209,8 @@ static void channel_sends_while_computing(void) {
   test_until_done(b, &rr);
   pthread_join(t, NULL);
   big_check_free(&m);
-  CHECK_EQ(counter(a, OFFLOADED), 1);
-  CHECK(counter(a, "bytes offload channels copied") > 0);
+  CHECK_EQ(counter_of(a, OFFLOADED), 1);
+  CHECK(counter_of(a, "bytes offload channels copied") > 0);
   close_pair();
   config_set("FMX_CMA", "1", "environment");
 }
@@ -247,7 +234,7 @@ static void close_mid_transfer(void) {
   uint64_t off = 0;
   for (int i = 0; i < 2000 && !off; i++) {
     CHECK_EQ(fmx_test(b, &rr, &st, &res), FMX_SUCCESS);
-    off = counter(b, OFFLOADED);
+    off = counter_of(b, OFFLOADED);
   }
   CHECK_EQ(off, 1);
   CHECK_EQ(res, 0); /* 64 MiB in 4 KiB steps: still moving */
