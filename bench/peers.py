@@ -393,15 +393,24 @@ class OpenMPIOfi(OpenMPI):
 
 
 class FmxFi(OpenMPIOfi):
-    def __init__(self, ctx):
-        super().__init__(ctx, "ompi-ofi-fmx", "Open MPI, ofi MTL, fmx libfabric provider",
+    def __init__(self, ctx, alloc_mem=False):
+        super().__init__(ctx, "ompi-ofi-fmx" + ("-mem" if alloc_mem else ""),
+                         "Open MPI, ofi MTL, fmx libfabric provider" +
+                         (", MPI_Alloc_mem buffers through libfmx-mpi.so" if alloc_mem else ""),
                          "fmx", prov_path=os.path.join(ctx["build"], "ofi"))
         self.peer = False
+        self.mpi_lib = os.path.join(ctx["build"], "libfmx-mpi.so")
+        if alloc_mem:
+            self.mca += ["-x", "LD_PRELOAD=" + self.mpi_lib]
+            self.perf_args = ["--mem", "mpi"]
+            self.note = "fmx_perf_mpi --mem mpi, libfmx-mpi.so preloaded: MPI_Alloc_mem is fmx_mem_alloc"
 
     def prepare(self):
         lib = os.path.join(self.prov_path, "libfmx-fi.so")
         if not os.path.exists(lib):
             return ("skipped", "fmx's libfabric provider is not built (%s missing: no libfabric-dev)" % lib)
+        if self.perf_args and not os.path.exists(self.mpi_lib):
+            return ("skipped", "libfmx-mpi.so is not built (%s missing)" % self.mpi_lib)
         return super().prepare()
 
 
@@ -758,5 +767,6 @@ def configurations(ctx):
         ImpiPerf(ctx),
         ImpiPerfMem(ctx),
         FmxFi(ctx),
+        FmxFi(ctx, alloc_mem=True),
     ]
     return cfgs

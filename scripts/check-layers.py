@@ -43,7 +43,7 @@ import sys
 ROOT = os.environ.get("FMX_LAYERS_ROOT", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 LAYERS = [
-    ("faces", ["mx", "ofi"]),
+    ("faces", ["mx", "ofi", "mpi"]),
     ("core", ["core"]),
     ("proto", ["proto"]),
     ("transports", ["self", "shm", "net"]),
@@ -56,7 +56,7 @@ LAYERS = [
 RANK = {folder: i for i, (_, folders) in enumerate(LAYERS) for folder in folders}
 # Faces built as libraries of their own over libfmx.so: like the tools,
 # they see fmx.h and nothing of the library's insides.
-PUBLIC_FACES = {"ofi"}
+PUBLIC_FACES = {"ofi", "mpi"}
 
 # (including file, included header): arrows still wrong, to be removed.
 DEBT = set()

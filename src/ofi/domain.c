@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The domain: fmx_init's owner, the factory of AVs, CQs and endpoints,
- * and memory registration (mr_mode 0: a key and nothing else, fmx reads
- * and writes any memory of the process). */
+ * and memory registration: without RMA (mr_mode 0) a key and nothing else,
+ * fmx reads and writes any memory of the process for messages; with RMA
+ * (FI_MR_PROV_KEY) a region of the domain's hidden endpoint whose cookie
+ * is the key (docs/ofi.md, "RMA"). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "ofi/ofi_int.h"
 
@@ -12,6 +15,8 @@ static int ndomains;
 static int we_init; /* fmx_init was ours to undo (not the application's) */
 
 static int domain_close(struct fid *fid) {
+  struct ofx_domain *d = (struct ofx_domain *)fid;
+  if (d->mr_fx) fmx_close_endpoint(d->mr_fx);
   pthread_mutex_lock(&init_lock);
   if (--ndomains == 0 && we_init) {
     fmx_finalize();
@@ -81,11 +86,18 @@ static struct fi_ops_domain domain_ops = {
     .query_collective = no_coll,
 };
 
-/* ---- memory registration: a key ---------------------------------------- */
+/* ---- memory registration ----------------------------------------------- */
+
+static int mr_close(struct fid *fid) {
+  struct ofx_mr *m = (struct ofx_mr *)fid;
+  if (m->region) fmx_region_destroy(m->dom->mr_fx, m->mr.key);
+  free(m);
+  return 0;
+}
 
 static struct fi_ops mr_fid_ops = {
     .size = sizeof(struct fi_ops),
-    .close = ofx_close_free,
+    .close = mr_close,
     .bind = ofx_no_bind,
     .control = ofx_no_control,
     .ops_open = ofx_no_ops_open,
@@ -94,15 +106,31 @@ static struct fi_ops mr_fid_ops = {
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr) {
   (void)flags;
   struct ofx_domain *d = (struct ofx_domain *)fid;
-  if (!attr || !mr) return -FI_EINVAL;
-  struct fid_mr *m = calloc(1, sizeof *m);
+  if (!attr || !mr || (attr->iov_count && !attr->mr_iov)) return -FI_EINVAL;
+  uint32_t access = (attr->access & FI_REMOTE_READ ? FMX_REGION_READ : 0u) |
+                    (attr->access & FI_REMOTE_WRITE ? FMX_REGION_WRITE : 0u);
+  /* Remote addresses are offsets from the registration's start: an offset
+   * of its own would have to travel with the key, which is a cookie. */
+  if (access && (!d->mr_fx || attr->offset)) return -FI_EINVAL;
+  struct ofx_mr *m = calloc(1, sizeof *m);
   if (!m) return -FI_ENOMEM;
-  m->fid.fclass = FI_CLASS_MR;
-  m->fid.context = attr->context;
-  m->fid.ops = &mr_fid_ops;
-  m->mem_desc = NULL;
-  m->key = __atomic_fetch_add(&d->next_key, 1, __ATOMIC_RELAXED);
-  *mr = m;
+  m->mr.fid.fclass = FI_CLASS_MR;
+  m->mr.fid.context = attr->context;
+  m->mr.fid.ops = &mr_fid_ops;
+  m->mr.mem_desc = NULL;
+  m->dom = d;
+  if (access) {
+    fmx_return_t rc = fmx_region_create(d->mr_fx, (const fmx_seg_t *)attr->mr_iov, (uint32_t)attr->iov_count,
+                                        access, &m->mr.key);
+    if (rc != FMX_SUCCESS) {
+      free(m);
+      return -ofx_errno(rc);
+    }
+    m->region = 1;
+  } else {
+    m->mr.key = __atomic_fetch_add(&d->next_key, 1, __ATOMIC_RELAXED);
+  }
+  *mr = &m->mr;
   return 0;
 }
 
@@ -151,6 +179,17 @@ int ofx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
   }
   (void)fabric;
   d->next_key = 1;
+  d->mr_eid = FMX_ANY_ENDPOINT;
+  if (info && (info->caps & (FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE))) {
+    /* The owner of the registrations: guarded by a key as an endpoint is. */
+    if (getrandom(&d->mr_key, sizeof d->mr_key, 0) != sizeof d->mr_key) d->mr_key = (uint32_t)(uintptr_t)d;
+    rc = fmx_open_endpoint(0, FMX_ANY_ENDPOINT, d->mr_key, NULL, 0, &d->mr_fx);
+    if (rc == FMX_SUCCESS) rc = fmx_get_info(d->mr_fx, FMX_INFO_ENDPOINT_ID, NULL, 0, &d->mr_eid, sizeof d->mr_eid);
+    if (rc != FMX_SUCCESS) {
+      domain_close(&d->domain.fid);
+      return -ofx_errno(rc);
+    }
+  }
   d->domain.fid.fclass = FI_CLASS_DOMAIN;
   d->domain.fid.context = context;
   d->domain.fid.ops = &domain_fid_ops;

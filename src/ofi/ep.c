@@ -58,6 +58,8 @@ int ofx_errno(fmx_return_t code) {
     case FMX_TIMEOUT: return FI_ETIMEDOUT;
     case FMX_ACCESS_DENIED:
     case FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY: return FI_EACCES;
+    case FMX_REGION_NOT_FOUND: return FI_EKEYREJECTED;
+    case FMX_REGION_OUT_OF_RANGE: return FI_EINVAL;
     case FMX_REMOTE_ENDPOINT_CLOSED:
     case FMX_REMOTE_ENDPOINT_UNREACHABLE:
     case FMX_REMOTE_ENDPOINT_BAD_ID:
@@ -100,18 +102,16 @@ int ofx_ep_progress(struct ofx_ep *ep) {
     ofx_ep_finish(ep, st.context, &st);
   }
   pthread_mutex_unlock(&ep->lock);
+  /* Peers' reads and writes of our registrations wait for it. */
+  if (ep->dom->mr_fx) fmx_progress(ep->dom->mr_fx);
   return n;
 }
 
 /* ---- addresses --------------------------------------------------------- */
 
-int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
-  if (addr < ep->nconn && ep->conn[addr].ok) {
-    *out = ep->conn[addr].addr;
-    return 0;
-  }
-  struct ofx_name n;
-  if (!ep->av || !ofx_av_name(ep->av, addr, &n)) return -FI_EINVAL;
+/* The connection slot of addr (grown on demand) and its name; 0 or -FI_*. */
+static int conn_slot(struct ofx_ep *ep, fi_addr_t addr, struct ofx_name *n) {
+  if (!ep->av || !ofx_av_name(ep->av, addr, n)) return -FI_EINVAL;
   if (addr >= ep->nconn) {
     size_t cap = ep->nconn ? ep->nconn : 64;
     while (cap <= addr) cap *= 2;
@@ -121,11 +121,38 @@ int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
     ep->conn = c;
     ep->nconn = cap;
   }
+  return 0;
+}
+
+int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
+  if (addr < ep->nconn && ep->conn[addr].ok) {
+    *out = ep->conn[addr].addr;
+    return 0;
+  }
+  struct ofx_name n;
+  int e = conn_slot(ep, addr, &n);
+  if (e) return e;
   /* The peer's watcher thread answers: no progress of its is needed. */
   fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.eid, n.key, 10000, &ep->conn[addr].addr);
   if (rc != FMX_SUCCESS) return -ofx_errno(rc);
   ep->conn[addr].ok = 1;
   *out = ep->conn[addr].addr;
+  return 0;
+}
+
+int ofx_ep_mr_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
+  if (addr < ep->nconn && ep->conn[addr].mr_ok) {
+    *out = ep->conn[addr].mr_addr;
+    return 0;
+  }
+  struct ofx_name n;
+  int e = conn_slot(ep, addr, &n);
+  if (e) return e;
+  if (n.mr_eid == FMX_ANY_ENDPOINT) return -FI_EINVAL; /* its domain takes no RMA */
+  fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.mr_eid, n.mr_key, 10000, &ep->conn[addr].mr_addr);
+  if (rc != FMX_SUCCESS) return -ofx_errno(rc);
+  ep->conn[addr].mr_ok = 1;
+  *out = ep->conn[addr].mr_addr;
   return 0;
 }
 
@@ -287,7 +314,7 @@ static struct fi_ops_ep ep_ops = {
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen) {
   struct ofx_ep *ep = (struct ofx_ep *)fid;
   if (!addrlen) return -FI_EINVAL;
-  struct ofx_name n = {.key = ep->key};
+  struct ofx_name n = {.key = ep->key, .mr_eid = ep->dom->mr_eid, .mr_key = ep->dom->mr_key};
   fmx_get_info(ep->fx, FMX_INFO_NIC_ID, NULL, 0, &n.nic, sizeof n.nic);
   fmx_get_info(ep->fx, FMX_INFO_ENDPOINT_ID, NULL, 0, &n.eid, sizeof n.eid);
   size_t have = *addrlen;
@@ -374,6 +401,8 @@ int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
   ep->ep.cm = &cm_ops;
   ep->ep.msg = &ofx_msg_ops;
   ep->ep.tagged = &ofx_tagged_ops;
+  ep->ep.rma = &ofx_rma_ops;
+  ep->dom = (struct ofx_domain *)domain;
   *out = &ep->ep;
   return 0;
 }

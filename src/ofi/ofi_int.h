@@ -23,6 +23,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
@@ -35,23 +36,42 @@
 #define OFX_CAPS                                                                                                 \
   (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_DIRECTED_RECV | FI_SOURCE)
 #define OFX_QUEUE 65536           /* tx/rx queue depth advertised (fmx has no fixed limit) */
+/* RMA (rma.c), given when asked for and the application takes
+ * provider-chosen keys (FI_MR_PROV_KEY): remote addresses are offsets in
+ * the registration, whose keys are fmx region cookies. */
+#define OFX_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 extern struct fi_provider ofx_prov;
 
-/* The name fi_getname gives, fi_av_insert takes: fixed length. */
+/* The name fi_getname gives, fi_av_insert takes: fixed length. mr_eid and
+ * mr_key name the endpoint that owns its domain's registrations (RMA's
+ * target; mr_eid FMX_ANY_ENDPOINT: none). */
 struct ofx_name {
   uint64_t nic;
   uint32_t eid;
   uint32_t key;
+  uint32_t mr_eid;
+  uint32_t mr_key;
 };
 
 struct ofx_fabric {
   struct fid_fabric fabric;
 };
 
+/* A domain opened for RMA owns a hidden fmx endpoint whose regions are its
+ * registrations (one cookie per registration, whichever endpoint a peer
+ * names); its endpoints progress it. */
 struct ofx_domain {
   struct fid_domain domain;
-  uint64_t next_key; /* fi_mr_reg's keys */
+  uint64_t next_key; /* fi_mr_reg's keys when there is no RMA */
+  fmx_endpoint_t mr_fx;
+  uint32_t mr_eid, mr_key;
+};
+
+struct ofx_mr {
+  struct fid_mr mr;
+  struct ofx_domain *dom;
+  int region; /* mr.key is a region of dom->mr_fx */
 };
 
 struct ofx_av {
@@ -106,8 +126,8 @@ struct ofx_op {
 
 /* An endpoint's connection to an AV entry, made on first use. */
 struct ofx_conn {
-  fmx_endpoint_addr_t addr;
-  int ok;
+  fmx_endpoint_addr_t addr, mr_addr; /* the peer, its domain's registrations */
+  int ok, mr_ok;
 };
 
 /* A message claimed by FI_PEEK|FI_CLAIM, found again by its context. */
@@ -119,6 +139,7 @@ struct ofx_claim {
 
 struct ofx_ep {
   struct fid_ep ep;
+  struct ofx_domain *dom;
   uint64_t caps;
   uint64_t tx_flags, rx_flags; /* FI_GETOPSFLAG/FI_SETOPSFLAG */
   fmx_endpoint_t fx;
@@ -170,6 +191,8 @@ void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st)
 /* The fmx address of fi_addr, connecting on first use; 0 or -FI_*. The
  * endpoint's lock held. */
 int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out);
+/* The same for the endpoint owning the peer's registrations (RMA). */
+int ofx_ep_mr_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out);
 /* An operation from the pool (NULL without memory); once its fmx request
  * is made, onto the live list; back when it is done. Lock held. */
 struct ofx_op *ofx_op_get(struct ofx_ep *ep);
@@ -178,6 +201,8 @@ void ofx_op_put(struct ofx_ep *ep, struct ofx_op *op);
 /* msg.c: the message and tagged tables */
 extern struct fi_ops_msg ofx_msg_ops;
 extern struct fi_ops_tagged ofx_tagged_ops;
+/* rma.c: fi_read and fi_write onto region reads and writes */
+extern struct fi_ops_rma ofx_rma_ops;
 /* What an fmx code is as a libfabric error (positive FI_E*). */
 int ofx_errno(fmx_return_t code);
 /* stubs.c: calls fmx does not offer; close for what owns nothing but itself */

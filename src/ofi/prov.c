@@ -29,7 +29,11 @@ FI_EXT_INI {
 /* Whether hints ask for what fmx cannot give; 1 if they do. */
 static int refused(const struct fi_info *h) {
   if (!h) return 0;
-  if (h->caps & ~(OFX_CAPS | FI_REMOTE_COMM)) return 1; /* FI_REMOTE_COMM: one host now, asked by Open MPI */
+  const uint64_t ours = OFX_CAPS | FI_REMOTE_COMM | OFX_RMA_CAPS; /* FI_REMOTE_COMM: one host now, asked by Open MPI */
+  if (h->caps & ~ours) return 1;
+  /* RMA's keys are region cookies: the provider chooses them, and remote
+   * addresses are offsets (no FI_MR_VIRT_ADDR). */
+  if ((h->caps & OFX_RMA_CAPS) && !(h->domain_attr && (h->domain_attr->mr_mode & FI_MR_PROV_KEY))) return 1;
   if (h->addr_format != FI_FORMAT_UNSPEC) return 1;
   if (h->ep_attr && h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM) return 1;
   if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, OFX_NAME)) return 1;
@@ -41,8 +45,8 @@ static int refused(const struct fi_info *h) {
     if (d->cq_data_size > 8) return 1;
     if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE) return 1;
   }
-  if (h->tx_attr && (h->tx_attr->caps & ~(OFX_CAPS | FI_REMOTE_COMM))) return 1;
-  if (h->rx_attr && (h->rx_attr->caps & ~(OFX_CAPS | FI_REMOTE_COMM))) return 1;
+  if (h->tx_attr && (h->tx_attr->caps & ~ours)) return 1;
+  if (h->rx_attr && (h->rx_attr->caps & ~ours)) return 1;
   if (h->tx_attr && (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)) return 1;
   if (h->rx_attr && (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)) return 1;
   if (h->tx_attr && h->tx_attr->inject_size > OFX_INJECT) return 1;
@@ -63,6 +67,8 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   if (hints && hints->caps) caps = (hints->caps & OFX_CAPS) | (caps & ~(uint64_t)(FI_TAGGED | FI_MSG));
   if (!(caps & (FI_TAGGED | FI_MSG))) caps |= FI_TAGGED | FI_MSG;
   if (!(caps & (FI_SEND | FI_RECV))) caps |= FI_SEND | FI_RECV;
+  int rma = hints && (hints->caps & OFX_RMA_CAPS); /* only when asked: it needs FI_MR_PROV_KEY */
+  if (rma) caps |= OFX_RMA_CAPS;
   fi->caps = caps;
   fi->mode = 0;
   fi->addr_format = FI_FORMAT_UNSPEC;
@@ -75,7 +81,7 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   fi->tx_attr->inject_size = OFX_INJECT;
   fi->tx_attr->size = OFX_QUEUE;
   fi->tx_attr->iov_limit = FMX_MAX_SEGMENTS;
-  fi->tx_attr->rma_iov_limit = 0;
+  fi->tx_attr->rma_iov_limit = rma ? 1 : 0;
   fi->rx_attr->caps = caps;
   fi->rx_attr->mode = 0;
   fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
@@ -103,7 +109,7 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   d->data_progress = FI_PROGRESS_MANUAL;
   d->resource_mgmt = FI_RM_ENABLED;
   d->av_type = hd && hd->av_type != FI_AV_UNSPEC ? hd->av_type : FI_AV_TABLE;
-  d->mr_mode = 0;
+  d->mr_mode = rma ? FI_MR_PROV_KEY : 0;
   d->mr_key_size = sizeof(uint64_t);
   d->cq_data_size = sizeof(uint64_t);
   d->cq_cnt = 1024;
@@ -115,7 +121,7 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   d->max_ep_stx_ctx = 0;
   d->max_ep_srx_ctx = 0;
   d->cntr_cnt = 0;
-  d->mr_iov_limit = 1;
+  d->mr_iov_limit = FMX_MAX_SEGMENTS;
   d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
   d->mode = 0;
   d->max_err_data = 0;

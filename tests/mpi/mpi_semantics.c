@@ -8,9 +8,14 @@
  *   ssend   synchronous sends, small and large (2 ranks)
  *   kill    rank 1 dies (SIGKILL) mid-transfer: the job must end with an
  *           error, never hang (2 ranks)
+ *   allocmem  MPI_Alloc_mem buffers (2 ranks), with libfmx-mpi.so
+ *           preloaded or linked: they must be fmx_mem_alloc memory (a
+ *           memfd named fmx-mem in /proc/self/maps), carry messages of
+ *           every class, and go back with MPI_Free_mem
  * Rank 0 prints "ok CASE" when it passed. */
 #include <mpi.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +155,45 @@ static void kill_(void) {
   fail("rank 1 was to die");
 }
 
+/* Whether p lies in a mapping of an fmx_mem_alloc memfd. */
+static int in_fmx_mem(const void *p) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  int found = 0;
+  uintptr_t a = (uintptr_t)p;
+  while (f && !found && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) found = strstr(line, "memfd:fmx-mem") != NULL;
+  }
+  if (f) fclose(f);
+  return found;
+}
+
+static void allocmem(void) {
+  int sizes[] = {0, 8, 65536, 16 << 20};
+  for (int k = 0; k < 4; k++) {
+    char *buf = NULL;
+    EXPECT(MPI_Alloc_mem(sizes[k] ? sizes[k] : 1, MPI_INFO_NULL, &buf) == MPI_SUCCESS);
+    EXPECT(in_fmx_mem(buf));
+    if (rank == 1) {
+      fill(buf, sizes[k], k);
+      MPI_Send(buf, sizes[k], MPI_CHAR, 0, k, MPI_COMM_WORLD);
+      MPI_Recv(buf, sizes[k], MPI_CHAR, 0, k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      EXPECT(filled(buf, sizes[k], k + 1));
+    } else if (rank == 0) {
+      MPI_Recv(buf, sizes[k], MPI_CHAR, 1, k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      EXPECT(filled(buf, sizes[k], k));
+      fill(buf, sizes[k], k + 1);
+      MPI_Send(buf, sizes[k], MPI_CHAR, 1, k, MPI_COMM_WORLD);
+    }
+    EXPECT(MPI_Free_mem(buf) == MPI_SUCCESS);
+  }
+  /* 0 bytes: fmx gives none, the MPI's own does. */
+  char *none = NULL;
+  EXPECT(MPI_Alloc_mem(0, MPI_INFO_NULL, &none) == MPI_SUCCESS);
+  EXPECT(MPI_Free_mem(none) == MPI_SUCCESS);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -160,7 +204,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trunc")) trunc_();
   else if (!strcmp(c, "ssend")) ssend();
   else if (!strcmp(c, "kill")) kill_();
-  else fail("usage: mpi_semantics probe|any|cancel|trunc|ssend|kill");
+  else if (!strcmp(c, "allocmem")) allocmem();
+  else fail("usage: mpi_semantics probe|any|cancel|trunc|ssend|kill|allocmem");
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) printf("ok %s\n", c);
   MPI_Finalize();

@@ -5,7 +5,10 @@
  * (FI_ETRUNC), FI_PEEK (FI_ENOMSG when nothing), FI_PEEK|FI_CLAIM then
  * FI_CLAIM, FI_DISCARD, cancel (FI_ECANCELED), and bad input: an unknown
  * fi_addr, an oversized inject, a name with a wrong key (another job's
- * endpoint), MSG endpoints refused. Prints "fi_provider_check: N checks
+ * endpoint), MSG endpoints refused. Then RMA in a domain of its own:
+ * fi_read and fi_write of a registration, inject write, and refusals
+ * (read-only: FI_EACCES; a wrong or closed key, another job's cookie:
+ * FI_EKEYREJECTED; past the end: FI_EINVAL) with nothing moved. Prints "fi_provider_check: N checks
  * passed" or fails. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 static int checks, failed;
@@ -76,6 +80,105 @@ static long one(struct side *s, struct side *other, struct fi_cq_tagged_entry *e
   }
   fprintf(stderr, "no completion\n");
   exit(1);
+}
+
+static void close_side(struct side *s) {
+  fi_close(&s->ep->fid);
+  fi_close(&s->cq->fid);
+  fi_close(&s->av->fid);
+}
+
+/* a's read or write completes (0) or fails (-err), nothing else. */
+static long rma_done(struct side *a, struct side *b, void *ctx, uint64_t flags) {
+  struct fi_cq_tagged_entry e;
+  struct fi_cq_err_entry err;
+  long rc = one(a, b, &e, NULL, &err);
+  CHECK((rc ? err.op_context : e.op_context) == ctx);
+  if (!rc) CHECK((e.flags & (FI_RMA | FI_READ | FI_WRITE)) == (FI_RMA | flags));
+  return rc;
+}
+
+static void rma_checks(void) {
+  struct fi_info *hints = fi_allocinfo(), *none = NULL;
+  hints->caps = FI_TAGGED | FI_RMA;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->fabric_attr->prov_name = strdup("fmx");
+  hints->domain_attr->mr_mode = 0; /* keys of the application's choosing: not ours */
+  CHECK_RC(fi_getinfo(fi_version(), NULL, NULL, 0, hints, &none), -FI_ENODATA);
+  hints->domain_attr->mr_mode = FI_MR_PROV_KEY;
+  CHECK_RC(fi_getinfo(fi_version(), NULL, NULL, 0, hints, &info), 0);
+  fi_freeinfo(hints);
+  if (!info) return;
+  CHECK((info->caps & (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) ==
+        (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE));
+  CHECK(info->domain_attr->mr_mode == FI_MR_PROV_KEY);
+  CHECK_RC(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+  CHECK_RC(fi_domain(fabric, info, &domain, NULL), 0);
+  struct side a, b;
+  open_side(&a);
+  open_side(&b);
+  char nb[64];
+  size_t lb = sizeof nb;
+  CHECK_RC(fi_getname(&b.ep->fid, nb, &lb), 0);
+  CHECK_RC(fi_av_insert(a.av, nb, 1, &a.peer, 0, NULL), 1);
+  enum { N = 1 << 20 };
+  unsigned char *reg = malloc(N), *ro = malloc(N), *mine = malloc(N);
+  for (int i = 0; i < N; i++) reg[i] = ro[i] = (unsigned char)(i * 7 + 1);
+  struct fid_mr *mr, *mro, *bad;
+  CHECK_RC(fi_mr_reg(domain, reg, N, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
+  CHECK_RC(fi_mr_reg(domain, ro, N, FI_REMOTE_READ, 0, 0, 0, &mro, NULL), 0);
+  CHECK_RC(fi_mr_reg(domain, ro, N, FI_REMOTE_READ, 4096, 0, 0, &bad, NULL), -FI_EINVAL); /* offsets: none */
+  uint64_t key = fi_mr_key(mr), rokey = fi_mr_key(mro);
+  CHECK(key != rokey && key && rokey);
+  /* Reads: small, across the region, the whole. */
+  const size_t at[][2] = {{100, 1000}, {4000, 300000}, {0, N}};
+  for (int k = 0; k < 3; k++) {
+    memset(mine, 0, N);
+    CHECK_RC(fi_read(a.ep, mine, at[k][1], NULL, a.peer, at[k][0], key, (void *)(uintptr_t)(10 + k)), 0);
+    CHECK_RC(rma_done(&a, &b, (void *)(uintptr_t)(10 + k), FI_READ), 0);
+    CHECK(memcmp(mine, reg + at[k][0], at[k][1]) == 0);
+  }
+  /* A write, then an inject write, read back. */
+  memset(mine, 0xab, N);
+  CHECK_RC(fi_write(a.ep, mine, 500000, NULL, a.peer, 2000, key, (void *)20), 0);
+  CHECK_RC(rma_done(&a, &b, (void *)20, FI_WRITE), 0);
+  CHECK(reg[1999] == (unsigned char)(1999 * 7 + 1) && reg[2000] == 0xab && reg[501999] == 0xab &&
+        reg[502000] == (unsigned char)(502000 * 7 + 1));
+  unsigned char small[16] = "injected bytes!";
+  CHECK_RC(fi_inject_write(a.ep, small, sizeof small, a.peer, 10, key), 0);
+  memset(small, 0, sizeof small); /* the caller's buffer is free at once */
+  /* No completion tells when it landed (no read-after-write order is
+   * offered, FI_ORDER_SAS only): read until it shows, a bounded number
+   * of times. */
+  int seen = 0;
+  for (int tries = 0; tries < 1000 && !seen; tries++) {
+    memset(mine, 0, 16);
+    CHECK_RC(fi_read(a.ep, mine, 16, NULL, a.peer, 10, key, (void *)21), 0);
+    CHECK_RC(rma_done(&a, &b, (void *)21, FI_READ), 0);
+    seen = memcmp(mine, "injected bytes!", 16) == 0;
+  }
+  CHECK(seen);
+  /* Refusals: nothing moves. */
+  memset(mine, 0xcd, N);
+  CHECK_RC(fi_write(a.ep, mine, 64, NULL, a.peer, 0, rokey, (void *)30), 0);
+  CHECK_RC(rma_done(&a, &b, (void *)30, FI_WRITE), -FI_EACCES);
+  CHECK_RC(fi_read(a.ep, mine, 64, NULL, a.peer, 0, key ^ 0x40, (void *)31), 0);
+  CHECK_RC(rma_done(&a, &b, (void *)31, FI_READ), -FI_EKEYREJECTED);
+  CHECK_RC(fi_read(a.ep, mine, 64, NULL, a.peer, N - 10, key, (void *)32), 0);
+  CHECK_RC(rma_done(&a, &b, (void *)32, FI_READ), -FI_EINVAL);
+  CHECK(mine[0] == 0xcd && mine[63] == 0xcd && ro[0] == 1);
+  fi_close(&mro->fid);
+  CHECK_RC(fi_read(a.ep, mine, 64, NULL, a.peer, 0, rokey, (void *)33), 0); /* closed: revoked */
+  CHECK_RC(rma_done(&a, &b, (void *)33, FI_READ), -FI_EKEYREJECTED);
+  fi_close(&mr->fid);
+  close_side(&a);
+  close_side(&b);
+  fi_close(&domain->fid);
+  fi_close(&fabric->fid);
+  fi_freeinfo(info);
+  free(reg);
+  free(ro);
+  free(mine);
 }
 
 int main(void) {
@@ -195,15 +298,12 @@ int main(void) {
   CHECK(bad == -FI_EACCES || bad == -FI_EINVAL);
   CHECK_RC(fi_av_insert(a.av, NULL, 1, &fa, 0, NULL), -FI_EINVAL);
 
-  fi_close(&a.ep->fid);
-  fi_close(&b.ep->fid);
-  fi_close(&a.cq->fid);
-  fi_close(&b.cq->fid);
-  fi_close(&a.av->fid);
-  fi_close(&b.av->fid);
+  close_side(&a);
+  close_side(&b);
   fi_close(&domain->fid);
   fi_close(&fabric->fid);
   fi_freeinfo(info);
+  rma_checks();
   if (failed) {
     fprintf(stderr, "fi_provider_check: %d of %d checks failed\n", failed, checks);
     return 1;

@@ -88,6 +88,21 @@ def test_openmpi_semantics(case, np_):
 
 @provider
 @openmpi
+@pytest.mark.skipif(sanitized(), reason="libfmx-mpi.so preloaded ahead of the sanitizer runtime")
+def test_openmpi_alloc_mem_through_libfmx_mpi():
+    """MPI_Alloc_mem with libfmx-mpi.so preloaded: fmx_mem_alloc memory,
+    messages of every class through it, MPI_Free_mem."""
+    lib = os.path.join(BUILD, "libfmx-mpi.so")
+    p = ompi(2, ["-x", "LD_PRELOAD=" + lib, SEMANTICS, "allocmem"], timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "ok allocmem" in p.stdout
+    # Without it, Open MPI's own memory: the check in the program fails.
+    p = ompi(2, [SEMANTICS, "allocmem"], timeout=120)
+    assert p.returncode != 0
+
+
+@provider
+@openmpi
 def test_openmpi_rank_killed_mid_transfer_ends_the_job():
     p = ompi(2, [SEMANTICS, "kill"], timeout=120)  # a hang is a timeout: a failure
     assert p.returncode != 0

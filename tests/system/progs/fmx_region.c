@@ -63,6 +63,11 @@ static uint8_t *buffer(uint64_t n, int mem) {
   return p;
 }
 
+static void unbuffer(uint8_t *p, int mem) {
+  if (mem) OK(fmx_mem_free(p));
+  else free(p);
+}
+
 static void owner(uint64_t n, int mem) {
   uint8_t *buf = buffer(n, mem), *ro = buffer(n, mem);
   for (uint64_t i = 0; i < n; i++) buf[i] = ro[i] = pat(i, 1);
@@ -89,6 +94,8 @@ static void owner(uint64_t n, int mem) {
     }
   OK(fmx_region_destroy(ep, c[0]));
   OK(fmx_region_destroy(ep, c[1]));
+  unbuffer(buf, mem);
+  unbuffer(ro, mem);
   printf("owner ok\n");
 }
 
@@ -146,6 +153,7 @@ static void peer(uint32_t owner_eid, uint64_t n, int loops) {
   }
   OK(fmx_isend(ep, NULL, 0, o, T_DONE, NULL, &r));
   wait_req(&r);
+  free(d);
   printf("peer ok\n");
 }
 
