@@ -25,7 +25,32 @@ struct facts {
   int nengines;
   char engine[MAX_ENGINES][32];
   char engine_status[MAX_ENGINES][256];
+  char ofi[4096]; /* where libfabric would load libfmx-fi.so from; "" = nowhere */
+  const char *ofi_how; /* "FI_PROVIDER_PATH" or "installed" */
 };
+
+#ifndef FMX_FI_DIR
+#define FMX_FI_DIR "" /* built without libfabric-dev */
+#endif
+
+/* Where libfabric finds the provider: the directories of FI_PROVIDER_PATH
+ * (only those, when it is set), else its default directory. */
+static void find_provider(struct facts *fx)
+{
+  const char *path = getenv("FI_PROVIDER_PATH");
+  fx->ofi[0] = 0;
+  fx->ofi_how = path ? "FI_PROVIDER_PATH" : "installed";
+  char dirs[4096];
+  snprintf(dirs, sizeof dirs, "%s", path ? path : FMX_FI_DIR);
+  for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+    char f[4096];
+    snprintf(f, sizeof f, "%s/libfmx-fi.so", d);
+    if (access(f, R_OK) == 0) {
+      snprintf(fx->ofi, sizeof fx->ofi, "%s", f);
+      return;
+    }
+  }
+}
 
 /* Call fn for every tunable of the library's table, in order. */
 static void for_each_item(void (*fn)(const fmx_config_item_t *it, void *arg), void *arg)
@@ -56,6 +81,7 @@ static void gather(struct facts *fx)
   if (gethostname(fx->host, sizeof(fx->host)) < 0)
     snprintf(fx->host, sizeof(fx->host), "unknown");
   fx->host[sizeof(fx->host) - 1] = '\0'; /* POSIX leaves truncation unterminated */
+  find_provider(fx);
 
   fx->nic_rc = fmx_get_info(NULL, FMX_INFO_NIC_ID, NULL, 0, &fx->nic_id, sizeof(fx->nic_id));
   memset(&fx->topo, 0, sizeof fx->topo);
@@ -132,6 +158,13 @@ static void print_text(const struct facts *fx, int config)
   print_cache("L2", &t->l2);
   print_cache("L3", &t->l3);
   printf("%-14s %s\n", "topology from", t->source);
+  if (fx->ofi[0])
+    printf("%-14s %s (%s)\n", "libfabric", fx->ofi, fx->ofi_how);
+  else if (FMX_FI_DIR[0])
+    printf("%-14s provider not found (make install puts libfmx-fi.so into %s; from a build tree set "
+           "FI_PROVIDER_PATH=<build>/ofi)\n", "libfabric", FMX_FI_DIR);
+  else
+    printf("%-14s provider not built (no libfabric-dev: make deps installs it)\n", "libfabric");
   printf("engines:\n");
   for (int i = 0; i < fx->nengines; i++)
     printf("  %-12s %s\n", fx->engine[i], fx->engine_status[i]);
@@ -209,7 +242,12 @@ static void print_json(const struct facts *fx, int config)
     printf(",\n  \"nic_id\": \"0x%016" PRIx64 "\",\n", fx->nic_id);
   else
     printf(",\n  \"nic_id\": null,\n");
-  printf("  \"cpu_model\": ");
+  printf("  \"ofi_provider\": ");
+  if (fx->ofi[0])
+    json_str(fx->ofi);
+  else
+    printf("null");
+  printf(",\n  \"cpu_model\": ");
   json_str(t->cpu_model);
   printf(",\n  \"cores\": %d,\n  \"pus\": %d,\n  \"numa_nodes\": %d,\n", t->ncores, t->npus,
          t->numa_nodes);

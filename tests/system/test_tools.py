@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """The tools run for real: two pinned processes, every byte verified."""
 import json
+import os
 
-from sysutil import run
+import pytest
+
+from sysutil import BUILD, run
 
 
 def perf_json(extra_env=None, sizes="0,8,4K,64K,1M,5M"):
@@ -54,6 +57,18 @@ def test_fmx_info_reports_engines_and_config():
     assert "FMX_RNDV_THRESHOLD" in p.stdout
     p = run(["fmx_info"], {"FMX_CMA": "0"})
     assert "disabled by FMX_CMA=0" in p.stdout
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(BUILD, "ofi", "libfmx-fi.so")),
+                    reason="libfmx-fi.so not built (no libfabric-dev)")
+def test_fmx_info_says_where_the_provider_is(tmp_path):
+    prov = os.path.join(BUILD, "ofi")
+    p = run(["fmx_info", "--json"], {"FI_PROVIDER_PATH": str(tmp_path) + ":" + prov})
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["ofi_provider"] == os.path.join(prov, "libfmx-fi.so")
+    p = run(["fmx_info"], {"FI_PROVIDER_PATH": str(tmp_path)})  # only there: libfabric would not find it
+    assert "provider not found (make install puts libfmx-fi.so into" in p.stdout, p.stdout
+    assert json.loads(run(["fmx_info", "--json"], {"FI_PROVIDER_PATH": str(tmp_path)}).stdout)["ofi_provider"] is None
 
 
 def test_fmx_info_bad_option():
