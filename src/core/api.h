@@ -51,11 +51,7 @@ recv_req_new(struct fmx_endpoint *ep, const fmx_seg_t *segs, uint32_t nsegs, uin
   r->m.seq = ep->next_seq++;
   r->m.status.context = context;
   if (flags & FMX_MSG_UNTAGGED) r->m.flags |= MSG_F_UNTAGGED;
-  /* A receive never times out by itself: no sender may ever come. */
-  if (r->deadline_ns) {
-    r->deadline_ns = 0;
-    ep->ntimed--;
-  }
+  req_untimed(ep, r);
   return r;
 }
 

@@ -51,10 +51,7 @@ static fmx_return_t access_common(fmx_endpoint_t ep, fmx_endpoint_addr_t owner, 
   m->flags |= MSG_F_REGION;
   m->status = (fmx_status_t){.context = context, .source = owner, .match_info = cookie, .msg_length = len,
                              .xfer_length = len};
-  if (!write && r->deadline_ns) { /* as a receive: the grant is a record the owner sends when it can */
-    r->deadline_ns = 0;
-    ep->ntimed--;
-  }
+  if (!write) req_untimed(ep, r); /* as a receive: the grant is a record the owner sends when it can */
   *request = r;
   if (p->t.state != PARTNER_ALIVE)
     req_complete(ep, r, gone_code(p));

@@ -104,6 +104,14 @@ struct fmx_request *req_receipt(struct fmx_endpoint *ep, int kind);
 void req_free(struct fmx_endpoint *ep, struct fmx_request *r);
 struct fmx_request *req_lookup(struct fmx_endpoint *ep, uint64_t id, int kind);
 int req_set_segs(struct fmx_request *r, const fmx_seg_t *segs, uint32_t nseg);
+/* r never times out (a receive: no sender may ever come; the owner's side
+ * of a region access). */
+static inline void req_untimed(struct fmx_endpoint *ep, struct fmx_request *r) {
+  if (r->deadline_ns) {
+    r->deadline_ns = 0;
+    ep->ntimed--;
+  }
+}
 void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t code);
 void req_pool_fini(struct fmx_endpoint *ep);
 

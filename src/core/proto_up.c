@@ -32,10 +32,7 @@ static struct proto_msg *internal(struct fmx_endpoint *ep, struct partner *p, in
     req_free(ep, r);
     return NULL;
   }
-  if (r->deadline_ns) { /* it ends with its peer, never by a timer */
-    r->deadline_ns = 0;
-    ep->ntimed--;
-  }
+  req_untimed(ep, r); /* it ends with its peer, never by a timer */
   r->flags |= REQ_F_FORGOTTEN;
   r->m.partner = p;
   return &r->m;

@@ -107,6 +107,29 @@ int ofx_ep_progress(struct ofx_ep *ep) {
   return n;
 }
 
+int ofx_op_inject(struct ofx_op *op, const struct iovec *iov, size_t count, fmx_seg_t *one) {
+  size_t len = 0;
+  for (size_t i = 0; i < count; i++) len += iov[i].iov_len;
+  if (len > OFX_INJECT) return -FI_EMSGSIZE;
+  size_t off = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (!iov[i].iov_len) continue; /* a 0-byte inject may come with a NULL buffer (Open MPI's barrier) */
+    memcpy(op->inject + off, iov[i].iov_base, iov[i].iov_len);
+    off += iov[i].iov_len;
+  }
+  *one = (fmx_seg_t){op->inject, len};
+  return 0;
+}
+
+ssize_t ofx_op_posted(struct ofx_ep *ep, struct ofx_op *op, fmx_return_t r) {
+  if (r == FMX_SUCCESS) {
+    ofx_op_live(ep, op);
+    return 0;
+  }
+  ofx_op_put(ep, op);
+  return r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
+}
+
 /* ---- addresses --------------------------------------------------------- */
 
 /* The connection slot of addr (grown on demand) and its name; 0 or -FI_*. */

@@ -18,12 +18,6 @@ _Static_assert(sizeof(struct iovec) == sizeof(fmx_seg_t) && offsetof(struct iove
 
 #define EP(fep) ((struct ofx_ep *)(fep))
 
-static size_t iov_total(const struct iovec *iov, size_t count) {
-  size_t n = 0;
-  for (size_t i = 0; i < count; i++) n += iov[i].iov_len;
-  return n;
-}
-
 /* The one send: tagged or not, inject (copied, no completion) or not. */
 static ssize_t send_common(struct ofx_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
                            uint64_t data, uint64_t flags, void *context, int tagged) {
@@ -43,33 +37,17 @@ static ssize_t send_common(struct ofx_ep *ep, const struct iovec *iov, size_t co
   op->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
   fmx_seg_t one, *segs = (fmx_seg_t *)iov;
   uint32_t nsegs = (uint32_t)count;
+  op->report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
   if (flags & FI_INJECT) {
-    size_t len = iov_total(iov, count);
-    if (len > OFX_INJECT) {
+    if ((rc = ofx_op_inject(op, iov, count, &one)) != 0) {
       ofx_op_put(ep, op);
       pthread_mutex_unlock(&ep->lock);
-      return -FI_EMSGSIZE;
+      return rc;
     }
-    size_t off = 0;
-    for (size_t i = 0; i < count; i++) {
-      if (!iov[i].iov_len) continue; /* a 0-byte inject may come with a NULL buffer (Open MPI's barrier) */
-      memcpy(op->inject + off, iov[i].iov_base, iov[i].iov_len);
-      off += iov[i].iov_len;
-    }
-    one = (fmx_seg_t){op->inject, len};
     segs = &one;
     nsegs = 1;
-    op->report = 0;
-  } else {
-    op->report = !ep->tx_selective || (flags & FI_COMPLETION);
   }
-  fmx_return_t r = fmx_isendx(ep->fx, segs, nsegs, to, tagged ? tag : 0, data, fx, op, &op->req);
-  if (r == FMX_SUCCESS) {
-    ofx_op_live(ep, op);
-  } else {
-    ofx_op_put(ep, op);
-    rc = r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
-  }
+  rc = ofx_op_posted(ep, op, fmx_isendx(ep->fx, segs, nsegs, to, tagged ? tag : 0, data, fx, op, &op->req));
   pthread_mutex_unlock(&ep->lock);
   return rc;
 }
@@ -137,12 +115,8 @@ static ssize_t claim(struct ofx_ep *ep, const struct iovec *iov, size_t count, u
   op->flags = cflags;
   op->buf = count ? iov[0].iov_base : NULL;
   op->report = 1;
-  fmx_return_t r = fmx_imrecv(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, &c->msg, op, &op->req);
-  if (r != FMX_SUCCESS) {
-    ofx_op_put(ep, op);
-    return r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
-  }
-  ofx_op_live(ep, op);
+  ssize_t rc = ofx_op_posted(ep, op, fmx_imrecv(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, &c->msg, op, &op->req));
+  if (rc) return rc;
   *pc = c->next;
   free(c);
   return 0;
@@ -181,13 +155,8 @@ static ssize_t recv_common(struct ofx_ep *ep, const struct iovec *iov, size_t co
   op->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
   op->buf = count ? iov[0].iov_base : NULL;
   op->report = !ep->rx_selective || (flags & FI_COMPLETION);
-  fmx_return_t r = fmx_irecvx(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, from, match, mask, fx, op, &op->req);
-  if (r == FMX_SUCCESS) {
-    ofx_op_live(ep, op);
-  } else {
-    ofx_op_put(ep, op);
-    rc = r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
-  }
+  rc = ofx_op_posted(ep, op,
+                     fmx_irecvx(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, from, match, mask, fx, op, &op->req));
 out:
   pthread_mutex_unlock(&ep->lock);
   return rc;

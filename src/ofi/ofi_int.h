@@ -198,6 +198,12 @@ int ofx_ep_mr_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out);
 struct ofx_op *ofx_op_get(struct ofx_ep *ep);
 void ofx_op_live(struct ofx_ep *ep, struct ofx_op *op);
 void ofx_op_put(struct ofx_ep *ep, struct ofx_op *op);
+/* An inject: iov copied into op->inject, described by *one; 0, or
+ * -FI_EMSGSIZE past OFX_INJECT. */
+int ofx_op_inject(struct ofx_op *op, const struct iovec *iov, size_t count, fmx_seg_t *one);
+/* The fmx call that made op's request returned r: op goes live, or back
+ * to the pool; 0 or the libfabric error. Lock held. */
+ssize_t ofx_op_posted(struct ofx_ep *ep, struct ofx_op *op, fmx_return_t r);
 /* msg.c: the message and tagged tables */
 extern struct fi_ops_msg ofx_msg_ops;
 extern struct fi_ops_tagged ofx_tagged_ops;

@@ -6,7 +6,6 @@
  * FI_RMA | FI_READ or FI_WRITE, refusals as error completions
  * (FI_EKEYREJECTED: no such key; FI_EACCES: no such access; FI_EINVAL: out
  * of range), with nothing read or written. */
-#include <string.h>
 #include <sys/uio.h>
 
 #include "ofi/ofi_int.h"
@@ -30,35 +29,21 @@ static ssize_t rma_common(struct ofx_ep *ep, const struct iovec *iov, size_t cou
   }
   op->context = context;
   op->flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-  op->report = !ep->tx_selective || (flags & FI_COMPLETION);
+  op->report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
   fmx_seg_t one, *segs = (fmx_seg_t *)iov;
   uint32_t nsegs = (uint32_t)count;
   if (flags & FI_INJECT) { /* the caller's buffer is free at return: a copy goes */
-    size_t len = 0, off = 0;
-    for (size_t i = 0; i < count; i++) len += iov[i].iov_len;
-    if (!write || len > OFX_INJECT) {
+    rc = write ? ofx_op_inject(op, iov, count, &one) : -FI_EINVAL;
+    if (rc) {
       ofx_op_put(ep, op);
       pthread_mutex_unlock(&ep->lock);
-      return write ? -FI_EMSGSIZE : -FI_EINVAL;
+      return rc;
     }
-    for (size_t i = 0; i < count; i++) {
-      if (!iov[i].iov_len) continue;
-      memcpy(op->inject + off, iov[i].iov_base, iov[i].iov_len);
-      off += iov[i].iov_len;
-    }
-    one = (fmx_seg_t){op->inject, len};
     segs = &one;
     nsegs = 1;
-    op->report = 0;
   }
-  fmx_return_t r = write ? fmx_region_iwrite(ep->fx, to, key, addr, segs, nsegs, op, &op->req)
-                         : fmx_region_iread(ep->fx, to, key, addr, segs, nsegs, op, &op->req);
-  if (r == FMX_SUCCESS) {
-    ofx_op_live(ep, op);
-  } else {
-    ofx_op_put(ep, op);
-    rc = r == FMX_NO_RESOURCES ? -FI_EAGAIN : -ofx_errno(r);
-  }
+  rc = ofx_op_posted(ep, op, write ? fmx_region_iwrite(ep->fx, to, key, addr, segs, nsegs, op, &op->req)
+                                   : fmx_region_iread(ep->fx, to, key, addr, segs, nsegs, op, &op->req));
   pthread_mutex_unlock(&ep->lock);
   return rc;
 }
