@@ -265,6 +265,28 @@ int main(void) {
   CHECK_EQ(found, 0);
   CHECK_EQ(counter(b, CNT_BAD_PACKET) - bad0, 5);
 
+  /* 3d. Region records (proto/rma.c): an RGET with a payload, an RPUT with
+   *    too many segments, an error RGRANT with a payload, an RGRANT for no
+   *    read of ours are dropped and counted; an RGET or RPUT for a cookie b
+   *    never made is refused (counted), and nothing is read or written. */
+  h = (struct proto_hdr){.type = PROTO_RGET, .len = 8, .match = 1, .msg_len = 8};
+  inject(&h, junk);
+  h = (struct proto_hdr){.type = PROTO_RPUT, .nseg = 300, .len = 16, .msg_len = 10, .match = 1};
+  inject(&h, junk);
+  h = (struct proto_hdr){.type = PROTO_RGRANT, .flags = PROTO_F_ERROR, .len = 16, .nseg = 1, .match = 100};
+  inject(&h, junk);
+  struct proto_seg gseg = {(uint64_t)(uintptr_t)junk, 8};
+  h = (struct proto_hdr){.type = PROTO_RGRANT, .nseg = 1, .len = sizeof gseg, .msg_len = 8, .rreq = 0x4242ull << 32};
+  inject(&h, &gseg);
+  uint64_t refused0 = counter(b, CNT_RMA_REFUSED);
+  h = (struct proto_hdr){.type = PROTO_RGET, .match = 0xdead, .msg_len = 8, .sreq = 1};
+  inject(&h, NULL);
+  h = (struct proto_hdr){.type = PROTO_RPUT, .nseg = 1, .len = sizeof gseg, .msg_len = 8, .match = 0xbeef};
+  inject(&h, &gseg);
+  progress_b();
+  CHECK_EQ(counter(b, CNT_BAD_PACKET) - bad0, 9);
+  CHECK_EQ(counter(b, CNT_RMA_REFUSED) - refused0, 2);
+
   /* Real traffic still flows both ways after all that. */
   uint64_t v = 99;
   fmx_seg_t vs = {&v, sizeof v};
