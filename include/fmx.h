@@ -105,13 +105,17 @@ typedef struct fmx_status {
   uint64_t xfer_length;       /* bytes delivered (< msg_length if truncated) */
   void *context;              /* the request's context pointer */
   uint64_t data;              /* receives: the sender's data when flags & FMX_MSG_DATA, else 0 */
-} fmx_status_t; /* 64 bytes: flags sit in what was code's padding */
+  void *buffer;               /* FMX_MSG_MULTI: where the message begins in its multi-receive buffer;
+                                 FMX_MSG_MULTI_DONE: the buffer; else NULL */
+} fmx_status_t; /* 72 bytes: flags sit in what was code's padding */
 
 /* Flags of fmx_isendx and fmx_irecvx, and of a receive's status. */
 #define FMX_MSG_UNTAGGED 0x1u /* the untagged space: an untagged send matches only untagged receives, in
                                  order, and a tagged one only tagged receives; match info is 0 there */
 #define FMX_MSG_DATA 0x2u     /* send: carry `data` (64 bits) to the receiver's status */
 #define FMX_MSG_SYNC 0x4u     /* send: complete only once a receive has matched it (fmx_issend) */
+#define FMX_MSG_MULTI 0x8u    /* status: a message that landed in a multi-receive buffer (fmx_irecv_multi) */
+#define FMX_MSG_MULTI_DONE 0x10u /* status: the multi-receive buffer itself, released */
 
 /* Endpoint parameters (fmx_open_endpoint). */
 enum fmx_param_key {
@@ -311,6 +315,22 @@ fmx_return_t fmx_isendx(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t
 fmx_return_t fmx_irecvx(fmx_endpoint_t endpoint, const fmx_seg_t *segs, uint32_t nsegs,
                         const fmx_endpoint_addr_t *source, uint64_t match_info, uint64_t match_mask,
                         uint32_t flags, void *context, fmx_request_t *request);
+/* A multi-receive buffer (libfabric's FI_MULTI_RECV; docs/protocol.md): one
+ * posted receive, taken as fmx_irecvx's would be, by one message after the
+ * other, each placed at the next 8-byte boundary of [buf, buf + len).
+ * Each message completes a request of its own, made by fmx, which only
+ * the fmx_*_any calls and fmx_ipeek/fmx_peek hand out: its status has the
+ * buffer's context, flags FMX_MSG_MULTI and `buffer` where the message
+ * begins. A message longer than the room left is truncated to it
+ * (FMX_MESSAGE_TRUNCATED). Once fewer than min_free bytes are left (or
+ * none), the buffer takes no more; *request completes after every message
+ * it took has, with flags FMX_MSG_MULTI_DONE, `buffer` = buf and
+ * xfer_length = the bytes used. fmx_cancel takes it back at once when no
+ * message it took is still arriving; otherwise it takes no more messages
+ * and completes so, later (*result 0). */
+fmx_return_t fmx_irecv_multi(fmx_endpoint_t endpoint, void *buf, uint64_t len, uint64_t min_free,
+                             const fmx_endpoint_addr_t *source, uint64_t match_info, uint64_t match_mask,
+                             uint32_t flags, void *context, fmx_request_t *request);
 
 /* --- completion --------------------------------------------------------- */
 

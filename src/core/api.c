@@ -128,6 +128,41 @@ API fmx_return_t fmx_irecvx(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t n
   return recv_common(ep, segs, nsegs, source, match, mask, flags, context, request);
 }
 
+API fmx_return_t fmx_irecv_multi(fmx_endpoint_t ep, void *buf, uint64_t len, uint64_t min_free,
+                                 const fmx_endpoint_addr_t *source, uint64_t match, uint64_t mask, uint32_t flags,
+                                 void *context, fmx_request_t *request) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!request || (flags & ~RECV_FLAGS)) return FMX_BAD_REQUEST;
+  fmx_seg_t seg = {buf, len};
+  uint64_t total;
+  fmx_return_t rc = check_segs(&seg, 1, &total);
+  if (rc) return rc;
+  if (flags & FMX_MSG_UNTAGGED) {
+    match = mask = 0;
+  } else {
+    rc = (fmx_return_t)match_check(&ep->pe.mq, match, mask);
+    if (rc) return rc;
+  }
+  ep_lock(ep);
+  struct partner *from = NULL;
+  if (source && !(from = ep_partner_from_addr(ep, *source))) {
+    ep_unlock(ep);
+    return FMX_BAD_ADDRESS;
+  }
+  struct fmx_request *r = recv_req_new(ep, &seg, 1, match, mask, flags, context);
+  if (!r) {
+    ep_unlock(ep);
+    return FMX_NO_RESOURCES;
+  }
+  r->m.from = from;
+  proto_multi_init(&r->m, min_free);
+  *request = r;
+  proto_recv_post(ep, &r->m);
+  if (from && from->t.state != PARTNER_ALIVE) proto_recv_fail_from(ep, from, gone_code(from));
+  ep_unlock(ep);
+  return FMX_SUCCESS;
+}
+
 /* ---- completion -------------------------------------------------------- */
 
 static int req_valid(struct fmx_endpoint *ep, struct fmx_request *r) {
@@ -272,6 +307,14 @@ API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t 
     rc = FMX_BAD_REQUEST;
   } else if (r->kind == REQ_SEND) {
     rc = FMX_BAD_REQUEST;
+  } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING && (r->m.flags & MSG_F_MULTI)) {
+    /* Messages still arriving into it: it completes after them. */
+    if (proto_multi_close(ep, &r->m, FMX_SUCCESS)) {
+      CNT(ep, CANCELLED);
+      req_free(ep, r);
+      *request = NULL;
+      *result = 1;
+    }
   } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING && !(r->m.flags & MSG_F_REGION)) {
     proto_recv_unpost(ep, &r->m);
     CNT(ep, CANCELLED);

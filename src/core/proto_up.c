@@ -38,6 +38,16 @@ static struct proto_msg *internal(struct fmx_endpoint *ep, struct partner *p, in
   return &r->m;
 }
 
+static struct proto_msg *slice(struct fmx_endpoint *ep, struct proto_msg *b, const fmx_seg_t *seg) {
+  struct fmx_request *r = req_alloc(ep, REQ_RECV);
+  if (!r) return NULL;
+  req_set_segs(r, seg, 1); /* one segment: no allocation */
+  req_untimed(ep, r);
+  r->m.status.context = b->status.context;
+  r->m.flags = b->flags & MSG_F_UNTAGGED;
+  return &r->m;
+}
+
 const struct proto_core core_for_proto = {
     .complete = complete,
     .release = release,
@@ -49,4 +59,5 @@ const struct proto_core core_for_proto = {
     .peer_fail = ep_partner_fail,
     .peer_down = ep_partner_down,
     .internal = internal,
+    .slice = slice,
 };

@@ -148,12 +148,16 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
     r->deadline_ns = 0;
     ep->ntimed--;
   }
+  /* A slice of a multi-receive buffer: the buffer may be released after it. */
+  struct proto_msg *b = m->multi_of;
+  if (b) m->status.flags |= FMX_MSG_MULTI;
   if (r->flags & REQ_F_FORGOTTEN) {
     m->state = MSG_PENDING; /* let req_free see a live request */
     req_free(ep, r);
-    return;
+  } else {
+    done_listed(ep, r);
   }
-  done_listed(ep, r);
+  if (b) proto_multi_slice_done(ep, b);
 }
 
 void req_pool_fini(struct fmx_endpoint *ep) {

@@ -74,12 +74,17 @@ int ofx_errno(fmx_return_t code) {
 void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st) {
   int recv = (op->flags & FI_RECV) != 0;
   struct ofx_cq *cq = recv ? ep->rxcq : ep->txcq;
+  /* A multi-receive buffer: each message is a completion of its own, and
+   * the buffer's release one with only FI_MULTI_RECV (MPICH reads a
+   * message wherever FI_RECV is set). */
+  uint64_t flags = op->flags & ~(uint64_t)FI_MULTI_RECV;
+  if (st->flags & FMX_MSG_MULTI_DONE) flags = FI_MULTI_RECV;
   if (cq && (op->report || st->code != FMX_SUCCESS)) {
-    struct fi_cq_tagged_entry e = {.op_context = op->context, .flags = op->flags};
-    if (recv) {
+    struct fi_cq_tagged_entry e = {.op_context = op->context, .flags = flags};
+    if (recv && !(st->flags & FMX_MSG_MULTI_DONE)) {
       e.flags |= st->flags & FMX_MSG_DATA ? FI_REMOTE_CQ_DATA : 0;
       e.len = (size_t)st->xfer_length;
-      e.buf = op->buf;
+      e.buf = st->flags & FMX_MSG_MULTI ? st->buffer : op->buf;
       e.data = st->data;
       e.tag = st->match_info;
     }
@@ -89,7 +94,7 @@ void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st)
       ofx_cq_push_err(cq, &e, ofx_errno(st->code), (int)st->code,
                       st->code == FMX_MESSAGE_TRUNCATED ? (size_t)(st->msg_length - st->xfer_length) : 0);
   }
-  ofx_op_put(ep, op);
+  if (!(st->flags & FMX_MSG_MULTI)) ofx_op_put(ep, op); /* a buffer's message: the buffer lives on */
 }
 
 int ofx_ep_progress(struct ofx_ep *ep) {
@@ -417,6 +422,7 @@ int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
   ep->tx_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
   ep->live.next = ep->live.prev = &ep->live;
+  ep->min_multi_recv = 64; /* FI_OPT_MIN_MULTI_RECV's default */
   ep->ep.fid.fclass = FI_CLASS_EP;
   ep->ep.fid.context = context;
   ep->ep.fid.ops = &ep_fid_ops;

@@ -127,7 +127,8 @@ static ssize_t recv_common(struct ofx_ep *ep, const struct iovec *iov, size_t co
                            uint64_t ignore, uint64_t flags, void *context, int tagged) {
   if (count > FMX_MAX_SEGMENTS || (count && !iov)) return -FI_EINVAL;
   if (!ep->enabled) return -FI_EOPBADSTATE;
-  if (flags & FI_MULTI_RECV) return -FI_EINVAL; /* not offered yet (fi_info says so) */
+  /* A multi-receive buffer: untagged, one segment (docs/ofi.md). */
+  if ((flags & FI_MULTI_RECV) && (tagged || count != 1 || !(ep->caps & FI_MULTI_RECV))) return -FI_EINVAL;
   uint64_t match = tagged ? tag & ~ignore : 0, mask = tagged ? ~ignore : 0;
   uint32_t fx = tagged ? 0 : FMX_MSG_UNTAGGED;
   pthread_mutex_lock(&ep->lock);
@@ -155,8 +156,15 @@ static ssize_t recv_common(struct ofx_ep *ep, const struct iovec *iov, size_t co
   op->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
   op->buf = count ? iov[0].iov_base : NULL;
   op->report = !ep->rx_selective || (flags & FI_COMPLETION);
-  rc = ofx_op_posted(ep, op,
-                     fmx_irecvx(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, from, match, mask, fx, op, &op->req));
+  if (flags & FI_MULTI_RECV) {
+    op->flags |= FI_MULTI_RECV;
+    rc = ofx_op_posted(ep, op,
+                       fmx_irecv_multi(ep->fx, iov[0].iov_base, iov[0].iov_len, ep->min_multi_recv, from, 0, 0,
+                                       FMX_MSG_UNTAGGED, op, &op->req));
+  } else {
+    rc = ofx_op_posted(
+        ep, op, fmx_irecvx(ep->fx, (const fmx_seg_t *)iov, (uint32_t)count, from, match, mask, fx, op, &op->req));
+  }
 out:
   pthread_mutex_unlock(&ep->lock);
   return rc;

@@ -34,7 +34,7 @@
 #define OFX_INJECT 256            /* inject_size: copied into the operation */
 #define OFX_TAG_FORMAT 0xaaaaaaaaaaaaaaaaull /* FI_TAG_GENERIC: bit 63 set, as Open MPI asks */
 #define OFX_CAPS                                                                                                 \
-  (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_DIRECTED_RECV | FI_SOURCE)
+  (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
 #define OFX_QUEUE 65536           /* tx/rx queue depth advertised (fmx has no fixed limit) */
 /* RMA (rma.c), given when asked for and the application takes
  * provider-chosen keys (FI_MR_PROV_KEY): remote addresses are offsets in

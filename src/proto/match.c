@@ -58,7 +58,7 @@ struct proto_msg *match_take_posted(struct match_queues *mq, uint64_t match, con
   struct proto_msg *a = first_fit(&mq->posted[bucket_of(mq, match)], match, p);
   struct proto_msg *b = list_empty(&mq->posted_wild) ? NULL : first_fit(&mq->posted_wild, match, p);
   struct proto_msg *r = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
-  if (r) match_unpost(mq, r);
+  if (r && !(r->flags & MSG_F_MULTI)) match_unpost(mq, r); /* a multi-receive buffer stays (multi.c) */
   return r;
 }
 

@@ -77,7 +77,7 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
   drop(m);
   /* Whole now: a receive posted while it arrived comes first. */
   struct match_queues *mq = proto_mq(pe, u->flags & PROTO_F_UNTAGGED);
-  struct proto_msg *r = match_take_posted(mq, u->match, p);
+  struct proto_msg *r = proto_take_posted(ep, mq, u->match, p, u->msg_len);
   if (r) {
     proto_fill_data(r, u->flags, u->imm);
     proto_eager_complete(ep, r, p, u->match, u->data, u->msg_len);
@@ -114,7 +114,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
   m->lane = lane;
   m->sreq = h->sreq;
   m->total = h->msg_len;
-  struct proto_msg *r = match_take_posted(proto_mq(proto_ep(ep), h->flags & PROTO_F_UNTAGGED), h->match, p);
+  struct proto_msg *r = proto_take_posted(ep, proto_mq(proto_ep(ep), h->flags & PROTO_F_UNTAGGED), h->match, p, h->msg_len);
   if (r) {
     proto_up->unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);

@@ -44,6 +44,7 @@ enum msg_state { MSG_PENDING = 0, MSG_MATCHED, MSG_DONE };
 #define MSG_F_REGION 0x20   /* a region access (rma.c): a write (send: RPUT), a read (receive: RGET), or the
                                owner's side of one; match = cookie, imm = offset (RPUT), the reader's id (RGRANT) */
 #define MSG_F_GRANT 0x40    /* with MSG_F_REGION, a send: the owner's answer to a read (RGRANT) */
+#define MSG_F_MULTI 0x80    /* a receive: a multi-receive buffer (multi.c), which matching leaves posted */
 
 /* A record waiting for room in a ring: a send's message (ctl 0, msg the
  * send), or a control record, either a receive's CTS or FIN kept in that
@@ -70,7 +71,6 @@ struct proto_msg {
   fmx_status_t status;
   uint64_t match;
   uint64_t mask;
-  uint64_t seq;            /* posting order (receives) */
   struct partner *from;    /* a receive directed to one source; NULL: any */
   fmx_seg_t *segs;
   fmx_seg_t seg1;          /* storage when nseg <= 1 */
@@ -88,6 +88,14 @@ struct proto_msg {
   struct region_ref xref;  /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct list_node bnode;  /* proto_ep.bulk */
   uint64_t imm;            /* a send's data: set and read only with MSG_F_DATA */
+  uint64_t seq;            /* posting order: set and read only for a posted receive */
+  struct proto_msg *multi_of; /* a receive made of a slice of a multi-receive buffer: that buffer */
+  struct {                    /* MSG_F_MULTI: set by proto_multi_init */
+    uint64_t used, min_free;
+    uint32_t live;            /* slices not completed */
+    uint8_t closed;           /* takes no more messages */
+    fmx_return_t code;        /* what it completes with once the last slice has */
+  } multi;
 };
 
 /* Bytes of a message that a new one starts with zeroed; the rest is made
@@ -102,6 +110,7 @@ static inline void proto_msg_cold_init(struct proto_msg *m) {
   m->xfer.job = NULL;
   m->xfer.rsegs = NULL;
   list_init(&m->bnode);
+  m->multi_of = NULL;
 }
 
 /* A medium message arriving in fragments on one lane (medium.c): into a
@@ -184,6 +193,10 @@ struct proto_core {
    * region access); NULL without memory. */
   struct proto_msg *(*internal)(struct fmx_endpoint *ep, struct partner *p, int send, const fmx_seg_t *segs,
                                 uint32_t nseg);
+  /* A receive of its own for one slice of the multi-receive buffer b
+   * (multi_of and the rest are the protocol's to set); NULL without
+   * memory. */
+  struct proto_msg *(*slice)(struct fmx_endpoint *ep, struct proto_msg *b, const fmx_seg_t *seg);
 };
 void proto_init(const struct proto_core *core);
 
@@ -224,6 +237,18 @@ int proto_is_claimed(struct proto_ep *pe, const struct unexp_msg *u);
 void proto_recv_claimed(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u);
 /* Take a posted, unmatched receive back (cancel). */
 void proto_recv_unpost(struct fmx_endpoint *ep, struct proto_msg *m);
+/* Multi-receive buffers (multi.c). b, a receive of one segment not yet
+ * posted, becomes one that min_free bytes must be left for. */
+void proto_multi_init(struct proto_msg *b, uint64_t min_free);
+/* The buffer takes no more messages (cancel, its source gone): 1 if it
+ * was freed of every slice and may go now, 0 if it completes (with code)
+ * when its last slice does. */
+int proto_multi_close(struct fmx_endpoint *ep, struct proto_msg *b, fmx_return_t code);
+/* The same, b completing at once if it can. */
+void proto_multi_end(struct fmx_endpoint *ep, struct proto_msg *b, fmx_return_t code);
+/* A slice of b completed (the core's completion of a message with
+ * multi_of set). */
+void proto_multi_slice_done(struct fmx_endpoint *ep, struct proto_msg *b);
 /* p is gone: the receives posted for it alone complete with code. */
 void proto_recv_fail_from(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
 /* A record arrived from p on lane; payload follows hdr (the

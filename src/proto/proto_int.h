@@ -36,6 +36,19 @@ void proto_fill_status(struct proto_msg *m, struct partner *p, uint64_t match, u
 /* The status's data and flags from a record's (or unexpected message's)
  * flags and data word (PROTO_F_DATA, PROTO_F_UNTAGGED). */
 void proto_fill_data(struct proto_msg *m, unsigned hflags, uint64_t imm);
+/* The receive that takes a message of msg_len bytes matching `match` from
+ * p: the first posted one, or, when that is a multi-receive buffer, a
+ * slice of it made a receive of its own; NULL: none (or no memory for the
+ * slice: the message waits as an unexpected one). */
+struct proto_msg *proto_take_posted(struct fmx_endpoint *ep, struct match_queues *mq, uint64_t match,
+                                    struct partner *p, uint64_t msg_len);
+/* Posting the multi-receive buffer b: the unexpected messages of mq that
+ * fit take slices of it, as many as there is room for; then it is posted
+ * unless it is full. u is the first such message (still queued). */
+void proto_multi_post(struct fmx_endpoint *ep, struct match_queues *mq, struct proto_msg *b, struct unexp_msg *u);
+/* A receive being posted takes the unexpected message u (out of its
+ * queue), which is freed. */
+void proto_take_unexpected(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u);
 /* A matched receive takes a whole eager message: copy what fits, complete. */
 void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *m, struct partner *p, uint64_t match,
                           const void *data, uint64_t len);

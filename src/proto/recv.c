@@ -98,7 +98,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
         return;
       }
       if (h->msg_len != h->len) goto bad;
-      struct proto_msg *r = match_take_posted(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p);
+      struct proto_msg *r = proto_take_posted(ep, proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p, h->len);
       if (r) {
         if (h->flags) proto_fill_data(r, h->flags, h->rreq);
         proto_eager_complete(ep, r, p, h->match, payload, h->len);
@@ -109,7 +109,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
     }
     case PROTO_RTS: {
       if (!record_rts_len_ok(h)) goto bad;
-      struct proto_msg *r = match_take_posted(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p);
+      struct proto_msg *r = proto_take_posted(ep, proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p, h->msg_len);
       if (!r) {
         queue_unexpected(ep, p, lane, h, payload);
         return;
@@ -167,13 +167,15 @@ void proto_recv_fail_from(struct fmx_endpoint *ep, struct partner *p, fmx_return
     struct proto_msg *r;
     while ((r = match_take_from(mq, p)) != NULL) {
       proto_up->unwatch(ep, r);
-      proto_up->complete(ep, r, code);
+      if (r->flags & MSG_F_MULTI)
+        proto_multi_end(ep, r, code);
+      else
+        proto_up->complete(ep, r, code);
     }
   }
 }
 
-/* A receive being posted takes the unexpected message u (out of its queue). */
-static void take_unexpected(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u) {
+void proto_take_unexpected(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u) {
   proto_fill_data(r, u->flags, u->imm);
   if (u->type == PROTO_EAGER) {
     proto_eager_complete(ep, r, u->partner, u->match, u->data, u->msg_len);
@@ -207,7 +209,7 @@ int proto_is_claimed(struct proto_ep *pe, const struct unexp_msg *u) {
 
 void proto_recv_claimed(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u) {
   list_del(&u->all);
-  take_unexpected(ep, r, u);
+  proto_take_unexpected(ep, r, u);
 }
 
 /* The common case (nothing unexpected fits: post it) kept apart from taking
@@ -215,9 +217,13 @@ void proto_recv_claimed(struct fmx_endpoint *ep, struct proto_msg *r, struct une
 void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
   struct proto_ep *pe = proto_ep(ep);
   struct match_queues *mq = proto_mq(pe, r->flags & MSG_F_UNTAGGED);
+  if (r->flags & MSG_F_MULTI) {
+    proto_multi_post(ep, mq, r, match_find_unexp(mq, r->match, r->mask, r->from, 0));
+    return;
+  }
   struct unexp_msg *u = match_find_unexp(mq, r->match, r->mask, r->from, 1);
   if (u) {
-    take_unexpected(ep, r, u);
+    proto_take_unexpected(ep, r, u);
     return;
   }
   match_post(mq, r);

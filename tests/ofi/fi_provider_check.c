@@ -8,7 +8,8 @@
  * endpoint), MSG endpoints refused. Then RMA in a domain of its own:
  * fi_read and fi_write of a registration, inject write, and refusals
  * (read-only: FI_EACCES; a wrong or closed key, another job's cookie:
- * FI_EKEYREJECTED; past the end: FI_EINVAL) with nothing moved. Prints "fi_provider_check: N checks
+ * FI_EKEYREJECTED; past the end: FI_EINVAL) with nothing moved; a
+ * multi-receive buffer. Prints "fi_provider_check: N checks
  * passed" or fails. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +286,38 @@ int main(void) {
   CHECK_RC(rc, 0);
   CHECK_RC(fi_trecvmsg(b.ep, &m, FI_PEEK), 0);
   CHECK_RC(one(&b, &a, &e, NULL, &err), -FI_ENOMSG); /* gone */
+
+  /* A multi-receive buffer (FI_MULTI_RECV): messages one after the other,
+   * each its own completion with its place; the release, only
+   * FI_MULTI_RECV, once less than the minimum is left; not for tagged. */
+  CHECK(info->caps & FI_MULTI_RECV);
+  size_t minr = 1000;
+  CHECK_RC(fi_setopt(&b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &minr, sizeof minr), 0);
+  static char mbuf[3000];
+  struct iovec miov = {mbuf, sizeof mbuf};
+  struct fi_msg mm = {.msg_iov = &miov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = (void *)12};
+  CHECK_RC(fi_recvmsg(b.ep, &mm, FI_MULTI_RECV), 0);
+  for (int k = 0; k < 3; k++) {
+    memset(sbuf, 'a' + k, 700);
+    CHECK_RC(fi_senddata(a.ep, sbuf, 700, NULL, (uint64_t)k, a.peer, (void *)13), 0);
+  }
+  char *expect = mbuf;
+  for (int k = 0; k < 3; k++) {
+    CHECK_RC(one(&b, &a, &e, NULL, &err), 0);
+    CHECK(e.op_context == (void *)12 && e.len == 700 && (e.flags & FI_RECV) && (e.flags & FI_MSG));
+    CHECK(!(e.flags & FI_MULTI_RECV) && e.data == (uint64_t)k);
+    CHECK(e.buf == expect && ((char *)e.buf)[0] == 'a' + k && ((char *)e.buf)[699] == 'a' + k);
+    expect += 704; /* 8-byte aligned */
+  }
+  CHECK_RC(one(&b, &a, &e, NULL, &err), 0); /* 3000 - 3 * 704 < 1000: released */
+  CHECK(e.op_context == (void *)12 && e.flags == FI_MULTI_RECV && e.len == 0);
+  struct fi_msg_tagged mt = {.msg_iov = &miov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = (void *)14};
+  CHECK_RC(fi_trecvmsg(b.ep, &mt, FI_MULTI_RECV), -FI_EINVAL);
+  /* Cancelled while empty: FI_ECANCELED. */
+  CHECK_RC(fi_recvmsg(b.ep, &mm, FI_MULTI_RECV), 0);
+  CHECK_RC(fi_cancel(&b.ep->fid, (void *)12), 0);
+  CHECK_RC(one(&b, &a, &e, NULL, &err), -FI_ECANCELED);
+  CHECK(err.op_context == (void *)12);
 
   /* Bad input. */
   CHECK_RC(fi_tsend(a.ep, sbuf, 8, NULL, 12345, 1, NULL), -FI_EINVAL);                   /* unknown address */
