@@ -13,6 +13,9 @@ CMAKE_FLAGS ?= -DFMX_WERROR=ON
 BENCH_PY   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 REPS       ?= 3
 IMPI_VENV  ?= /opt/fmx-bench/impi
+OMPI5_VENV ?= /opt/fmx-bench/ompi5
+MPICH_VENV ?= /opt/fmx-bench/mpich
+MPI_VENVS   = IMPI_VENV=$(IMPI_VENV) OMPI5_VENV=$(OMPI5_VENV) MPICH_VENV=$(MPICH_VENV)
 
 .PHONY: all deps build build-asan build-tsan build-fuzz demo check check-layers check-unit check-system clean \
         bench bench-deps check-bench fuzz check-fuzz
@@ -52,7 +55,7 @@ demo: build
 
 # Plain build: unit + system tests; ASan+UBSan build: the same again;
 # TSan build: the unit tests (the threaded ones are what it is for).
-check: check-layers build build-asan build-tsan
+check: check-layers build build-asan build-tsan bench-deps
 	$(MAKE) --no-print-directory check-unit check-system BUILD=$(BUILD)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) --no-print-directory check-unit check-system BUILD=$(ASAN_BUILD)
@@ -68,16 +71,17 @@ check-unit:
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 check-system:
-	FMX_BUILD_DIR=$(abspath $(BUILD)) $(PYTEST) -q tests/system
+	FMX_BUILD_DIR=$(abspath $(BUILD)) $(MPI_VENVS) $(PYTEST) -q tests/system
 
 # Peer comparison (bench/run.py): fmx against Open MPI, MPICH, UCX, libfabric
 # shm and Intel MPI, interleaved. QUICK=1: one short rep under BUILD/bench-quick,
 # checked (every configuration ran or is skipped with a reason), docs untouched.
 bench-deps:
-	@IMPI_VENV=$(IMPI_VENV) sh scripts/install-bench-deps.sh
+	@$(MPI_VENVS) sh scripts/install-bench-deps.sh
 
 bench: build bench-deps
-	$(BENCH_PY) bench/run.py --build $(BUILD) --impi $(IMPI_VENV) --reps $(REPS) \
+	$(BENCH_PY) bench/run.py --build $(BUILD) --impi $(IMPI_VENV) --ompi5 $(OMPI5_VENV) --mpich $(MPICH_VENV) \
+	  --reps $(REPS) \
 	  $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(CHECK)),--check)
 
 check-bench:

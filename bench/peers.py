@@ -689,6 +689,96 @@ class ImpiPerfMem(ImpiPerf):
         return argv + ["--mem", "mpi"], env
 
 
+# ------------------------------------------- PyPI MPIs over fmx's provider
+def venv_missing(venv, what, launcher="mpiexec"):
+    """Why a PyPI MPI in venv cannot run (VENV.skip: pip's reason), or None."""
+    if os.access(os.path.join(venv, "bin", launcher), os.X_OK):
+        return None
+    why = "%s not installed in %s" % (what, venv)
+    try:
+        with open(venv + ".skip") as f:
+            why += ": " + f.read().strip()
+    except OSError:
+        pass
+    return why
+
+
+class ProviderMixin:
+    """An MPI through fmx's libfabric provider, malloc'd buffers or
+    MPI_Alloc_mem ones through libfmx-mpi.so (preloaded, --mem mpi)."""
+    peer = False
+    kernels = KERNELS
+
+    def setup_provider(self, alloc_mem):
+        self.alloc_mem = alloc_mem
+        self.prov_path = os.path.join(self.ctx["build"], "ofi")
+        self.mpi_lib = os.path.join(self.ctx["build"], "libfmx-mpi.so")
+        if alloc_mem:
+            self.name += "-mem"
+            self.label += ", MPI_Alloc_mem buffers through libfmx-mpi.so"
+            self.note += "; fmx_perf_mpi --mem mpi, libfmx-mpi.so preloaded"
+
+    def provider_missing(self):
+        if not os.path.exists(os.path.join(self.prov_path, "libfmx-fi.so")):
+            return "fmx's libfabric provider is not built (no libfabric-dev)"
+        if self.alloc_mem and not os.path.exists(self.mpi_lib):
+            return "libfmx-mpi.so is not built"
+        return None
+
+    def genv(self):
+        g = {"FI_PROVIDER_PATH": self.prov_path, "FI_PROVIDER": "fmx"}
+        if self.alloc_mem:
+            g["LD_PRELOAD"] = self.mpi_lib
+        return g
+
+    def perf_tail(self, kernel, sizes, iters):
+        return [self.exe, kernel, "--sizes", ",".join(map(str, sizes)), "--json", "--quiet"] + \
+            _iters_args(iters) + (["--mem", "mpi"] if self.alloc_mem else [])
+
+
+class ImpiFmx(ProviderMixin, ImpiPerf):
+    def __init__(self, ctx, alloc_mem=False):
+        super().__init__(ctx)
+        self.name, self.label = "impi-ofi-fmx", "Intel MPI, fmx libfabric provider"
+        self.note = "I_MPI_FABRICS=ofi, FI_PROVIDER=fmx (Intel MPI's libfabric 2.x loads it)"
+        self.setup_provider(alloc_mem)
+
+    def prepare(self):
+        return ("skipped", self.provider_missing()) if self.provider_missing() else super().prepare()
+
+    def command(self, kernel, sizes, iters):
+        venv = self.ctx["impi"]
+        argv = [os.path.join(venv, "bin", "mpiexec"), "-n", "2",
+                "-genv", "I_MPI_PIN_PROCESSOR_LIST", ",".join(map(str, self.ctx["cores"][:2])),
+                "-genv", "I_MPI_FABRICS", "ofi"]
+        for k, v in self.genv().items():
+            argv += ["-genv", k, v]
+        return argv + self.perf_tail(kernel, sizes, iters), impi_env(venv)
+
+
+class MpichFmx(ProviderMixin, Config):
+    def __init__(self, ctx, alloc_mem=False):
+        super().__init__(ctx)
+        self.name, self.label = "mpich-ofi-fmx", "MPICH (PyPI, CH4 ofi), fmx libfabric provider"
+        self.note = "PyPI mpich with its libfabric 2.x: MPICH_CH4_NETMOD=ofi, MPIR_CVAR_NOLOCAL=1, FI_PROVIDER=fmx"
+        self.setup_provider(alloc_mem)
+
+    def prepare(self):
+        venv = self.ctx["mpich_wheel"]
+        why = self.provider_missing() or venv_missing(venv, "MPICH (PyPI mpich)")
+        if why:
+            return ("skipped", why)
+        self.exe, err = build_perf_mpi(self.ctx, "mpich-wheel", os.path.join(venv, "bin", "mpicc"))
+        return ("failed", err) if err else None
+
+    def command(self, kernel, sizes, iters):
+        argv = [os.path.join(self.ctx["mpich_wheel"], "bin", "mpiexec"), "-n", "2", "-bind-to", "core:1",
+                "-map-by", "core", "-genv", "MPICH_CH4_NETMOD", "ofi", "-genv", "MPIR_CVAR_NOLOCAL", "1"]
+        for k, v in self.genv().items():
+            argv += ["-genv", k, v]
+        return argv + self.perf_tail(kernel, sizes, iters), {}
+
+
 # ------------------------------------------------------- raw CMA (reference)
 class CmaRaw(Config):
     """bench/cma_raw.c: back-to-back process_vm_readv between two pinned
@@ -768,5 +858,9 @@ def configurations(ctx):
         ImpiPerfMem(ctx),
         FmxFi(ctx),
         FmxFi(ctx, alloc_mem=True),
+        ImpiFmx(ctx),
+        ImpiFmx(ctx, alloc_mem=True),
+        MpichFmx(ctx),
+        MpichFmx(ctx, alloc_mem=True),
     ]
     return cfgs

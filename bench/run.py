@@ -52,6 +52,9 @@ def main(argv=None):
                     help="fail unless every configuration gave every number or is skipped")
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--impi", default=os.environ.get("IMPI_VENV", "/opt/fmx-bench/impi"))
+    ap.add_argument("--ompi5", default=os.environ.get("OMPI5_VENV", "/opt/fmx-bench/ompi5"))
+    ap.add_argument("--mpich", default=os.environ.get("MPICH_VENV", "/opt/fmx-bench/mpich"),
+                    help="PyPI mpich's virtualenv (MPICH with libfabric, for the provider)")
     ap.add_argument("--busy", type=float, default=float(os.environ.get("BENCH_BUSY", 0.3)),
                     help="foreign load (cores) above which a run is redone (default 0.3)")
     ap.add_argument("--max-reruns", type=int, default=2)
@@ -86,7 +89,7 @@ def main(argv=None):
 
     cores = machine.bench_cores()
     ctx = {"build": build, "work": work, "cores": cores, "root": ROOT, "impi": args.impi,
-           "quick": args.quick}
+           "ompi5": args.ompi5, "mpich_wheel": args.mpich, "quick": args.quick}
     env = machine.environment(build, args.impi)
     ctx["ucx_version"] = "UCX " + str(env["versions"].get("ucx"))
     ctx["impi_version"] = "Intel MPI " + str(env["versions"].get("impi_rt"))

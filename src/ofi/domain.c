@@ -40,11 +40,6 @@ static int no_sep(struct fid_domain *d, struct fi_info *info, struct fid_ep **se
   return -FI_ENOSYS;
 }
 
-static int no_cntr(struct fid_domain *d, struct fi_cntr_attr *attr, struct fid_cntr **c, void *context) {
-  (void)d, (void)attr, (void)c, (void)context;
-  return -FI_ENOSYS;
-}
-
 static int no_poll(struct fid_domain *d, struct fi_poll_attr *attr, struct fid_poll **p) {
   (void)d, (void)attr, (void)p;
   return -FI_ENOSYS;
@@ -78,7 +73,7 @@ static struct fi_ops_domain domain_ops = {
     .cq_open = ofx_cq_open,
     .endpoint = ofx_ep_open,
     .scalable_ep = no_sep,
-    .cntr_open = no_cntr,
+    .cntr_open = ofx_cntr_open,
     .poll_open = no_poll,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,

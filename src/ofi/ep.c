@@ -94,6 +94,11 @@ void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st)
       ofx_cq_push_err(cq, &e, ofx_errno(st->code), (int)st->code,
                       st->code == FMX_MESSAGE_TRUNCATED ? (size_t)(st->msg_length - st->xfer_length) : 0);
   }
+  if (!(st->flags & FMX_MSG_MULTI_DONE)) {
+    int k = op->flags & FI_RMA ? (op->flags & FI_WRITE ? OFX_CNT_WRITE : OFX_CNT_READ)
+                               : (recv ? OFX_CNT_RECV : OFX_CNT_SEND);
+    if (ep->cntr[k]) ofx_cntr_inc(ep->cntr[k], st->code != FMX_SUCCESS);
+  }
   if (!(st->flags & FMX_MSG_MULTI)) ofx_op_put(ep, op); /* a buffer's message: the buffer lives on */
 }
 
@@ -190,6 +195,8 @@ static int ep_close(struct fid *fid) {
   struct ofx_ep *ep = (struct ofx_ep *)fid;
   if (ep->txcq) ofx_cq_unbind_ep(ep->txcq, ep);
   if (ep->rxcq && ep->rxcq != ep->txcq) ofx_cq_unbind_ep(ep->rxcq, ep);
+  for (int k = 0; k < OFX_CNT_N; k++)
+    if (ep->cntr[k]) ofx_cntr_unbind_ep(ep->cntr[k], ep); /* once per counter is enough; more is harmless */
   fmx_close_endpoint(ep->fx); /* drops every request: their ops are freed below */
   struct ofx_op *op;
   while (ep->live.next != &ep->live) {
@@ -238,8 +245,21 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
     }
     case FI_CLASS_EQ:
       return 0; /* nothing to report on it */
+    case FI_CLASS_CNTR: {
+      static const uint64_t ev[OFX_CNT_N] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE};
+      if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) return -FI_ENOSYS; /* no FI_RMA_EVENT */
+      if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE))) return -FI_EBADFLAGS;
+      for (int k = 0; k < OFX_CNT_N; k++)
+        if ((flags & ev[k]) && ep->cntr[k]) return -FI_EINVAL;
+      struct ofx_cntr *c = (struct ofx_cntr *)bfid;
+      int rc = ofx_cntr_bind_ep(c, ep);
+      if (rc) return rc;
+      for (int k = 0; k < OFX_CNT_N; k++)
+        if (flags & ev[k]) ep->cntr[k] = c;
+      return 0;
+    }
     default:
-      return -FI_ENOSYS; /* counters, stx/srx */
+      return -FI_ENOSYS; /* stx/srx */
   }
 }
 
@@ -248,7 +268,7 @@ static int ep_control(struct fid *fid, int command, void *arg) {
   switch (command) {
     case FI_ENABLE:
       if (!ep->av) return -FI_ENOAV;
-      if (!ep->txcq && !ep->rxcq) return -FI_ENOCQ;
+      if (!ep->txcq && !ep->rxcq && !ep->cntr[OFX_CNT_SEND] && !ep->cntr[OFX_CNT_RECV]) return -FI_ENOCQ;
       ep->enabled = 1;
       return 0;
     case FI_GETOPSFLAG: {

@@ -112,6 +112,19 @@ struct ofx_cq {
   int signaled;
 };
 
+/* A counter (cntr.c): the endpoints bound to it are progressed by its
+ * reads and waits. */
+struct ofx_cntr {
+  struct fid_cntr cntr;
+  uint64_t value, err; /* atomics */
+  pthread_mutex_t lock; /* eps */
+  struct ofx_ep *eps[OFX_CQ_EPS];
+  int neps;
+};
+
+/* What an endpoint's counters count: sends, receives, reads, writes. */
+enum { OFX_CNT_SEND, OFX_CNT_RECV, OFX_CNT_READ, OFX_CNT_WRITE, OFX_CNT_N };
+
 /* An operation in flight: the context of its fmx request. */
 struct ofx_op {
   struct ofx_op *next, *prev; /* free list; the endpoint's live list */
@@ -148,6 +161,7 @@ struct ofx_ep {
   struct ofx_av *av;
   struct ofx_cq *txcq, *rxcq;
   int tx_selective, rx_selective;
+  struct ofx_cntr *cntr[OFX_CNT_N];
   size_t min_multi_recv;
   pthread_mutex_t lock;
   struct ofx_conn *conn; /* per fi_addr */
@@ -180,6 +194,12 @@ void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct o
 /* An error completion: e's fields, err (positive FI_E*), the fmx code,
  * the bytes cut off (FI_ETRUNC). */
 void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, int err, int prov_errno, size_t olen);
+/* cntr.c */
+int ofx_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
+int ofx_cntr_bind_ep(struct ofx_cntr *c, struct ofx_ep *ep);
+void ofx_cntr_unbind_ep(struct ofx_cntr *c, struct ofx_ep *ep);
+/* One more operation done, or failed. */
+void ofx_cntr_inc(struct ofx_cntr *c, int failed);
 /* ep.c */
 int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /* Reap what the endpoint's fmx requests finished into their queues; the

@@ -120,7 +120,7 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   d->max_ep_rx_ctx = 1;
   d->max_ep_stx_ctx = 0;
   d->max_ep_srx_ctx = 0;
-  d->cntr_cnt = 0;
+  d->cntr_cnt = 1024;
   d->mr_iov_limit = FMX_MAX_SEGMENTS;
   d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
   d->mode = 0;

@@ -9,7 +9,7 @@
  * fi_read and fi_write of a registration, inject write, and refusals
  * (read-only: FI_EACCES; a wrong or closed key, another job's cookie:
  * FI_EKEYREJECTED; past the end: FI_EINVAL) with nothing moved; a
- * multi-receive buffer. Prints "fi_provider_check: N checks
+ * multi-receive buffer; counters. Prints "fi_provider_check: N checks
  * passed" or fails. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +182,66 @@ static void rma_checks(void) {
   free(mine);
 }
 
+/* Counters: c counts its sends and receives, and their failures; b, its
+ * peer, answers. */
+static void cntr_checks(struct side *b, const char *nb, size_t lb) {
+  struct side c;
+  struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
+  struct fid_cntr *cnt;
+  struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_TAGGED};
+  struct fi_av_attr ava = {.type = FI_AV_TABLE};
+  CHECK_RC(fi_cntr_open(domain, &ca, &cnt, NULL), 0);
+  CHECK_RC(fi_endpoint(domain, info, &c.ep, NULL), 0);
+  CHECK_RC(fi_cq_open(domain, &cqa, &c.cq, NULL), 0);
+  CHECK_RC(fi_av_open(domain, &ava, &c.av, NULL), 0);
+  CHECK_RC(fi_ep_bind(c.ep, &c.cq->fid, FI_TRANSMIT | FI_RECV), 0);
+  CHECK_RC(fi_ep_bind(c.ep, &c.av->fid, 0), 0);
+  CHECK_RC(fi_ep_bind(c.ep, &cnt->fid, FI_REMOTE_WRITE), -FI_ENOSYS); /* no FI_RMA_EVENT */
+  CHECK_RC(fi_ep_bind(c.ep, &cnt->fid, 0), -FI_EBADFLAGS);
+  CHECK_RC(fi_ep_bind(c.ep, &cnt->fid, FI_SEND | FI_RECV), 0);
+  CHECK_RC(fi_enable(c.ep), 0);
+  CHECK_RC(fi_av_insert(c.av, nb, 1, &c.peer, 0, NULL), 1);
+  char cn[64];
+  size_t lc = sizeof cn;
+  CHECK_RC(fi_getname(&c.ep->fid, cn, &lc), 0);
+  fi_addr_t b_to_c;
+  CHECK_RC(fi_av_insert(b->av, cn, 1, &b_to_c, 0, NULL), 1);
+  (void)lb;
+  char buf[64] = "counted", in[64];
+  CHECK(fi_cntr_read(cnt) == 0);
+  /* An inject (no completion) and a send: both counted. */
+  CHECK_RC(fi_tinject(c.ep, buf, 8, c.peer, 21), 0);
+  CHECK_RC(fi_tsend(c.ep, buf, 8, NULL, c.peer, 21, (void *)31), 0);
+  CHECK_RC(fi_cntr_wait(cnt, 2, 5000), 0);
+  CHECK(fi_cntr_read(cnt) == 2 && fi_cntr_readerr(cnt) == 0);
+  struct fi_cq_tagged_entry e;
+  struct fi_cq_err_entry err;
+  CHECK_RC(fi_trecv(b->ep, in, sizeof in, NULL, FI_ADDR_UNSPEC, 21, 0, (void *)32), 0);
+  CHECK_RC(one(b, &c, &e, NULL, &err), 0);
+  CHECK_RC(fi_trecv(b->ep, in, sizeof in, NULL, FI_ADDR_UNSPEC, 21, 0, (void *)33), 0);
+  CHECK_RC(one(b, &c, &e, NULL, &err), 0);
+  /* A receive cut short: an error counted, and fi_cntr_wait says so. */
+  CHECK_RC(fi_trecv(c.ep, in, 2, NULL, FI_ADDR_UNSPEC, 22, 0, (void *)34), 0);
+  CHECK_RC(fi_tsend(b->ep, buf, 8, NULL, b_to_c, 22, (void *)35), 0);
+  CHECK_RC(fi_cntr_wait(cnt, 10, 5000), -FI_EAVAIL);
+  CHECK(fi_cntr_readerr(cnt) == 1 && fi_cntr_read(cnt) == 2);
+  CHECK_RC(one(b, &c, &e, NULL, &err), 0);
+  CHECK_RC(fi_cq_readerr(c.cq, &err, 0), 1);
+  CHECK(err.err == FI_ETRUNC);
+  /* Nothing more comes: a wait times out. */
+  CHECK_RC(fi_cntr_wait(cnt, 4, 10), -FI_ETIMEDOUT);
+  CHECK_RC(fi_cntr_set(cnt, 100), 0);
+  CHECK_RC(fi_cntr_add(cnt, 5), 0);
+  CHECK(fi_cntr_read(cnt) == 105);
+  CHECK_RC(fi_cntr_seterr(cnt, 0), 0);
+  CHECK(fi_cntr_readerr(cnt) == 0);
+  CHECK_RC(fi_close(&cnt->fid), -FI_EBUSY); /* still bound */
+  fi_close(&c.ep->fid);
+  CHECK_RC(fi_close(&cnt->fid), 0);
+  fi_close(&c.cq->fid);
+  fi_close(&c.av->fid);
+}
+
 int main(void) {
   struct fi_info *hints = fi_allocinfo();
   hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE;
@@ -331,6 +391,7 @@ int main(void) {
   CHECK(bad == -FI_EACCES || bad == -FI_EINVAL);
   CHECK_RC(fi_av_insert(a.av, NULL, 1, &fa, 0, NULL), -FI_EINVAL);
 
+  cntr_checks(&b, nb, lb);
   close_side(&a);
   close_side(&b);
   fi_close(&domain->fid);
