@@ -107,6 +107,19 @@ static int progress(struct ofx_cq *cq) {
   return n;
 }
 
+static int has_entry(struct ofx_cq *cq) {
+  pthread_mutex_lock(&cq->lock);
+  int r = cq->count > 0 || cq->err != NULL;
+  pthread_mutex_unlock(&cq->lock);
+  return r;
+}
+
+int ofx_cq_ready(struct ofx_cq *cq) {
+  if (has_entry(cq)) return 1;
+  progress(cq);
+  return has_entry(cq);
+}
+
 static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src) {
   struct ofx_cq *cq = (struct ofx_cq *)fcq;
   if (count == 0) return 0;

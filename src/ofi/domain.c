@@ -40,11 +40,6 @@ static int no_sep(struct fid_domain *d, struct fi_info *info, struct fid_ep **se
   return -FI_ENOSYS;
 }
 
-static int no_poll(struct fid_domain *d, struct fi_poll_attr *attr, struct fid_poll **p) {
-  (void)d, (void)attr, (void)p;
-  return -FI_ENOSYS;
-}
-
 static int no_stx(struct fid_domain *d, struct fi_tx_attr *attr, struct fid_stx **stx, void *context) {
   (void)d, (void)attr, (void)stx, (void)context;
   return -FI_ENOSYS;
@@ -74,7 +69,7 @@ static struct fi_ops_domain domain_ops = {
     .endpoint = ofx_ep_open,
     .scalable_ep = no_sep,
     .cntr_open = ofx_cntr_open,
-    .poll_open = no_poll,
+    .poll_open = ofx_poll_open,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,
     .query_atomic = no_atomic,

@@ -35,6 +35,11 @@
 #define OFX_TAG_FORMAT 0xaaaaaaaaaaaaaaaaull /* FI_TAG_GENERIC: bit 63 set, as Open MPI asks */
 #define OFX_CAPS                                                                                                 \
   (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
+/* What of an info's caps its tx_attr and rx_attr carry. */
+#define OFX_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
+#define OFX_RX_CAPS                                                                                              \
+  (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |     \
+   FI_MULTI_RECV)
 #define OFX_QUEUE 65536           /* tx/rx queue depth advertised (fmx has no fixed limit) */
 /* RMA (rma.c), given when asked for and the application takes
  * provider-chosen keys (FI_MR_PROV_KEY): remote addresses are offsets in
@@ -187,6 +192,11 @@ fi_addr_t ofx_av_reverse(struct ofx_av *av, fmx_endpoint_addr_t a);
 int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 int ofx_cq_bind_ep(struct ofx_cq *cq, struct ofx_ep *ep);
 void ofx_cq_unbind_ep(struct ofx_cq *cq, struct ofx_ep *ep);
+/* Whether cq holds a completion or an error, after progress if it held
+ * none (fi_poll). */
+int ofx_cq_ready(struct ofx_cq *cq);
+/* poll.c */
+int ofx_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset);
 /* A completion (the endpoint's lock held), from src as av knows it (av
  * NULL: no source). */
 void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct ofx_av *av,

@@ -3,6 +3,7 @@
  * its event queue (empty: fmx has no connection events to report). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ofi/ofi_int.h"
 
@@ -42,6 +43,7 @@ static int refused(const struct fi_info *h) {
   if (d) {
     if (d->name && strcmp(d->name, OFX_NAME)) return 1;
     if (d->data_progress == FI_PROGRESS_AUTO) return 1;
+    if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM)) return 1; /* FI_SHARED_AV: not offered */
     if (d->cq_data_size > 8) return 1;
     if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE) return 1;
   }
@@ -63,8 +65,10 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   struct fi_info *fi = fi_allocinfo();
   if (!fi) return -FI_ENOMEM;
   uint64_t caps = OFX_CAPS | FI_REMOTE_COMM;
-  /* Primary caps asked for narrow the answer; secondary ones are ours. */
-  if (hints && hints->caps) caps = (hints->caps & OFX_CAPS) | (caps & ~(uint64_t)(FI_TAGGED | FI_MSG));
+  /* Primary caps asked for narrow the answer; secondary ones are ours. A
+   * receive's source matters only with FI_DIRECTED_RECV asked for. */
+  if (hints && hints->caps)
+    caps = (hints->caps & OFX_CAPS) | (caps & ~(uint64_t)(FI_TAGGED | FI_MSG | FI_DIRECTED_RECV));
   if (!(caps & (FI_TAGGED | FI_MSG))) caps |= FI_TAGGED | FI_MSG;
   if (!(caps & (FI_SEND | FI_RECV))) caps |= FI_SEND | FI_RECV;
   int rma = hints && (hints->caps & OFX_RMA_CAPS); /* only when asked: it needs FI_MR_PROV_KEY */
@@ -72,8 +76,16 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   fi->caps = caps;
   fi->mode = 0;
   fi->addr_format = FI_FORMAT_UNSPEC;
-  fi->src_addrlen = 0;
-  fi->tx_attr->caps = caps;
+  /* The source: this host, any endpoint id (an endpoint takes a free one). */
+  struct ofx_name *src = calloc(1, sizeof *src);
+  if (!src) {
+    fi_freeinfo(fi);
+    return -FI_ENOMEM;
+  }
+  *src = (struct ofx_name){.nic = 0, .eid = FMX_ANY_ENDPOINT, .mr_eid = FMX_ANY_ENDPOINT};
+  fi->src_addr = src;
+  fi->src_addrlen = sizeof *src;
+  fi->tx_attr->caps = caps & OFX_TX_CAPS;
   fi->tx_attr->mode = 0;
   fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
   fi->tx_attr->msg_order = FI_ORDER_SAS;
@@ -82,7 +94,7 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   fi->tx_attr->size = OFX_QUEUE;
   fi->tx_attr->iov_limit = FMX_MAX_SEGMENTS;
   fi->tx_attr->rma_iov_limit = rma ? 1 : 0;
-  fi->rx_attr->caps = caps;
+  fi->rx_attr->caps = caps & OFX_RX_CAPS;
   fi->rx_attr->mode = 0;
   fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
   fi->rx_attr->msg_order = FI_ORDER_SAS;
@@ -105,7 +117,9 @@ int ofx_getinfo(uint32_t version, const char *node, const char *service, uint64_
   const struct fi_domain_attr *hd = hints ? hints->domain_attr : NULL;
   d->name = strdup(OFX_NAME);
   d->threading = hd && hd->threading != FI_THREAD_UNSPEC ? hd->threading : FI_THREAD_SAFE;
-  d->control_progress = FI_PROGRESS_AUTO; /* handshakes: fmx's watcher thread */
+  /* Handshakes: fmx's watcher thread, which also serves an application
+   * that asked for manual control progress. */
+  d->control_progress = hd && hd->control_progress == FI_PROGRESS_MANUAL ? FI_PROGRESS_MANUAL : FI_PROGRESS_AUTO;
   d->data_progress = FI_PROGRESS_MANUAL;
   d->resource_mgmt = FI_RM_ENABLED;
   d->av_type = hd && hd->av_type != FI_AV_UNSPEC ? hd->av_type : FI_AV_TABLE;
@@ -158,8 +172,13 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size
   return -FI_ENOSYS;
 }
 
+/* Nothing comes: the timeout passes (< 0: a second at a time, forever). */
 static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags) {
-  (void)eq, (void)event, (void)buf, (void)len, (void)timeout, (void)flags;
+  (void)eq, (void)event, (void)buf, (void)len, (void)flags;
+  struct timespec ts = {timeout < 0 ? 1 : timeout / 1000, timeout < 0 ? 0 : (long)(timeout % 1000) * 1000000};
+  do
+    nanosleep(&ts, NULL);
+  while (timeout < 0);
   return -FI_EAGAIN;
 }
 
