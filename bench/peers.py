@@ -556,6 +556,19 @@ class FiPingpong(Config):
 
 
 # -------------------------------------------------------------- Intel MPI
+def venv_missing(venv, what, launcher="mpiexec"):
+    """Why a PyPI MPI in venv cannot run (VENV.skip: pip's reason), or None."""
+    if os.access(os.path.join(venv, "bin", launcher), os.X_OK):
+        return None
+    why = "%s not installed in %s" % (what, venv)
+    try:
+        with open(venv + ".skip") as f:
+            why += ": " + f.read().strip()
+    except OSError:
+        pass
+    return why
+
+
 def impi_env(venv):
     return {"I_MPI_ROOT": venv,
             "PATH": os.path.join(venv, "bin") + ":" + os.environ.get("PATH", ""),
@@ -564,15 +577,7 @@ def impi_env(venv):
 
 
 def impi_missing(venv):
-    if os.access(os.path.join(venv, "bin", "mpiexec"), os.X_OK):
-        return None
-    why = "Intel MPI not installed in %s" % venv
-    try:
-        with open(venv + ".skip") as f:
-            why += ": " + f.read().strip()
-    except OSError:
-        pass
-    return why
+    return venv_missing(venv, "Intel MPI")
 
 
 class ImpiImb(Config):
@@ -690,19 +695,6 @@ class ImpiPerfMem(ImpiPerf):
 
 
 # ------------------------------------------- PyPI MPIs over fmx's provider
-def venv_missing(venv, what, launcher="mpiexec"):
-    """Why a PyPI MPI in venv cannot run (VENV.skip: pip's reason), or None."""
-    if os.access(os.path.join(venv, "bin", launcher), os.X_OK):
-        return None
-    why = "%s not installed in %s" % (what, venv)
-    try:
-        with open(venv + ".skip") as f:
-            why += ": " + f.read().strip()
-    except OSError:
-        pass
-    return why
-
-
 class ProviderMixin:
     """An MPI through fmx's libfabric provider, malloc'd buffers or
     MPI_Alloc_mem ones through libfmx-mpi.so (preloaded, --mem mpi)."""

@@ -80,10 +80,12 @@ API fmx_return_t fmx_isendx(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t n
 }
 
 /* source: NULL, or the only partner it takes from. flags: RECV_FLAGS.
- * Inlined, as send_common. */
+ * multi: a multi-receive buffer (one segment) leaving min_free. Inlined,
+ * as send_common (multi 0 folds away). */
 static inline __attribute__((always_inline)) fmx_return_t
 recv_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_endpoint_addr_t *source,
-            uint64_t match, uint64_t mask, uint32_t flags, void *context, fmx_request_t *request) {
+            uint64_t match, uint64_t mask, uint32_t flags, void *context, fmx_request_t *request, int multi,
+            uint64_t min_free) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || (flags & ~RECV_FLAGS)) return FMX_BAD_REQUEST;
   uint64_t len;
@@ -107,6 +109,7 @@ recv_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_
     return FMX_NO_RESOURCES;
   }
   r->m.from = from;
+  if (multi) proto_multi_init(&r->m, min_free);
   *request = r;
   /* No progress pass first: a record still in a ring has not arrived yet,
    * so matching it after this receive is posted keeps MX semantics. */
@@ -120,47 +123,19 @@ recv_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_
 
 API fmx_return_t fmx_irecv(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, uint64_t match, uint64_t mask,
                            void *context, fmx_request_t *request) {
-  return recv_common(ep, segs, nsegs, NULL, match, mask, 0, context, request);
+  return recv_common(ep, segs, nsegs, NULL, match, mask, 0, context, request, 0, 0);
 }
 
 API fmx_return_t fmx_irecvx(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_endpoint_addr_t *source,
                             uint64_t match, uint64_t mask, uint32_t flags, void *context, fmx_request_t *request) {
-  return recv_common(ep, segs, nsegs, source, match, mask, flags, context, request);
+  return recv_common(ep, segs, nsegs, source, match, mask, flags, context, request, 0, 0);
 }
 
 API fmx_return_t fmx_irecv_multi(fmx_endpoint_t ep, void *buf, uint64_t len, uint64_t min_free,
                                  const fmx_endpoint_addr_t *source, uint64_t match, uint64_t mask, uint32_t flags,
                                  void *context, fmx_request_t *request) {
-  if (!ep) return FMX_BAD_ENDPOINT;
-  if (!request || (flags & ~RECV_FLAGS)) return FMX_BAD_REQUEST;
   fmx_seg_t seg = {buf, len};
-  uint64_t total;
-  fmx_return_t rc = check_segs(&seg, 1, &total);
-  if (rc) return rc;
-  if (flags & FMX_MSG_UNTAGGED) {
-    match = mask = 0;
-  } else {
-    rc = (fmx_return_t)match_check(&ep->pe.mq, match, mask);
-    if (rc) return rc;
-  }
-  ep_lock(ep);
-  struct partner *from = NULL;
-  if (source && !(from = ep_partner_from_addr(ep, *source))) {
-    ep_unlock(ep);
-    return FMX_BAD_ADDRESS;
-  }
-  struct fmx_request *r = recv_req_new(ep, &seg, 1, match, mask, flags, context);
-  if (!r) {
-    ep_unlock(ep);
-    return FMX_NO_RESOURCES;
-  }
-  r->m.from = from;
-  proto_multi_init(&r->m, min_free);
-  *request = r;
-  proto_recv_post(ep, &r->m);
-  if (from && from->t.state != PARTNER_ALIVE) proto_recv_fail_from(ep, from, gone_code(from));
-  ep_unlock(ep);
-  return FMX_SUCCESS;
+  return recv_common(ep, &seg, 1, source, match, mask, flags, context, request, 1, min_free);
 }
 
 /* ---- completion -------------------------------------------------------- */
