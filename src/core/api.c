@@ -282,16 +282,8 @@ API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t 
     rc = FMX_BAD_REQUEST;
   } else if (r->kind == REQ_SEND) {
     rc = FMX_BAD_REQUEST;
-  } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING && (r->m.flags & MSG_F_MULTI)) {
-    /* Messages still arriving into it: it completes after them. */
-    if (proto_multi_close(ep, &r->m, FMX_SUCCESS)) {
-      CNT(ep, CANCELLED);
-      req_free(ep, r);
-      *request = NULL;
-      *result = 1;
-    }
-  } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING && !(r->m.flags & MSG_F_REGION)) {
-    proto_recv_unpost(ep, &r->m);
+  } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING && !(r->m.flags & MSG_F_REGION) &&
+             proto_recv_cancel(ep, &r->m)) {
     CNT(ep, CANCELLED);
     req_free(ep, r);
     *request = NULL;

@@ -7,7 +7,6 @@
  * them. Remote events (FI_REMOTE_READ/WRITE, which need FI_RMA_EVENT) are
  * not offered. */
 #include <stdlib.h>
-#include <time.h>
 
 #include "ofi/ofi_int.h"
 
@@ -15,11 +14,14 @@
 
 static void progress(struct ofx_cntr *c) {
   pthread_mutex_lock(&c->lock);
-  struct ofx_ep *eps[OFX_CQ_EPS];
-  int n = c->neps;
-  for (int i = 0; i < n; i++) eps[i] = c->eps[i];
+  struct ofx_bound b = c->bound; /* progressed unlocked: an endpoint's lock comes before ours */
   pthread_mutex_unlock(&c->lock);
-  for (int i = 0; i < n; i++) ofx_ep_progress(eps[i]);
+  ofx_bound_progress(&b);
+}
+
+uint64_t ofx_cntr_events(struct ofx_cntr *c) {
+  progress(c);
+  return __atomic_load_n(&c->value, __ATOMIC_ACQUIRE) + __atomic_load_n(&c->err, __ATOMIC_ACQUIRE);
 }
 
 void ofx_cntr_inc(struct ofx_cntr *c, int failed) {
@@ -56,23 +58,17 @@ static int cntr_seterr(struct fid_cntr *f, uint64_t v) {
   return 0;
 }
 
-static uint64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 /* Until the count reaches threshold (0), an error is counted
  * (-FI_EAVAIL), or timeout ms pass (-FI_ETIMEDOUT; < 0: none). */
 static int cntr_wait(struct fid_cntr *f, uint64_t threshold, int timeout) {
   struct ofx_cntr *c = CNTR(f);
   uint64_t err0 = __atomic_load_n(&c->err, __ATOMIC_ACQUIRE);
-  uint64_t end = timeout < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout;
+  uint64_t end = timeout < 0 ? UINT64_MAX : ofx_now_ms() + (uint64_t)timeout;
   for (unsigned spin = 0;; spin++) {
     progress(c);
     if (__atomic_load_n(&c->value, __ATOMIC_ACQUIRE) >= threshold) return 0;
     if (__atomic_load_n(&c->err, __ATOMIC_ACQUIRE) != err0) return -FI_EAVAIL;
-    if (now_ms() >= end) return -FI_ETIMEDOUT;
+    if (ofx_now_ms() >= end) return -FI_ETIMEDOUT;
     if (spin > 1000) { /* the peer is slow: stop taking a core from it */
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
@@ -82,30 +78,20 @@ static int cntr_wait(struct fid_cntr *f, uint64_t threshold, int timeout) {
 
 int ofx_cntr_bind_ep(struct ofx_cntr *c, struct ofx_ep *ep) {
   pthread_mutex_lock(&c->lock);
-  int rc = 0, i;
-  for (i = 0; i < c->neps && c->eps[i] != ep; i++) {
-  }
-  if (i == c->neps) {
-    if (c->neps == OFX_CQ_EPS) rc = -FI_ENOSPC;
-    else c->eps[c->neps++] = ep;
-  }
+  int rc = ofx_bound_add(&c->bound, ep);
   pthread_mutex_unlock(&c->lock);
   return rc;
 }
 
 void ofx_cntr_unbind_ep(struct ofx_cntr *c, struct ofx_ep *ep) {
   pthread_mutex_lock(&c->lock);
-  for (int i = 0; i < c->neps; i++)
-    if (c->eps[i] == ep) {
-      c->eps[i] = c->eps[--c->neps];
-      break;
-    }
+  ofx_bound_del(&c->bound, ep);
   pthread_mutex_unlock(&c->lock);
 }
 
 static int cntr_close(struct fid *fid) {
   struct ofx_cntr *c = CNTR(fid);
-  if (c->neps) return -FI_EBUSY;
+  if (c->bound.n) return -FI_EBUSY;
   pthread_mutex_destroy(&c->lock);
   free(c);
   return 0;

@@ -101,11 +101,7 @@ static ssize_t take(struct ofx_cq *cq, void *buf, size_t count, fi_addr_t *src) 
   return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
-static int progress(struct ofx_cq *cq) {
-  int n = 0;
-  for (int i = 0; i < cq->neps; i++) n += ofx_ep_progress(cq->eps[i]);
-  return n;
-}
+static int progress(struct ofx_cq *cq) { return ofx_bound_progress(&cq->bound); }
 
 static int has_entry(struct ofx_cq *cq) {
   pthread_mutex_lock(&cq->lock);
@@ -160,28 +156,22 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
   return 1;
 }
 
-static uint64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src, const void *cond,
                             int timeout) {
   (void)cond;
   struct ofx_cq *cq = (struct ofx_cq *)fcq;
-  uint64_t end = timeout < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout;
+  uint64_t end = timeout < 0 ? UINT64_MAX : ofx_now_ms() + (uint64_t)timeout;
   for (;;) {
     ssize_t n = cq_readfrom(fcq, buf, count, src);
     if (n != -FI_EAGAIN) return n;
     if (__atomic_exchange_n(&cq->signaled, 0, __ATOMIC_ACQ_REL)) return -FI_EAGAIN;
-    uint64_t now = now_ms();
+    uint64_t now = ofx_now_ms();
     if (now >= end) return -FI_EAGAIN;
     uint64_t slice = end - now < 100 ? end - now : 100;
-    if (cq->neps == 1) { /* sleep in fmx until some request of its completes */
+    if (cq->bound.n == 1) { /* sleep in fmx until some request of its completes */
       fmx_request_t r;
       uint32_t res;
-      fmx_peek(cq->eps[0]->fx, (uint32_t)slice, &r, &res);
+      fmx_peek(cq->bound.ep[0]->fx, (uint32_t)slice, &r, &res);
     } else {
       struct timespec ts = {0, 50000};
       nanosleep(&ts, NULL);
@@ -196,7 +186,7 @@ static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *
 static int cq_signal(struct fid_cq *fcq) {
   struct ofx_cq *cq = (struct ofx_cq *)fcq;
   __atomic_store_n(&cq->signaled, 1, __ATOMIC_RELEASE);
-  for (int i = 0; i < cq->neps; i++) fmx_wakeup(cq->eps[i]->fx);
+  for (int i = 0; i < cq->bound.n; i++) fmx_wakeup(cq->bound.ep[i]->fx);
   return 0;
 }
 
@@ -205,25 +195,13 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *er
   return ofx_strerror(prov_errno, buf, len);
 }
 
-int ofx_cq_bind_ep(struct ofx_cq *cq, struct ofx_ep *ep) {
-  for (int i = 0; i < cq->neps; i++)
-    if (cq->eps[i] == ep) return 0;
-  if (cq->neps == OFX_CQ_EPS) return -FI_ENOSPC;
-  cq->eps[cq->neps++] = ep;
-  return 0;
-}
+int ofx_cq_bind_ep(struct ofx_cq *cq, struct ofx_ep *ep) { return ofx_bound_add(&cq->bound, ep); }
 
-void ofx_cq_unbind_ep(struct ofx_cq *cq, struct ofx_ep *ep) {
-  for (int i = 0; i < cq->neps; i++)
-    if (cq->eps[i] == ep) {
-      cq->eps[i] = cq->eps[--cq->neps];
-      return;
-    }
-}
+void ofx_cq_unbind_ep(struct ofx_cq *cq, struct ofx_ep *ep) { ofx_bound_del(&cq->bound, ep); }
 
 static int cq_close(struct fid *fid) {
   struct ofx_cq *cq = (struct ofx_cq *)fid;
-  if (cq->neps) return -FI_EBUSY;
+  if (cq->bound.n) return -FI_EBUSY;
   while (cq->err) {
     struct ofx_err *x = cq->err;
     cq->err = x->next;

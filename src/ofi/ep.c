@@ -117,6 +117,12 @@ int ofx_ep_progress(struct ofx_ep *ep) {
   return n;
 }
 
+int ofx_bound_progress(const struct ofx_bound *b) {
+  int n = 0;
+  for (int i = 0; i < b->n; i++) n += ofx_ep_progress(b->ep[i]);
+  return n;
+}
+
 int ofx_op_inject(struct ofx_op *op, const struct iovec *iov, size_t count, fmx_seg_t *one) {
   size_t len = 0;
   for (size_t i = 0; i < count; i++) len += iov[i].iov_len;

@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -105,6 +106,34 @@ struct ofx_err {
 
 #define OFX_CQ_EPS 8
 
+/* The endpoints bound to a CQ or a counter: its reads progress them. */
+struct ofx_bound {
+  struct ofx_ep *ep[OFX_CQ_EPS];
+  int n;
+};
+/* Add ep once: 0, or -FI_ENOSPC. */
+static inline int ofx_bound_add(struct ofx_bound *b, struct ofx_ep *ep) {
+  for (int i = 0; i < b->n; i++)
+    if (b->ep[i] == ep) return 0;
+  if (b->n == OFX_CQ_EPS) return -FI_ENOSPC;
+  b->ep[b->n++] = ep;
+  return 0;
+}
+static inline void ofx_bound_del(struct ofx_bound *b, struct ofx_ep *ep) {
+  for (int i = 0; i < b->n; i++)
+    if (b->ep[i] == ep) {
+      b->ep[i] = b->ep[--b->n];
+      return;
+    }
+}
+
+/* CLOCK_MONOTONIC in ms: the sleeping reads' deadlines. */
+static inline uint64_t ofx_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
 struct ofx_cq {
   struct fid_cq cq;
   enum fi_cq_format format;
@@ -112,8 +141,7 @@ struct ofx_cq {
   struct ofx_cqe *ring;
   size_t cap, head, count;
   struct ofx_err *err, **err_tail;
-  struct ofx_ep *eps[OFX_CQ_EPS]; /* bound endpoints, progressed by a read */
-  int neps;
+  struct ofx_bound bound; /* progressed by a read */
   int signaled;
 };
 
@@ -122,9 +150,8 @@ struct ofx_cq {
 struct ofx_cntr {
   struct fid_cntr cntr;
   uint64_t value, err; /* atomics */
-  pthread_mutex_t lock; /* eps */
-  struct ofx_ep *eps[OFX_CQ_EPS];
-  int neps;
+  pthread_mutex_t lock; /* bound */
+  struct ofx_bound bound;
 };
 
 /* What an endpoint's counters count: sends, receives, reads, writes. */
@@ -210,11 +237,15 @@ int ofx_cntr_bind_ep(struct ofx_cntr *c, struct ofx_ep *ep);
 void ofx_cntr_unbind_ep(struct ofx_cntr *c, struct ofx_ep *ep);
 /* One more operation done, or failed. */
 void ofx_cntr_inc(struct ofx_cntr *c, int failed);
+/* Operations done and failed, after one progress pass (fi_poll). */
+uint64_t ofx_cntr_events(struct ofx_cntr *c);
 /* ep.c */
 int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /* Reap what the endpoint's fmx requests finished into their queues; the
  * number reaped. */
 int ofx_ep_progress(struct ofx_ep *ep);
+/* The same for every endpoint of b. */
+int ofx_bound_progress(const struct ofx_bound *b);
 /* op is done with st: its completion (or error) goes to its queue, and
  * op back to the pool. Lock held. */
 void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st);

@@ -29,8 +29,7 @@ static int poll_poll(struct fid_poll *f, void **context, int count) {
     if (m->fclass == FI_CLASS_CQ) {
       if (ofx_cq_ready((struct ofx_cq *)m)) context[k++] = m->context;
     } else {
-      struct fid_cntr *c = (struct fid_cntr *)m;
-      uint64_t v = fi_cntr_read(c) + fi_cntr_readerr(c);
+      uint64_t v = ofx_cntr_events((struct ofx_cntr *)m);
       if (v != p->seen[i]) {
         p->seen[i] = v;
         context[k++] = m->context;

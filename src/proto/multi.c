@@ -48,8 +48,7 @@ static struct proto_msg *slice(struct fmx_endpoint *ep, struct proto_msg *b, uin
   c->multi_of = b;
   c->status.buffer = seg.ptr;
   b->multi.live++;
-  used += seg.len;
-  used = used + 7 < used ? b->len : (used + 7) & ~7ull; /* the next message starts aligned */
+  used = (used + seg.len + 7) & ~7ull; /* the next message starts aligned (len <= PTRDIFF_MAX: no wrap) */
   b->multi.used = used < b->len ? used : b->len;
   room = b->len - b->multi.used;
   if (room == 0 || room < b->multi.min_free) proto_multi_close(ep, b, FMX_SUCCESS);

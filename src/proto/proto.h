@@ -237,6 +237,10 @@ int proto_is_claimed(struct proto_ep *pe, const struct unexp_msg *u);
 void proto_recv_claimed(struct fmx_endpoint *ep, struct proto_msg *r, struct unexp_msg *u);
 /* Take a posted, unmatched receive back (cancel). */
 void proto_recv_unpost(struct fmx_endpoint *ep, struct proto_msg *m);
+/* Cancel a posted receive: 1 if it may be freed now; 0 for a
+ * multi-receive buffer with messages still arriving into it, which takes
+ * no more and completes after them. */
+int proto_recv_cancel(struct fmx_endpoint *ep, struct proto_msg *m);
 /* Multi-receive buffers (multi.c). b, a receive of one segment not yet
  * posted, becomes one that min_free bytes must be left for. */
 void proto_multi_init(struct proto_msg *b, uint64_t min_free);

@@ -161,6 +161,12 @@ void proto_recv_unpost(struct fmx_endpoint *ep, struct proto_msg *r) {
   match_unpost(proto_mq(proto_ep(ep), r->flags & MSG_F_UNTAGGED), r);
 }
 
+int proto_recv_cancel(struct fmx_endpoint *ep, struct proto_msg *r) {
+  if (r->flags & MSG_F_MULTI) return proto_multi_close(ep, r, FMX_SUCCESS);
+  proto_recv_unpost(ep, r);
+  return 1;
+}
+
 void proto_recv_fail_from(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   for (int space = 0; space < 2; space++) {
     struct match_queues *mq = proto_mq(proto_ep(ep), space);
