@@ -99,10 +99,11 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 }
 
 /* The peer's measured costs, once per partner: the level of the two CPUs
- * (as they were at connect time; unknown counts as NUMA, the cautious
- * guess) picks each engine's entry. */
+ * (as they were at connect time, or the CPUs an unbound side may run on:
+ * topo_home_cpu; unknown counts as NUMA, the cautious guess) picks each
+ * engine's entry. */
 static void peer_costs(struct bulk_peer *p, int my_cpu) {
-  int level = my_cpu >= 0 && p->cpu >= 0 ? topo_shared_level(my_cpu, p->cpu) : TOPO_LEVEL_UNKNOWN;
+  int level = my_cpu != -1 && p->cpu != -1 ? topo_shared_level(my_cpu, p->cpu) : TOPO_LEVEL_UNKNOWN;
   if (level < 0) level = TOPO_LEVEL_NUMA;
   p->level = level;
   for (int i = 0; bulk_engines[i] && i < BULK_MAX_ENGINES; i++) {

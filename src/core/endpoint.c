@@ -373,7 +373,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->t.nic = sys_host_id();
   ep->t.session = (uint32_t)sys_random64();
   ep->t.bulk = &ep->pe.benv;
-  ep->pe.benv.cpu = topo_current_cpu();
+  ep->pe.benv.cpu = topo_home_cpu();
   ep->pe.benv.counters = ep->counters;
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   const char *src = config_source("FMX_RNDV_THRESHOLD");

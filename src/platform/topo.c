@@ -430,9 +430,37 @@ const struct topo_info *topo_get(void)
   return &topo_ensure()->info;
 }
 
+/* The level spanned by this thread's allowed CPUs plus `cpu` (when >= 0):
+ * the smallest cache, else NUMA node, whose sharing set holds them all. */
+static int topo_span_level(const struct topo_state *st, int cpu)
+{
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+    return TOPO_LEVEL_UNKNOWN;
+  hwloc_bitmap_t u = hwloc_bitmap_alloc();
+  if (!u)
+    return TOPO_LEVEL_UNKNOWN;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &mine) && topo_cpu_get(st, c))
+      hwloc_bitmap_set(u, (unsigned)c);
+  if (cpu >= 0 && topo_cpu_get(st, cpu))
+    hwloc_bitmap_set(u, (unsigned)cpu);
+  int level = TOPO_LEVEL_UNKNOWN, first = hwloc_bitmap_first(u);
+  const struct topo_cpu *f = first >= 0 ? topo_cpu_get(st, first) : NULL;
+  for (int l = TOPO_LEVEL_L1; f && l <= TOPO_NUMA && level == TOPO_LEVEL_UNKNOWN; l++)
+    if (f->set[l] && hwloc_bitmap_isincluded(u, f->set[l]))
+      level = l == TOPO_NUMA ? TOPO_LEVEL_NUMA : l;
+  if (f && level == TOPO_LEVEL_UNKNOWN)
+    level = TOPO_LEVEL_NONE;
+  hwloc_bitmap_free(u);
+  return level;
+}
+
 int topo_shared_level(int cpu_a, int cpu_b)
 {
   const struct topo_state *st = topo_ensure();
+  if (cpu_a == TOPO_CPU_UNBOUND || cpu_b == TOPO_CPU_UNBOUND)
+    return topo_span_level(st, cpu_a == TOPO_CPU_UNBOUND ? cpu_b : cpu_a);
   const struct topo_cpu *a = topo_cpu_get(st, cpu_a);
   if (!a || !topo_cpu_get(st, cpu_b))
     return TOPO_LEVEL_UNKNOWN;
@@ -471,4 +499,21 @@ int topo_cache_nshare(int level, int cpu)
 int topo_current_cpu(void)
 {
   return sched_getcpu();
+}
+
+int topo_home_cpu(void)
+{
+  const struct topo_state *st = topo_ensure();
+  int cpu = sched_getcpu();
+  const struct topo_cpu *c = topo_cpu_get(st, cpu);
+  cpu_set_t mine;
+  if (!c || sched_getaffinity(0, sizeof mine, &mine) != 0)
+    return cpu < 0 ? -1 : cpu;
+  /* Bound: every allowed CPU is this one or a hardware thread of its core
+   * (shares its L1). */
+  for (int o = 0; o < CPU_SETSIZE; o++)
+    if (CPU_ISSET(o, &mine) && o != cpu && topo_cpu_get(st, o) &&
+        !(c->set[TOPO_LEVEL_L1] && hwloc_bitmap_isset(c->set[TOPO_LEVEL_L1], (unsigned)o)))
+      return TOPO_CPU_UNBOUND;
+  return cpu;
 }

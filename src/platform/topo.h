@@ -54,7 +54,8 @@ enum topo_level {
  * read). Valid until process exit, or until a test reloads the topology. */
 const struct topo_info *topo_get(void);
 
-/* The lowest cache level (1..3) two CPUs share; see enum topo_level. */
+/* The lowest cache level (1..3) two CPUs share; see enum topo_level and
+ * TOPO_CPU_UNBOUND. */
 int topo_shared_level(int cpu_a, int cpu_b);
 
 /* Size in bytes of the smallest cache both CPUs share (their L1 when
@@ -68,6 +69,16 @@ int topo_cache_nshare(int level, int cpu);
 /* The CPU this thread runs on now (sched_getcpu), -1 if unknown. Only a
  * hint: the thread may migrate right after. */
 int topo_current_cpu(void);
+
+/* Where this thread lives: its CPU when its affinity holds that CPU alone
+ * (or hardware threads of its core), TOPO_CPU_UNBOUND when the scheduler
+ * may move it over several cores, -1 if unknown. topo_shared_level with
+ * TOPO_CPU_UNBOUND on either side answers for this thread's allowed CPUs
+ * (plus the other side's CPU): the peer is taken to be as free as we are
+ * (ranks started alike), so two unbound ranks on one L3 share the L3, not
+ * whichever core each ran on when they met. */
+#define TOPO_CPU_UNBOUND (-2)
+int topo_home_cpu(void);
 
 /* Tests only. Replace the cached topology with an hwloc synthetic one, e.g.
  * "pack:2 l3:1 l2:2 core:1 pu:1" (see hwloc's "Synthetic topologies";

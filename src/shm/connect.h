@@ -41,7 +41,7 @@ struct shm_hello {
   uint64_t nic;
   uint64_t probe_addr; /* a word the peer may read with process_vm_readv */
   uint64_t probe_val;
-  int32_t cpu; /* the CPU the sender's process runs on (a hint), -1 unknown */
+  int32_t cpu; /* the CPU the sender's process runs on (a hint), -1 unknown, -2 unbound (topo_home_cpu) */
   uint32_t flags; /* SHM_F_*; 0 from a peer that predates them */
 };
 /* HELLO: the two vmsplice pipe ends follow the link fd; REPLY: the

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,30 @@ static void test_synthetic(void)
     CHECK_INT(topo_cache_nshare(4, 3), 4);
     CHECK_INT(topo_cache_nshare(5, 3), 0);
     CHECK_INT(topo_cache_nshare(2, 4), 0);
+  }
+
+  /* A rank the scheduler may move (affinity over several cores) is
+   * TOPO_CPU_UNBOUND; what it shares with a peer is the level its allowed
+   * CPUs span with the peer's, not the core each ran on when they met. */
+  cpu_set_t saved, two, one;
+  CPU_ZERO(&two);
+  CPU_SET(0, &two);
+  CPU_SET(1, &two);
+  CPU_ZERO(&one);
+  CPU_SET(1, &one);
+  if (sched_getaffinity(0, sizeof saved, &saved) == 0 && CPU_ISSET(0, &saved) && CPU_ISSET(1, &saved) &&
+      load("pack:1 l3:1(size=16MiB) l2:2(size=1MiB) l1d:2(size=32KiB) core:1 pu:1") == 0) {
+    CHECK(sched_setaffinity(0, sizeof two, &two) == 0, "setaffinity 0-1");
+    CHECK_INT(topo_home_cpu(), TOPO_CPU_UNBOUND);
+    CHECK_INT(topo_shared_level(TOPO_CPU_UNBOUND, TOPO_CPU_UNBOUND), 2);
+    CHECK_INT(topo_shared_level(TOPO_CPU_UNBOUND, 1), 2);
+    CHECK_INT(topo_shared_level(2, TOPO_CPU_UNBOUND), 3);
+    CHECK_INT(topo_shared_level(TOPO_CPU_UNBOUND, 9), 2); /* unknown CPU: ours alone */
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "setaffinity 1");
+    CHECK_INT(topo_home_cpu(), 1);
+    CHECK_INT(topo_shared_level(TOPO_CPU_UNBOUND, 3), 3);
+    CHECK_INT(topo_shared_level(TOPO_CPU_UNBOUND, 1), 1); /* one CPU: its own L1 */
+    sched_setaffinity(0, sizeof saved, &saved);
   }
 
   /* SMT siblings share L1; no L3 at all. */
