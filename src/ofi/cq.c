@@ -45,6 +45,9 @@ static void put_entry(enum fi_cq_format f, void *out, const struct fi_cq_tagged_
   }
 }
 
+/* Under the lock, after count or err changed. */
+static void mark(struct ofx_cq *cq) { __atomic_store_n(&cq->avail, cq->count || cq->err, __ATOMIC_RELEASE); }
+
 void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct ofx_av *av,
                  const fmx_endpoint_addr_t *src) {
   pthread_mutex_lock(&cq->lock);
@@ -67,6 +70,7 @@ void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct o
   slot->av = src ? av : NULL;
   if (src) slot->src = *src;
   cq->count++;
+  mark(cq);
   pthread_mutex_unlock(&cq->lock);
 }
 
@@ -79,6 +83,7 @@ void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, int 
   pthread_mutex_lock(&cq->lock);
   *cq->err_tail = x;
   cq->err_tail = &x->next;
+  mark(cq);
   pthread_mutex_unlock(&cq->lock);
 }
 
@@ -97,18 +102,14 @@ static ssize_t take(struct ofx_cq *cq, void *buf, size_t count, fi_addr_t *src) 
     cq->head = (cq->head + 1) % cq->cap;
     cq->count--;
   }
+  mark(cq);
   pthread_mutex_unlock(&cq->lock);
   return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
 static int progress(struct ofx_cq *cq) { return ofx_bound_progress(&cq->bound); }
 
-static int has_entry(struct ofx_cq *cq) {
-  pthread_mutex_lock(&cq->lock);
-  int r = cq->count > 0 || cq->err != NULL;
-  pthread_mutex_unlock(&cq->lock);
-  return r;
-}
+static int has_entry(struct ofx_cq *cq) { return __atomic_load_n(&cq->avail, __ATOMIC_ACQUIRE); }
 
 int ofx_cq_ready(struct ofx_cq *cq) {
   if (has_entry(cq)) return 1;
@@ -120,10 +121,12 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
   struct ofx_cq *cq = (struct ofx_cq *)fcq;
   if (count == 0) return 0;
   if (!buf) return -FI_EINVAL;
-  ssize_t n = take(cq, buf, count, src);
-  if (n != -FI_EAGAIN) return n;
+  if (has_entry(cq)) {
+    ssize_t n = take(cq, buf, count, src);
+    if (n != -FI_EAGAIN) return n;
+  }
   progress(cq);
-  return take(cq, buf, count, src);
+  return has_entry(cq) ? take(cq, buf, count, src) : -FI_EAGAIN;
 }
 
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count) { return cq_readfrom(cq, buf, count, NULL); }
@@ -138,6 +141,7 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
     cq->err = x->next;
     if (!cq->err) cq->err_tail = &cq->err;
   }
+  mark(cq);
   pthread_mutex_unlock(&cq->lock);
   if (!x) return -FI_EAGAIN;
   /* Fields up to err_data_size: those of every API version fmx accepts. */

@@ -143,6 +143,9 @@ struct ofx_cq {
   struct ofx_err *err, **err_tail;
   struct ofx_bound bound; /* progressed by a read */
   int signaled;
+  /* count or err nonzero, stored under lock: a read of an empty queue
+   * (a polling MPI's every call) looks here without the lock. */
+  int avail;
 };
 
 /* A counter (cntr.c): the endpoints bound to it are progressed by its
