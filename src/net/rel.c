@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* Reliability of a partner's packet stream: see rel.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/rel.h"
+#include "net/wire.h"
+
+static struct net_rel_slot *tx_slot(const struct net_rel *r, uint32_t seq) { return &r->tx[seq % r->cfg.window]; }
+static struct net_rel_slot *rx_slot(const struct net_rel *r, uint32_t seq) { return &r->rx[seq % r->cfg.window]; }
+
+static void slot_free(struct net_rel_slot *s) {
+  free(s->pkt);
+  memset(s, 0, sizeof *s);
+}
+
+int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start) {
+  memset(r, 0, sizeof *r);
+  if (!cfg || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
+    return -EINVAL;
+  r->cfg = *cfg;
+  r->tx = calloc(cfg->window, sizeof *r->tx);
+  r->rx = calloc(cfg->window, sizeof *r->rx);
+  if (!r->tx || !r->rx) {
+    net_rel_fini(r);
+    return -ENOMEM;
+  }
+  r->next_seq = r->una = tx_start;
+  r->expect = rx_start;
+  r->rto_ns = cfg->rto_ns;
+  return 0;
+}
+
+void net_rel_fini(struct net_rel *r) {
+  for (uint32_t i = 0; r->tx && i < r->cfg.window; i++) slot_free(&r->tx[i]);
+  for (uint32_t i = 0; r->rx && i < r->cfg.window; i++) slot_free(&r->rx[i]);
+  free(r->tx);
+  free(r->rx);
+  r->tx = r->rx = NULL;
+}
+
+int net_rel_can_send(const struct net_rel *r) { return r->next_seq - r->una < r->cfg.window; }
+
+int net_rel_idle(const struct net_rel *r) { return r->next_seq == r->una; }
+
+int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
+  if (!net_rel_can_send(r)) return -EAGAIN;
+  struct net_rel_slot *s = tx_slot(r, r->next_seq);
+  s->pkt = malloc(len ? len : 1);
+  if (!s->pkt) return -ENOMEM;
+  memcpy(s->pkt, pkt, len);
+  s->len = (uint32_t)len;
+  s->tries = 1;
+  s->sent_ns = now;
+  if (net_rel_idle(r)) r->progress_ns = now; /* the dead clock runs from the first packet in flight */
+  r->next_seq++;
+  return 0;
+}
+
+static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
+  net_patch_ack(s->pkt, r->expect);
+  emit(arg, s->pkt, s->len);
+  s->sent_ns = now;
+  s->tries++;
+  r->resent++;
+}
+
+int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg) {
+  if (net_seq_lt(ack, r->una) || net_seq_lt(r->next_seq, ack)) {
+    r->bad_acks++; /* older than what was acked (reordered: harmless) or beyond what we sent */
+    return -1;
+  }
+  if (ack != r->una) {
+    for (; r->una != ack; r->una++) slot_free(tx_slot(r, r->una));
+    r->rto_ns = r->cfg.rto_ns;
+    r->progress_ns = now;
+  }
+  if (!sack) return 0;
+  /* The peer holds packets after a hole: mark them, resend the holes
+   * below the last one once each (the timer covers a resend lost too). */
+  uint32_t inflight = r->next_seq - r->una, top = 0;
+  for (uint32_t i = 0; i < 64 && i + 1 < inflight; i++)
+    if (sack >> i & 1) {
+      tx_slot(r, ack + 1 + i)->sacked = 1;
+      top = i + 1;
+    }
+  for (uint32_t i = 0; i < top; i++) {
+    struct net_rel_slot *s = tx_slot(r, ack + i);
+    if (s->pkt && !s->sacked && !s->gap_resent) {
+      s->gap_resent = 1;
+      r->gap_resends++;
+      resend(r, s, now, emit, arg);
+    }
+  }
+  return 0;
+}
+
+int net_rel_timers(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg) {
+  if (net_rel_idle(r)) return 0;
+  if (now - r->progress_ns >= r->cfg.dead_ns) return -ETIMEDOUT;
+  int n = 0;
+  for (uint32_t seq = r->una; seq != r->next_seq; seq++) {
+    struct net_rel_slot *s = tx_slot(r, seq);
+    if (!s->pkt || s->sacked || now - s->sent_ns < r->rto_ns) continue;
+    resend(r, s, now, emit, arg);
+    n++;
+  }
+  if (n) r->rto_ns = r->rto_ns * 2 > r->cfg.rto_max_ns ? r->cfg.rto_max_ns : r->rto_ns * 2;
+  return n;
+}
+
+static void note_received(struct net_rel *r, uint64_t now) {
+  if (!r->unacked++) r->unacked_since_ns = now;
+}
+
+int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len, uint64_t now) {
+  if (net_seq_lt(seq, r->expect)) {
+    r->dups++;
+    r->ack_now = 1; /* it came again: our ack was likely lost */
+    return NET_REL_DUP;
+  }
+  if (seq - r->expect >= r->cfg.window) {
+    r->far++;
+    return NET_REL_FAR;
+  }
+  if (seq == r->expect) {
+    r->expect++;
+    note_received(r, now);
+    return NET_REL_NEW;
+  }
+  struct net_rel_slot *s = rx_slot(r, seq);
+  if (s->pkt) {
+    r->dups++;
+    return NET_REL_DUP;
+  }
+  s->pkt = malloc(len ? len : 1);
+  if (!s->pkt) return -ENOMEM;
+  memcpy(s->pkt, pkt, len);
+  s->len = (uint32_t)len;
+  r->early++;
+  note_received(r, now);
+  r->ack_now = 1; /* a hole: tell the sender at once (resend on gap) */
+  return NET_REL_EARLY;
+}
+
+uint8_t *net_rel_pop(struct net_rel *r, size_t *len) {
+  struct net_rel_slot *s = rx_slot(r, r->expect);
+  if (!s->pkt) return NULL;
+  uint8_t *p = s->pkt;
+  *len = s->len;
+  memset(s, 0, sizeof *s);
+  r->expect++;
+  return p;
+}
+
+int net_rel_ack_due(const struct net_rel *r, uint64_t now) {
+  if (r->ack_now) return 1;
+  if (!r->unacked) return 0;
+  return r->unacked >= r->cfg.ack_every || now - r->unacked_since_ns >= r->cfg.ack_delay_ns;
+}
+
+uint32_t net_rel_ack_value(const struct net_rel *r) { return r->expect; }
+
+uint64_t net_rel_sack(const struct net_rel *r) {
+  uint64_t m = 0;
+  for (uint32_t i = 0; i < 64 && i + 1 < r->cfg.window; i++)
+    if (rx_slot(r, r->expect + 1 + i)->pkt) m |= 1ull << i;
+  return m;
+}
+
+void net_rel_acked(struct net_rel *r) {
+  r->unacked = 0;
+  r->ack_now = 0;
+}

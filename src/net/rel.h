@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reliability of one partner's packet stream (DESIGN.md section 5, the
+ * rules of Open-MX's library in OPENMX-NOTES.md B): sequence numbers,
+ * cumulative acks piggybacked on data or sent alone (delayed), a selective
+ * ack bitmap so a hole is resent at once (resend on gap), retransmission
+ * after a timeout that backs off, duplicate suppression, a send window, and
+ * a partner declared gone when nothing it acks moves for dead_ns.
+ *
+ * It knows no socket, no clock and no wire: the caller passes the time,
+ * hands it packets already written (header included, their seq field
+ * taken from next_seq) and transmits what it gives back through emit,
+ * patching the current ack in first (net_patch_ack). Sequence numbers are
+ * 32-bit and compared modulo 2^32. Not thread-safe: the endpoint's lock.
+ */
+#ifndef FMX_NET_REL_H
+#define FMX_NET_REL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct net_rel_cfg {
+  uint32_t window;       /* packets in flight at most (1..NET_REL_WINDOW_MAX) */
+  uint64_t rto_ns;       /* a packet not acked this long is sent again... */
+  uint64_t rto_max_ns;   /* ...the wait doubling at each resend up to this */
+  uint64_t dead_ns;      /* nothing acked for this long with packets in flight: the partner is gone */
+  uint64_t ack_delay_ns; /* a packet received is acked within this... */
+  uint32_t ack_every;    /* ...or at once once this many are not acked */
+};
+#define NET_REL_WINDOW_MAX 4096
+
+struct net_rel_slot {
+  uint8_t *pkt; /* NULL: free */
+  uint32_t len;
+  uint32_t tries; /* sends so far (tx) */
+  uint64_t sent_ns;
+  uint8_t sacked, gap_resent;
+};
+
+struct net_rel {
+  struct net_rel_cfg cfg;
+  /* sending */
+  uint32_t next_seq; /* the seq of the next packet queued */
+  uint32_t una;      /* the oldest not acked */
+  uint64_t rto_ns;   /* the current wait, backed off */
+  uint64_t progress_ns; /* when una last moved, or the first packet went out after an idle time */
+  struct net_rel_slot *tx;
+  /* receiving */
+  uint32_t expect; /* the next seq to deliver: the ack we send */
+  uint32_t unacked;
+  uint64_t unacked_since_ns;
+  int ack_now; /* a duplicate came: our ack may have been lost */
+  struct net_rel_slot *rx;
+  /* counted for fmx_counters */
+  uint64_t resent, gap_resends, dups, early, far, bad_acks;
+};
+
+/* Results of net_rel_recv. */
+enum { NET_REL_NEW = 1, NET_REL_EARLY = 2, NET_REL_DUP = 3, NET_REL_FAR = 4 };
+
+typedef void (*net_rel_emit_fn)(void *arg, uint8_t *pkt, size_t len);
+
+int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start);
+void net_rel_fini(struct net_rel *r);
+
+/* Sending. Room for one more packet in the window? */
+int net_rel_can_send(const struct net_rel *r);
+/* Keep a copy of the packet of seq next_seq (len bytes) until it is acked,
+ * counted as sent at now: 0, -EAGAIN (window full), -ENOMEM. The caller
+ * transmits it. */
+int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now);
+/* An ack from the peer (any packet's ack field; sack from an ACK, else 0):
+ * frees what it covers and resends at once the holes below a packet the
+ * peer holds. Returns -1 for an ack outside what we sent (counted,
+ * ignored). */
+int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg);
+/* Resend what timed out; -ETIMEDOUT once the partner is gone (dead_ns
+ * without an ack while packets are in flight), else how many went. */
+int net_rel_timers(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg);
+/* Nothing of ours waits for an ack. */
+int net_rel_idle(const struct net_rel *r);
+
+/* Receiving. A packet of seq arrived: NET_REL_NEW (the next in order:
+ * deliver it, then each net_rel_pop), NET_REL_EARLY (kept until the hole
+ * before it fills), NET_REL_DUP or NET_REL_FAR (beyond the window): drop it.
+ * -ENOMEM: not kept, as if lost. */
+int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len, uint64_t now);
+/* The next packet now in order, kept early (the caller frees it), or NULL. */
+uint8_t *net_rel_pop(struct net_rel *r, size_t *len);
+/* Should an ACK go now (delayed ack due, too many unacked, duplicate)? */
+int net_rel_ack_due(const struct net_rel *r, uint64_t now);
+/* The ack to send (the next seq expected) and the selective bitmap: bit i
+ * set when seq ack+1+i is held early. */
+uint32_t net_rel_ack_value(const struct net_rel *r);
+uint64_t net_rel_sack(const struct net_rel *r);
+/* Our ack went out (alone or piggybacked). */
+void net_rel_acked(struct net_rel *r);
+
+static inline int net_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+#endif

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* The packet format (wire.h, docs/protocol.md): parse with bounds checks,
+ * write field by field. */
+#include "net/wire.h"
+
+/* The body each type must carry exactly; DATA: any length up to the max,
+ * at least one byte. */
+static const uint16_t body_len[NET_TYPE_MAX] = {
+    [NET_CONNECT] = 20, [NET_CONNECT_REPLY] = 12, [NET_ACK] = 8, [NET_NACK] = 4,
+};
+
+int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
+  if (!buf || n < NET_HDR_LEN) return NET_BAD_SHORT;
+  if (net_get16(buf) != NET_MAGIC) return NET_BAD_MAGIC;
+  struct net_hdr *h = &out->h;
+  h->version = buf[2];
+  h->type = buf[3];
+  if (h->version != NET_VERSION) return NET_BAD_VERSION;
+  if (h->type == 0 || h->type >= NET_TYPE_MAX) return NET_BAD_TYPE;
+  h->dst_ep = net_get16(buf + 4);
+  h->src_ep = net_get16(buf + 6);
+  h->dst_session = net_get32(buf + 8);
+  h->src_session = net_get32(buf + 12);
+  h->seq = net_get32(buf + 16);
+  h->ack = net_get32(buf + 20);
+  h->len = net_get16(buf + 24);
+  h->flags = net_get16(buf + 26);
+  if (h->len > n - NET_HDR_LEN || h->len > NET_BODY_MAX) return NET_BAD_LENGTH;
+  const uint8_t *b = buf + NET_HDR_LEN;
+  out->body = b;
+  if (h->type == NET_DATA) {
+    if (h->len == 0) return NET_BAD_LENGTH;
+    if (h->flags & ~NET_F_KNOWN) return NET_BAD_FLAGS;
+    return NET_OK;
+  }
+  if (h->len != body_len[h->type]) return NET_BAD_LENGTH;
+  if (h->flags) return NET_BAD_FLAGS;
+  switch (h->type) {
+    case NET_CONNECT:
+      out->u.connect.nic = net_get64(b);
+      out->u.connect.key = net_get32(b + 8);
+      out->u.connect.conn_seq = net_get32(b + 12);
+      out->u.connect.start_seq = net_get32(b + 16);
+      break;
+    case NET_CONNECT_REPLY:
+      out->u.reply.status = net_get32(b);
+      out->u.reply.conn_seq = net_get32(b + 4);
+      out->u.reply.start_seq = net_get32(b + 8);
+      break;
+    case NET_ACK:
+      out->u.ack.sack = net_get64(b);
+      break;
+    default: /* NET_NACK */
+      out->u.nack.reason = net_get32(b);
+      break;
+  }
+  return NET_OK;
+}
+
+void net_put_hdr(uint8_t *buf, const struct net_hdr *h) {
+  net_set16(buf, NET_MAGIC);
+  buf[2] = NET_VERSION;
+  buf[3] = h->type;
+  net_set16(buf + 4, h->dst_ep);
+  net_set16(buf + 6, h->src_ep);
+  net_set32(buf + 8, h->dst_session);
+  net_set32(buf + 12, h->src_session);
+  net_set32(buf + 16, h->seq);
+  net_set32(buf + 20, h->ack);
+  net_set16(buf + 24, h->len);
+  net_set16(buf + 26, h->flags);
+}
+
+void net_patch_ack(uint8_t *buf, uint32_t ack) { net_set32(buf + 20, ack); }
+
+size_t net_put_connect(uint8_t *buf, uint64_t nic, uint32_t key, uint32_t conn_seq, uint32_t start_seq) {
+  net_set64(buf, nic);
+  net_set32(buf + 8, key);
+  net_set32(buf + 12, conn_seq);
+  net_set32(buf + 16, start_seq);
+  return 20;
+}
+
+size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq) {
+  net_set32(buf, status);
+  net_set32(buf + 4, conn_seq);
+  net_set32(buf + 8, start_seq);
+  return 12;
+}
+
+size_t net_put_ack(uint8_t *buf, uint64_t sack) {
+  net_set64(buf, sack);
+  return 8;
+}
+
+size_t net_put_nack(uint8_t *buf, uint32_t reason) {
+  net_set32(buf, reason);
+  return 4;
+}
+
+const char *net_bad_str(int why) {
+  static const char *const s[] = {"ok", "short", "bad magic", "bad version", "bad type", "bad length", "bad flags"};
+  return why >= 0 && why < (int)(sizeof s / sizeof s[0]) ? s[why] : "?";
+}
+
+const char *net_type_str(unsigned type) {
+  static const char *const s[] = {"?", "CONNECT", "CONNECT_REPLY", "DATA", "ACK", "NACK"};
+  return type < NET_TYPE_MAX ? s[type] : "?";
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The net transport's packet format, version 1 (docs/protocol.md has it
+ * byte by byte). The same bytes travel as the payload of a raw Ethernet
+ * frame (EtherType NET_ETHERTYPE) or of a UDP datagram. Every field is in
+ * network byte order; nothing here is a C struct laid over the wire: the
+ * parser reads each field at its offset after checking the length, and a
+ * packet it refuses says why (enum net_bad), for the counters.
+ *
+ *   0  u16 magic 0x4658 ("FX")      12 u32 src_session
+ *   2  u8  version (1)              16 u32 seq (DATA: per partner; else 0)
+ *   3  u8  type (enum net_type)     20 u32 ack (next seq the sender expects)
+ *   4  u16 dst_ep                   24 u16 len (body bytes after the header)
+ *   6  u16 src_ep                   26 u16 flags
+ *   8  u32 dst_session
+ */
+#ifndef FMX_NET_WIRE_H
+#define FMX_NET_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NET_ETHERTYPE 0x86DF
+#define NET_MAGIC 0x4658
+#define NET_VERSION 1
+#define NET_HDR_LEN 28
+/* The most one packet's body may hold: a jumbo frame less our header
+ * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */
+#define NET_BODY_MAX (9000 - NET_HDR_LEN)
+
+enum net_type {
+  NET_CONNECT = 1,       /* body: u64 nic, u32 key, u32 conn_seq, u32 start_seq (20 B) */
+  NET_CONNECT_REPLY = 2, /* body: u32 status, u32 conn_seq, u32 start_seq (12 B) */
+  NET_DATA = 3,          /* body: bytes of the record stream (flags FIRST/LAST), sequenced */
+  NET_ACK = 4,           /* body: u64 sack: bit i = seq ack+1+i is held (8 B) */
+  NET_NACK = 5,          /* body: u32 reason (enum net_nack) (4 B) */
+  NET_TYPE_MAX
+};
+
+/* NET_DATA flags: where the packet lies in its record. */
+#define NET_F_FIRST 0x0001
+#define NET_F_LAST 0x0002
+#define NET_F_KNOWN (NET_F_FIRST | NET_F_LAST)
+
+enum net_nack { NET_NACK_BAD_ENDPOINT = 1, NET_NACK_BAD_SESSION = 2, NET_NACK_BAD_KEY = 3, NET_NACK_CLOSED = 4 };
+
+/* Why a packet was refused (0: it was not). */
+enum net_bad {
+  NET_OK = 0,
+  NET_BAD_SHORT,   /* shorter than the header */
+  NET_BAD_MAGIC,   /* not ours */
+  NET_BAD_VERSION, /* another version of the format */
+  NET_BAD_TYPE,    /* unknown type */
+  NET_BAD_LENGTH,  /* len beyond the bytes received, or the wrong body size for the type */
+  NET_BAD_FLAGS,   /* flags the type does not have */
+};
+
+struct net_hdr {
+  uint8_t version, type;
+  uint16_t dst_ep, src_ep, len, flags;
+  uint32_t dst_session, src_session, seq, ack;
+};
+
+struct net_pkt {
+  struct net_hdr h;
+  const uint8_t *body; /* h.len bytes, inside the buffer parsed */
+  union {
+    struct { uint64_t nic; uint32_t key, conn_seq, start_seq; } connect;
+    struct { uint32_t status, conn_seq, start_seq; } reply;
+    struct { uint64_t sack; } ack;
+    struct { uint32_t reason; } nack;
+  } u;
+};
+
+/* Parse n bytes received: 0 and *out filled, or an enum net_bad. Bytes
+ * past header + len are ignored (Ethernet pads short frames to 60 B). */
+int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out);
+
+/* Write the header (h->len included) into buf (NET_HDR_LEN bytes). */
+void net_put_hdr(uint8_t *buf, const struct net_hdr *h);
+/* The bodies: write at buf, return their length. */
+size_t net_put_connect(uint8_t *buf, uint64_t nic, uint32_t key, uint32_t conn_seq, uint32_t start_seq);
+size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq);
+size_t net_put_ack(uint8_t *buf, uint64_t sack);
+size_t net_put_nack(uint8_t *buf, uint32_t reason);
+/* Patch the ack field of a header already written (a resent packet
+ * carries the ack of when it is resent). */
+void net_patch_ack(uint8_t *buf, uint32_t ack);
+
+const char *net_bad_str(int why);
+const char *net_type_str(unsigned type);
+
+/* Big-endian fields, bounds checked by the callers. */
+static inline uint16_t net_get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t net_get32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t net_get64(const uint8_t *p) { return (uint64_t)net_get32(p) << 32 | net_get32(p + 4); }
+static inline void net_set16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v; }
+static inline void net_set32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+static inline void net_set64(uint8_t *p, uint64_t v) { net_set32(p, (uint32_t)(v >> 32)), net_set32(p + 4, (uint32_t)v); }
+
+#endif

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The net transport's packet format and reliability (src/net/wire.c,
+ * src/net/rel.c), between two streams joined by a simulated line that
+ * loses, duplicates, delays and reorders packets with a seeded generator:
+ * every packet must arrive exactly once and in order, a silent partner
+ * must be declared gone after dead_ns and not before, and each malformed
+ * header must be refused with its reason. The line is simulated because
+ * this is the algorithm alone; the real wires and namespaces are the
+ * system tests' (and nftables' loss there).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "net/rel.h"
+#include "net/wire.h"
+
+/* ---- a line ------------------------------------------------------------ */
+
+struct pkt {
+  uint64_t at; /* arrival time */
+  int to;      /* side 0 or 1 */
+  size_t len;
+  uint8_t b[NET_HDR_LEN + 256];
+};
+
+#define LINE_MAX 65536
+static struct pkt line[LINE_MAX];
+static int nline;
+static uint64_t rng = 1;
+static unsigned loss_pct, dup_pct, jitter_ns, delay_ns = 20000;
+static uint64_t now;
+static int emit_to;
+
+static uint32_t rnd(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (uint32_t)(rng >> 11);
+}
+
+static void put_on_line(int to, const uint8_t *b, size_t len) {
+  int copies = 1 + (rnd() % 100 < dup_pct);
+  for (int c = 0; c < copies; c++) {
+    if (rnd() % 100 < loss_pct) continue;
+    CHECK(nline < LINE_MAX);
+    struct pkt *p = &line[nline++];
+    p->at = now + delay_ns + (jitter_ns ? rnd() % jitter_ns : 0);
+    p->to = to;
+    p->len = len;
+    memcpy(p->b, b, len);
+  }
+}
+
+static void emit(void *arg, uint8_t *b, size_t len) {
+  (void)arg;
+  put_on_line(emit_to, b, len);
+}
+
+/* ---- two sides --------------------------------------------------------- */
+
+struct side {
+  struct net_rel r;
+  uint32_t sent, got; /* packets queued, delivered in order */
+  uint32_t want;      /* to send */
+  uint32_t base;      /* seq of our first packet (the peer's rx_start) */
+  int dead;
+};
+
+static void make_data(struct side *s, uint8_t *b, size_t *len) {
+  uint32_t idx = s->sent;
+  uint16_t body = (uint16_t)(4 + rnd() % 200);
+  struct net_hdr h = {.type = NET_DATA, .dst_ep = 1, .src_ep = 2, .seq = s->r.next_seq,
+                      .ack = net_rel_ack_value(&s->r), .len = body, .flags = NET_F_FIRST | NET_F_LAST};
+  net_put_hdr(b, &h);
+  net_set32(b + NET_HDR_LEN, idx);
+  for (uint16_t i = 4; i < body; i++) b[NET_HDR_LEN + i] = (uint8_t)(idx * 7 + i);
+  *len = NET_HDR_LEN + body;
+}
+
+static void deliver(struct side *s, const uint8_t *b, size_t len) {
+  struct net_pkt p;
+  CHECK_EQ(net_parse(b, len, &p), NET_OK);
+  CHECK(p.h.len >= 4);
+  uint32_t idx = net_get32(p.body);
+  CHECK_EQ(idx, s->got); /* in order, none missing, none twice */
+  for (uint16_t i = 4; i < p.h.len; i++) CHECK_EQ(p.body[i], (uint8_t)(idx * 7 + i));
+  s->got++;
+}
+
+static void arrive(struct side *s, int me, const struct pkt *k) {
+  struct net_pkt p;
+  CHECK_EQ(net_parse(k->b, k->len, &p), NET_OK);
+  emit_to = !me;
+  net_rel_on_ack(&s->r, p.h.ack, p.h.type == NET_ACK ? p.u.ack.sack : 0, now, emit, NULL);
+  if (p.h.type != NET_DATA) return;
+  int rc = net_rel_recv(&s->r, p.h.seq, k->b, k->len, now);
+  CHECK(rc > 0);
+  if (rc != NET_REL_NEW) return;
+  deliver(s, k->b, k->len);
+  size_t len;
+  uint8_t *q;
+  while ((q = net_rel_pop(&s->r, &len))) {
+    deliver(s, q, len);
+    free(q);
+  }
+}
+
+static void step(struct side *s, int me) {
+  emit_to = !me;
+  if (!s->dead) {
+    int rc = net_rel_timers(&s->r, now, emit, NULL);
+    if (rc == -ETIMEDOUT) s->dead = 1;
+  }
+  while (!s->dead && s->sent < s->want && net_rel_can_send(&s->r)) {
+    uint8_t b[NET_HDR_LEN + 256];
+    size_t len;
+    make_data(s, b, &len);
+    CHECK_EQ(net_rel_queue(&s->r, b, len, now), 0);
+    net_rel_acked(&s->r); /* the ack rode along */
+    s->sent++;
+    put_on_line(!me, b, len);
+  }
+  if (net_rel_ack_due(&s->r, now)) {
+    uint8_t b[NET_HDR_LEN + 8];
+    struct net_hdr h = {.type = NET_ACK, .dst_ep = 1, .src_ep = 2, .ack = net_rel_ack_value(&s->r), .len = 8};
+    net_put_hdr(b, &h);
+    net_put_ack(b + NET_HDR_LEN, net_rel_sack(&s->r));
+    net_rel_acked(&s->r);
+    put_on_line(!me, b, sizeof b);
+  }
+}
+
+static const struct net_rel_cfg cfg = {
+    .window = 64, .rto_ns = 200000, .rto_max_ns = 3200000, .dead_ns = 50000000, .ack_delay_ns = 50000, .ack_every = 4};
+
+/* Run both sides until each got all the other sent, or a side is gone,
+ * or the time limit: the simulated time it took. */
+static uint64_t run(struct side *s, uint64_t limit_ns) {
+  nline = 0;
+  uint64_t start = now;
+  while (now - start < limit_ns) {
+    for (int i = 0; i < 2; i++) step(&s[i], i);
+    /* the packets due by now, in arrival order */
+    for (int i = 0; i < nline;) {
+      if (line[i].at <= now) {
+        struct pkt k = line[i];
+        line[i] = line[--nline];
+        arrive(&s[k.to], k.to, &k);
+      } else {
+        i++;
+      }
+    }
+    if (s[0].got == s[1].want && s[1].got == s[0].want && net_rel_idle(&s[0].r) && net_rel_idle(&s[1].r)) break;
+    if (s[0].dead || s[1].dead) break;
+    now += 5000;
+  }
+  return now - start;
+}
+
+static void pair(struct side *s, uint32_t a_start, uint32_t b_start, uint32_t n) {
+  memset(s, 0, 2 * sizeof *s);
+  CHECK_EQ(net_rel_init(&s[0].r, &cfg, a_start, b_start), 0);
+  CHECK_EQ(net_rel_init(&s[1].r, &cfg, b_start, a_start), 0);
+  s[0].want = s[1].want = n;
+}
+
+static void unpair(struct side *s) {
+  net_rel_fini(&s[0].r);
+  net_rel_fini(&s[1].r);
+}
+
+static void test_clean(void) {
+  struct side s[2];
+  loss_pct = dup_pct = jitter_ns = 0;
+  pair(s, 1, 1000, 2000);
+  run(s, 10000000000ull);
+  CHECK_EQ(s[0].got, 2000);
+  CHECK_EQ(s[1].got, 2000);
+  CHECK_EQ(s[0].r.resent + s[1].r.resent, 0);
+  unpair(s);
+}
+
+/* 10% loss and 5% duplication each way, delays spread over 4x the base
+ * (reordering), sequence numbers that wrap: exactly once, in order. */
+static void test_lossy(uint64_t seed) {
+  struct side s[2];
+  rng = seed;
+  loss_pct = 10, dup_pct = 5, jitter_ns = 80000;
+  pair(s, 0xFFFFFF00u, 0x7FFFFFF0u, 3000);
+  run(s, 60000000000ull);
+  CHECK(!s[0].dead && !s[1].dead);
+  CHECK_EQ(s[0].got, 3000);
+  CHECK_EQ(s[1].got, 3000);
+  CHECK(s[0].r.resent > 0 && s[1].r.resent > 0);
+  CHECK(s[0].r.gap_resends + s[1].r.gap_resends > 0); /* holes resent before the timer */
+  CHECK(s[0].r.dups + s[1].r.dups > 0);
+  CHECK(s[0].r.early + s[1].r.early > 0);
+  CHECK_EQ(s[0].r.next_seq, 0xFFFFFF00u + 3000); /* wrapped */
+  unpair(s);
+}
+
+/* The line goes dead: the sender declares its partner gone after dead_ns
+ * of no ack, not before, resending with backoff meanwhile. */
+static void test_dead(void) {
+  struct side s[2];
+  loss_pct = 0, dup_pct = 0, jitter_ns = 0;
+  pair(s, 5, 6, 100);
+  s[1].want = 0;
+  run(s, 1000000); /* 1 ms: some delivered and acked */
+  CHECK(s[1].got > 0);
+  loss_pct = 100;
+  s[0].want = 1000;
+  uint64_t t0 = now;
+  uint64_t took = run(s, 10000000000ull);
+  CHECK(s[0].dead);
+  CHECK(took >= cfg.dead_ns - 1000000); /* the clock ran from the last progress, at most 1 ms before */
+  CHECK(now - t0 <= cfg.dead_ns + cfg.rto_max_ns);
+  CHECK(s[0].r.resent > 0);
+  CHECK(s[0].r.rto_ns == cfg.rto_max_ns); /* backed off to the cap */
+  unpair(s);
+}
+
+static void test_edges(void) {
+  struct net_rel r;
+  struct net_rel_cfg bad = cfg;
+  bad.window = 0;
+  CHECK_EQ(net_rel_init(&r, &bad, 0, 0), -EINVAL);
+  bad = cfg, bad.window = NET_REL_WINDOW_MAX + 1;
+  CHECK_EQ(net_rel_init(&r, &bad, 0, 0), -EINVAL);
+  bad = cfg, bad.rto_max_ns = cfg.rto_ns - 1;
+  CHECK_EQ(net_rel_init(&r, &bad, 0, 0), -EINVAL);
+  CHECK_EQ(net_rel_init(&r, &cfg, 10, 20), 0);
+  uint8_t b[NET_HDR_LEN + 4] = {0};
+  for (uint32_t i = 0; i < cfg.window; i++) CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), -EAGAIN); /* window full */
+  CHECK(!net_rel_can_send(&r));
+  emit_to = 0;
+  CHECK_EQ(net_rel_on_ack(&r, 10 + cfg.window + 1, 0, 0, emit, NULL), -1); /* beyond what was sent */
+  CHECK_EQ(net_rel_on_ack(&r, 9, 0, 0, emit, NULL), -1);                    /* before what was acked */
+  CHECK_EQ(r.bad_acks, 2);
+  CHECK_EQ(net_rel_on_ack(&r, 12, 0, 0, emit, NULL), 0);
+  CHECK_EQ(r.una, 12);
+  CHECK(net_rel_can_send(&r));
+  /* receiving: far, early, duplicate early, in order, popped, old dup */
+  CHECK_EQ(net_rel_recv(&r, 20 + cfg.window, b, sizeof b, 0), NET_REL_FAR);
+  CHECK_EQ(net_rel_recv(&r, 22, b, sizeof b, 0), NET_REL_EARLY);
+  CHECK_EQ(net_rel_recv(&r, 22, b, sizeof b, 0), NET_REL_DUP);
+  CHECK_EQ(net_rel_sack(&r), 2); /* seq 22 = ack 20 + 1 + bit 1 */
+  CHECK(net_rel_ack_due(&r, 0)); /* a hole: at once */
+  size_t len;
+  CHECK(net_rel_pop(&r, &len) == NULL);
+  CHECK_EQ(net_rel_recv(&r, 20, b, sizeof b, 0), NET_REL_NEW);
+  CHECK(net_rel_pop(&r, &len) == NULL); /* 21 still missing */
+  CHECK_EQ(net_rel_recv(&r, 21, b, sizeof b, 0), NET_REL_NEW);
+  uint8_t *q = net_rel_pop(&r, &len);
+  CHECK(q != NULL && len == sizeof b);
+  free(q);
+  CHECK_EQ(net_rel_ack_value(&r), 23);
+  CHECK_EQ(net_rel_recv(&r, 20, b, sizeof b, 0), NET_REL_DUP);
+  net_rel_acked(&r);
+  CHECK(!net_rel_ack_due(&r, 0));
+  net_rel_fini(&r);
+}
+
+/* ---- the format -------------------------------------------------------- */
+
+static void test_wire(void) {
+  uint8_t b[NET_HDR_LEN + 64];
+  struct net_pkt p;
+  struct net_hdr h = {.type = NET_CONNECT, .dst_ep = 3, .src_ep = 65535, .dst_session = 0xdeadbeef,
+                      .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 20};
+  net_put_hdr(b, &h);
+  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x1234, 9, 77);
+  CHECK_EQ(b[0], 0x46);
+  CHECK_EQ(b[1], 0x58);
+  CHECK_EQ(b[16], 0x01); /* seq, big-endian */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 20, &p), NET_OK);
+  CHECK_EQ(p.h.type, NET_CONNECT);
+  CHECK_EQ(p.h.dst_ep, 3);
+  CHECK_EQ(p.h.src_ep, 65535);
+  CHECK_EQ(p.h.dst_session, 0xdeadbeef);
+  CHECK_EQ(p.h.seq, 0x01020304);
+  CHECK_EQ(p.h.ack, 0xfffffffe);
+  CHECK_EQ(p.u.connect.nic, 0x0000a1b2c3d4e5f6ull);
+  CHECK_EQ(p.u.connect.key, 0x1234);
+  CHECK_EQ(p.u.connect.conn_seq, 9);
+  CHECK_EQ(p.u.connect.start_seq, 77);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 40, &p), NET_OK); /* padding after the body is ignored */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 19, &p), NET_BAD_LENGTH);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN - 1, &p), NET_BAD_SHORT);
+  CHECK_EQ(net_parse(NULL, 100, &p), NET_BAD_SHORT);
+  net_patch_ack(b, 5);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 20, &p), NET_OK);
+  CHECK_EQ(p.h.ack, 5);
+
+  h = (struct net_hdr){.type = NET_CONNECT_REPLY, .len = 12};
+  net_put_hdr(b, &h);
+  net_put_reply(b + NET_HDR_LEN, 11, 9, 1234);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 12, &p), NET_OK);
+  CHECK_EQ(p.u.reply.status, 11);
+  CHECK_EQ(p.u.reply.start_seq, 1234);
+  h = (struct net_hdr){.type = NET_ACK, .len = 8};
+  net_put_hdr(b, &h);
+  net_put_ack(b + NET_HDR_LEN, 0x8000000000000001ull);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_OK);
+  CHECK_EQ(p.u.ack.sack, (long long)0x8000000000000001ull);
+  h = (struct net_hdr){.type = NET_NACK, .len = 4};
+  net_put_hdr(b, &h);
+  net_put_nack(b + NET_HDR_LEN, NET_NACK_BAD_KEY);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 4, &p), NET_OK);
+  CHECK_EQ(p.u.nack.reason, NET_NACK_BAD_KEY);
+  h.len = 5; /* a NACK is 4 bytes */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 5, &p), NET_BAD_LENGTH);
+
+  h = (struct net_hdr){.type = NET_DATA, .len = 0, .flags = NET_F_FIRST};
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN, &p), NET_BAD_LENGTH); /* empty DATA */
+  h.len = 10;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 10, &p), NET_OK);
+  CHECK(p.body == b + NET_HDR_LEN);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 9, &p), NET_BAD_LENGTH); /* len beyond the bytes */
+  h.flags = 0x10;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 10, &p), NET_BAD_FLAGS);
+  h = (struct net_hdr){.type = NET_ACK, .len = 8, .flags = 1};
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_FLAGS);
+
+  h = (struct net_hdr){.type = NET_ACK, .len = 8};
+  net_put_hdr(b, &h);
+  b[0] ^= 1;
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_MAGIC);
+  b[0] ^= 1;
+  b[2] = 2;
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  b[2] = NET_VERSION;
+  b[3] = 0;
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_TYPE);
+  b[3] = NET_TYPE_MAX;
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_TYPE);
+  CHECK(strcmp(net_bad_str(NET_BAD_FLAGS), "bad flags") == 0);
+  CHECK(strcmp(net_bad_str(99), "?") == 0);
+  CHECK(strcmp(net_type_str(NET_DATA), "DATA") == 0);
+  CHECK(strcmp(net_type_str(200), "?") == 0);
+}
+
+int main(void) {
+  test_wire();
+  test_edges();
+  test_clean();
+  for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
+  test_dead();
+  CHECK_DONE("test_net_rel");
+  return 0;
+}
