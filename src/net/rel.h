@@ -7,10 +7,10 @@
  * after a timeout that backs off, duplicate suppression, a send window, and
  * a partner declared gone when nothing it acks moves for dead_ns.
  *
- * It knows no socket, no clock and no wire: the caller passes the time,
- * hands it packets already written (header included, their seq field
- * taken from next_seq) and transmits what it gives back through emit,
- * patching the current ack in first (net_patch_ack). Sequence numbers are
+ * It knows no socket and no clock: the caller passes the time, hands it
+ * packets already written (header included, their seq field taken from
+ * next_seq) and transmits what it gives back through emit; a packet sent
+ * again carries the current ack (patched in here, net_patch_ack). Sequence numbers are
  * 32-bit and compared modulo 2^32. Not thread-safe: the endpoint's lock.
  */
 #ifndef FMX_NET_REL_H

@@ -2,9 +2,10 @@
 /*
  * topo.c - machine topology (see topo.h).
  *
- * Both sources (hwloc, or sysfs when hwloc cannot load) are reduced to one
- * per-CPU table: for each OS CPU index, the size and cpuset of its L1/L2/L3
- * data cache and the cpuset of its NUMA node. Every query then is a bitmap
+ * Both sources (hwloc here, or sysfs when hwloc cannot load: topo_sysfs.c)
+ * are reduced to one per-CPU table (topo_int.h): for each OS CPU index, the
+ * size and cpuset of its L1/L2/L3 data cache and the cpuset of its NUMA
+ * node. Every query then is a bitmap
  * test on that table, so the two sources cannot answer differently, and the
  * hwloc topology itself (hundreds of KiB on a large machine) is not kept.
  */
@@ -12,6 +13,7 @@
 #include "platform/topo.h"
 
 #include "base/log.h"
+#include "platform/topo_int.h"
 
 #include <errno.h>
 #include <ctype.h>
@@ -22,21 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOPO_NSETS 5 /* index 1..3: cache level, 4: NUMA node; 0 unused */
-#define TOPO_NUMA 4
-
-struct topo_cpu {
-  int present;
-  uint64_t size[TOPO_NSETS];       /* cache size per level, 0 if absent */
-  hwloc_bitmap_t set[TOPO_NSETS];  /* CPUs sharing it; NULL if absent */
-};
-
-struct topo_state {
-  struct topo_info info;
-  int ncpus;            /* length of cpu[]: highest OS index + 1 */
-  struct topo_cpu *cpu;
-};
-
 static struct topo_state topo_state;
 static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
 /* Serialises the test-only reloads with each other, not with queries. */
@@ -44,7 +31,7 @@ static pthread_mutex_t topo_reload_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* --- table ------------------------------------------------------------- */
 
-static int topo_table_alloc(struct topo_state *st, int ncpus)
+int topo_table_alloc(struct topo_state *st, int ncpus)
 {
   st->cpu = calloc((size_t)ncpus, sizeof(*st->cpu));
   if (!st->cpu)
@@ -64,7 +51,7 @@ static void topo_table_free(struct topo_state *st)
   st->ncpus = 0;
 }
 
-static const struct topo_cpu *topo_cpu_get(const struct topo_state *st, int cpu)
+const struct topo_cpu *topo_cpu_get(const struct topo_state *st, int cpu)
 {
   if (cpu < 0 || cpu >= st->ncpus || !st->cpu[cpu].present)
     return NULL;
@@ -73,7 +60,7 @@ static const struct topo_cpu *topo_cpu_get(const struct topo_state *st, int cpu)
 
 /* Record `set` as the sharing set of `cpu` at `level` unless one is already
  * known: the innermost object wins when a level appears twice. */
-static void topo_cpu_set(struct topo_state *st, int cpu, int level, uint64_t size,
+void topo_cpu_set(struct topo_state *st, int cpu, int level, uint64_t size,
                          hwloc_const_bitmap_t set)
 {
   struct topo_cpu *c = &st->cpu[cpu];
@@ -86,7 +73,7 @@ static void topo_cpu_set(struct topo_state *st, int cpu, int level, uint64_t siz
 
 /* Caches beyond L3 (eDRAM L4, memory-side caches) are not described: they
  * must not land in the NUMA slot. */
-static void topo_cpu_cache(struct topo_state *st, int cpu, int level, uint64_t size,
+void topo_cpu_cache(struct topo_state *st, int cpu, int level, uint64_t size,
                            hwloc_const_bitmap_t set)
 {
   if (level >= 1 && level <= 3)
@@ -166,149 +153,6 @@ static int topo_hwloc_load(struct topo_state *st, const char *synthetic)
     snprintf(st->info.src, sizeof(st->info.src), "%s", synthetic ? "synthetic" : "hwloc");
 out:
   hwloc_topology_destroy(t);
-  return rc;
-}
-
-/* --- sysfs source -------------------------------------------------------- */
-
-/* First line of a small sysfs file, without its newline. */
-static int topo_read_line(const char *path, char *buf, size_t len)
-{
-  FILE *f = fopen(path, "re");
-  if (!f)
-    return -errno;
-  char *s = fgets(buf, (int)len, f);
-  fclose(f);
-  if (!s)
-    return -EIO;
-  buf[strcspn(buf, "\n")] = '\0';
-  return 0;
-}
-
-/* A cpu list file ("0-3,8") into a new bitmap; NULL if absent or empty. */
-static hwloc_bitmap_t topo_read_list(const char *path)
-{
-  char buf[4096];
-  if (topo_read_line(path, buf, sizeof(buf)) < 0)
-    return NULL;
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (set && (hwloc_bitmap_list_sscanf(set, buf) < 0 || hwloc_bitmap_iszero(set))) {
-    hwloc_bitmap_free(set);
-    set = NULL;
-  }
-  return set;
-}
-
-/* The kernel writes cache sizes as "%uK"; accept M and G too. */
-static uint64_t topo_parse_size(const char *s)
-{
-  char *end;
-  uint64_t v = strtoull(s, &end, 10);
-  switch (toupper((unsigned char)*end)) {
-  case 'K': return v << 10;
-  case 'M': return v << 20;
-  case 'G': return v << 30;
-  default: return v;
-  }
-}
-
-static void topo_sysfs_caches(struct topo_state *st, const char *root, int cpu)
-{
-  char path[512], buf[64];
-  /* index0..N are usually dense, but nothing says so: probe a few more. */
-  for (int i = 0; i < 16; i++) {
-    snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/cache/index%d/level", root, cpu, i);
-    if (topo_read_line(path, buf, sizeof(buf)) < 0)
-      continue;
-    int level = atoi(buf);
-    snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/cache/index%d/type", root, cpu, i);
-    if (topo_read_line(path, buf, sizeof(buf)) == 0 && strcmp(buf, "Instruction") == 0)
-      continue;
-    snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/cache/index%d/size", root, cpu, i);
-    uint64_t size = topo_read_line(path, buf, sizeof(buf)) == 0 ? topo_parse_size(buf) : 0;
-    snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list",
-             root, cpu, i);
-    hwloc_bitmap_t set = topo_read_list(path);
-    if (!set)
-      continue;
-    topo_cpu_cache(st, cpu, level, size, set);
-    hwloc_bitmap_free(set);
-  }
-}
-
-/* 1 if `cpu` is the first online CPU of its core (so each core counts once). */
-static int topo_sysfs_core_leader(const char *root, int cpu, hwloc_const_bitmap_t online)
-{
-  char path[512];
-  /* core_cpus_list appeared in Linux 5.7; thread_siblings_list is older. */
-  snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_cpus_list", root, cpu);
-  hwloc_bitmap_t set = topo_read_list(path);
-  if (!set) {
-    snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list",
-             root, cpu);
-    set = topo_read_list(path);
-  }
-  if (!set)
-    return 1;
-  hwloc_bitmap_and(set, set, online);
-  int first = hwloc_bitmap_first(set);
-  hwloc_bitmap_free(set);
-  return first < 0 || first == cpu;
-}
-
-static void topo_sysfs_numa(struct topo_state *st, const char *root, hwloc_const_bitmap_t online)
-{
-  char path[512];
-  snprintf(path, sizeof(path), "%s/devices/system/node/online", root);
-  hwloc_bitmap_t nodes = topo_read_list(path);
-  if (!nodes) {
-    /* No NUMA support in the kernel: one node holding every CPU. */
-    st->info.numa_nodes = 1;
-    for (int c = 0; c < st->ncpus; c++)
-      if (st->cpu[c].present)
-        topo_cpu_set(st, c, TOPO_NUMA, 0, online);
-    return;
-  }
-  st->info.numa_nodes = hwloc_bitmap_weight(nodes);
-  int n;
-  hwloc_bitmap_foreach_begin(n, nodes) {
-    snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist", root, n);
-    hwloc_bitmap_t cpus = topo_read_list(path); /* NULL for memory-only nodes */
-    if (cpus) {
-      int c;
-      hwloc_bitmap_foreach_begin(c, cpus) {
-        if (c < st->ncpus && st->cpu[c].present)
-          topo_cpu_set(st, c, TOPO_NUMA, 0, cpus);
-      }
-      hwloc_bitmap_foreach_end();
-      hwloc_bitmap_free(cpus);
-    }
-  }
-  hwloc_bitmap_foreach_end();
-  hwloc_bitmap_free(nodes);
-}
-
-static int topo_sysfs_load(struct topo_state *st, const char *root)
-{
-  char path[512];
-  snprintf(path, sizeof(path), "%s/devices/system/cpu/online", root);
-  hwloc_bitmap_t online = topo_read_list(path);
-  if (!online)
-    return -EIO;
-  int rc = topo_table_alloc(st, hwloc_bitmap_last(online) + 1);
-  if (rc == 0) {
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, online) {
-      st->cpu[cpu].present = 1;
-      st->info.npus++;
-      st->info.ncores += topo_sysfs_core_leader(root, cpu, online);
-      topo_sysfs_caches(st, root, cpu);
-    }
-    hwloc_bitmap_foreach_end();
-    topo_sysfs_numa(st, root, online);
-    snprintf(st->info.src, sizeof(st->info.src), "sysfs");
-  }
-  hwloc_bitmap_free(online);
   return rc;
 }
 
@@ -430,28 +274,36 @@ const struct topo_info *topo_get(void)
   return &topo_ensure()->info;
 }
 
-/* The level spanned by this thread's allowed CPUs plus `cpu` (when >= 0):
- * the smallest cache, else NUMA node, whose sharing set holds them all. */
-static int topo_span_level(const struct topo_state *st, int cpu)
+/* This thread's allowed CPUs that the topology knows, as a bitmap the
+ * caller frees; NULL when they cannot be read. */
+static hwloc_bitmap_t topo_allowed(const struct topo_state *st)
 {
   cpu_set_t mine;
   if (sched_getaffinity(0, sizeof mine, &mine) != 0)
-    return TOPO_LEVEL_UNKNOWN;
+    return NULL;
   hwloc_bitmap_t u = hwloc_bitmap_alloc();
-  if (!u)
-    return TOPO_LEVEL_UNKNOWN;
-  for (int c = 0; c < CPU_SETSIZE; c++)
+  for (int c = 0; u && c < CPU_SETSIZE; c++)
     if (CPU_ISSET(c, &mine) && topo_cpu_get(st, c))
       hwloc_bitmap_set(u, (unsigned)c);
-  if (cpu >= 0 && topo_cpu_get(st, cpu))
+  return u;
+}
+
+/* The level spanned by this thread's allowed CPUs plus `cpu` (when known):
+ * the smallest cache, else NUMA node, whose sharing set holds them all. */
+static int topo_span_level(const struct topo_state *st, int cpu)
+{
+  hwloc_bitmap_t u = topo_allowed(st);
+  if (!u)
+    return TOPO_LEVEL_UNKNOWN;
+  if (topo_cpu_get(st, cpu))
     hwloc_bitmap_set(u, (unsigned)cpu);
-  int level = TOPO_LEVEL_UNKNOWN, first = hwloc_bitmap_first(u);
-  const struct topo_cpu *f = first >= 0 ? topo_cpu_get(st, first) : NULL;
-  for (int l = TOPO_LEVEL_L1; f && l <= TOPO_NUMA && level == TOPO_LEVEL_UNKNOWN; l++)
-    if (f->set[l] && hwloc_bitmap_isincluded(u, f->set[l]))
+  const struct topo_cpu *f = topo_cpu_get(st, hwloc_bitmap_first(u));
+  int level = f ? TOPO_LEVEL_NONE : TOPO_LEVEL_UNKNOWN;
+  for (int l = TOPO_LEVEL_L1; f && l <= TOPO_NUMA; l++)
+    if (f->set[l] && hwloc_bitmap_isincluded(u, f->set[l])) {
       level = l == TOPO_NUMA ? TOPO_LEVEL_NUMA : l;
-  if (f && level == TOPO_LEVEL_UNKNOWN)
-    level = TOPO_LEVEL_NONE;
+      break;
+    }
   hwloc_bitmap_free(u);
   return level;
 }
@@ -506,14 +358,13 @@ int topo_home_cpu(void)
   const struct topo_state *st = topo_ensure();
   int cpu = sched_getcpu();
   const struct topo_cpu *c = topo_cpu_get(st, cpu);
-  cpu_set_t mine;
-  if (!c || sched_getaffinity(0, sizeof mine, &mine) != 0)
+  hwloc_bitmap_t u = c ? topo_allowed(st) : NULL;
+  if (!u)
     return cpu < 0 ? -1 : cpu;
-  /* Bound: every allowed CPU is this one or a hardware thread of its core
+  /* Bound: every other allowed CPU is a hardware thread of this core
    * (shares its L1). */
-  for (int o = 0; o < CPU_SETSIZE; o++)
-    if (CPU_ISSET(o, &mine) && o != cpu && topo_cpu_get(st, o) &&
-        !(c->set[TOPO_LEVEL_L1] && hwloc_bitmap_isset(c->set[TOPO_LEVEL_L1], (unsigned)o)))
-      return TOPO_CPU_UNBOUND;
-  return cpu;
+  hwloc_bitmap_clr(u, (unsigned)cpu);
+  int bound = hwloc_bitmap_iszero(u) || (c->set[TOPO_LEVEL_L1] && hwloc_bitmap_isincluded(u, c->set[TOPO_LEVEL_L1]));
+  hwloc_bitmap_free(u);
+  return bound ? cpu : TOPO_CPU_UNBOUND;
 }
