@@ -254,8 +254,18 @@ fmx_return_t fmx_get_endpoint_addr(fmx_endpoint_t endpoint, fmx_endpoint_addr_t 
 /* Split an address into its NIC id and endpoint id. */
 fmx_return_t fmx_decompose_endpoint_addr(fmx_endpoint_addr_t addr, uint64_t *nic_id,
                                          uint32_t *endpoint_id);
+/* The NIC id of a board by name: "host:board" or "host" (board 0) from the
+ * peer table (FMX_PEERS, lines "MAC hostname:board"), a MAC written
+ * aa:bb:cc:dd:ee:ff, or a NIC id in hex (0x...). FMX_PEER_NOT_FOUND when
+ * it is none of these. */
+fmx_return_t fmx_hostname_to_nic_id(const char *name, uint64_t *nic_id);
+/* The peer table's name of a NIC id (at most len bytes, NUL included);
+ * FMX_NIC_ID_NOT_FOUND when the table has none. */
+fmx_return_t fmx_nic_id_to_hostname(uint64_t nic_id, char *name, uint32_t len);
 /* Blocking connect to (nic_id, endpoint_id) presenting `key`. nic_id may be
- * FMX_ANY_NIC for this host. An endpoint not open yet is waited for, up to
+ * FMX_ANY_NIC for this host; another host's NIC id (its board's MAC, the
+ * net transport) is reached over Ethernet, this host's through shared
+ * memory. An endpoint not open yet is waited for, up to
  * FMX_CONNECT_WAIT_MS (1 s) within timeout_ms. Only endpoints of the
  * caller's own uid are reachable: another user's endpoints live under other
  * names and are invisible. Errors: FMX_REMOTE_ENDPOINT_BAD_ID (no such

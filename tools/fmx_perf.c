@@ -76,7 +76,11 @@ static int run_rank(void)
 {
   struct perf_comm c;
   uint32_t want = FMX_ANY_ENDPOINT;
-  if (perf_opt.no_spawn)
+  if (perf_opt.server)
+    want = (uint32_t)(perf_opt.endpoint_id < 0 ? 0 : perf_opt.endpoint_id);
+  else if (perf_opt.client)
+    want = FMX_ANY_ENDPOINT;
+  else if (perf_opt.no_spawn)
     want = (uint32_t)(perf_opt.endpoint_id < 0 ? 0 : perf_opt.endpoint_id) + (uint32_t)perf_rank;
   comm_fmx_open(&c, perf_rank, perf_opt.np, want,
                 perf_opt.no_spawn ? exchange_by_hand : exchange_parent);

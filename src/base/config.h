@@ -40,6 +40,17 @@ struct fmx_config {
   uint64_t handshake_ms;       /* FMX_HANDSHAKE_MS */
   uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
   uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
+  const char *net;             /* FMX_NET: auto, on, off */
+  const char *net_iface;       /* FMX_NET_IFACE */
+  const char *net_wire;        /* FMX_NET_WIRE: auto, raw, udp */
+  uint64_t net_port;           /* FMX_NET_PORT */
+  uint64_t net_window;         /* FMX_NET_WINDOW */
+  uint64_t net_rto_us;         /* FMX_NET_RTO_US */
+  uint64_t net_rto_max_us;     /* FMX_NET_RTO_MAX_US */
+  uint64_t net_timeout_ms;     /* FMX_NET_TIMEOUT_MS */
+  uint64_t net_ack_delay_us;   /* FMX_NET_ACK_DELAY_US */
+  uint64_t net_ack_every;      /* FMX_NET_ACK_EVERY */
+  const char *peers;           /* FMX_PEERS */
   uint64_t fault_alloc;        /* FMX_FAULT_ALLOC (tests) */
   const char *tuning_file;  /* FMX_TUNING_FILE */
 };

@@ -42,7 +42,16 @@
   X(RMA_REFUSED, "region accesses refused (cookie, access, range)")         \
   X(XMEM_UNMAPPED, "fmx_mem_alloc regions a peer announced that could not be mapped here") \
   X(NOMEM_ABORTS, "connections given up for lack of memory for a record that had to be kept") \
-  X(PEER_ABORTS, "connections a peer gave up (it lacked memory)")
+  X(PEER_ABORTS, "connections a peer gave up (it lacked memory)")            \
+  X(NET_SENT, "net: packets sent")                                          \
+  X(NET_RECEIVED, "net: packets received")                                  \
+  X(NET_RESENT, "net: packets resent after a timeout (retransmits)")        \
+  X(NET_GAP_RESENT, "net: packets resent at once on a gap the peer reported") \
+  X(NET_DUPLICATES, "net: duplicate packets dropped")                      \
+  X(NET_EARLY, "net: packets that arrived after a gap (kept until it filled)") \
+  X(NET_DROPPED, "net: packets dropped (malformed, unknown session or peer, beyond the window)") \
+  X(NET_TIMEOUTS, "net: partners that stopped answering (their requests failed)") \
+  X(NET_NACKS, "net: nacks sent (unknown session or endpoint, closed, bad key)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "core/fmx_int.h"
 #include "core/transport.h"
+#include "net/peers.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -63,20 +64,35 @@ API fmx_return_t fmx_decompose_endpoint_addr(fmx_endpoint_addr_t addr, uint64_t 
   return FMX_SUCCESS;
 }
 
+API fmx_return_t fmx_hostname_to_nic_id(const char *name, uint64_t *nic_id) {
+  if (!name || !nic_id) return FMX_BAD_ADDRESS;
+  return net_peer_lookup(name, nic_id) == 0 ? FMX_SUCCESS : FMX_PEER_NOT_FOUND;
+}
+
+API fmx_return_t fmx_nic_id_to_hostname(uint64_t nic_id, char *name, uint32_t len) {
+  if (!name || !len) return FMX_BAD_ADDRESS;
+  return net_peer_name(nic_id, name, len) == 0 ? FMX_SUCCESS : FMX_NIC_ID_NOT_FOUND;
+}
+
 API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                              fmx_endpoint_addr_t *addr) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!addr) return FMX_BAD_ADDRESS;
-  if (nic_id != FMX_ANY_NIC && nic_id != ep->t.nic) return FMX_NIC_ID_NOT_FOUND;
   if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
-  if (eid == ep->t.eid) {
+  /* Another host's board: the transport that reaches other hosts, when it
+   * runs on this endpoint. This host's: shm, whatever else runs. */
+  const struct fmx_transport_ops *tp = transport_local();
+  if (nic_id != FMX_ANY_NIC && nic_id != ep->t.nic) {
+    tp = transport_remote();
+    if (!tp || !transport_on(ep, tp) || nic_id == 0 || nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
+  } else if (eid == ep->t.eid) {
     if (key != ep->t.key) return FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     *addr = ep_partner_addr(ep->self);
     return FMX_SUCCESS;
   }
   struct partner *p = NULL;
   pthread_mutex_lock(&ep->connect_lock);
-  fmx_return_t rc = transport_local()->connect(ep, eid, key, timeout_ms, &p);
+  fmx_return_t rc = tp->connect(ep, nic_id, eid, key, timeout_ms, &p);
   pthread_mutex_unlock(&ep->connect_lock);
   if (rc == FMX_SUCCESS) {
     ep_lock(ep);

@@ -55,6 +55,8 @@ static fmx_return_t access_common(fmx_endpoint_t ep, fmx_endpoint_addr_t owner, 
   *request = r;
   if (p->t.state != PARTNER_ALIVE)
     req_complete(ep, r, gone_code(p));
+  else if (p->pp.tp->remote) /* regions are reached on their own host only (docs/regions.md) */
+    req_complete(ep, r, FMX_NOT_IMPLEMENTED);
   else if (write)
     proto_send_start(ep, m);
   else

@@ -245,6 +245,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
 }
 
 void ep_progress_locked(struct fmx_endpoint *ep) {
+  for (int i = 0; i < ep->nprog; i++) ep->prog[i]->progress(ep, deliver);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (p->t.state != PARTNER_ALIVE) continue;
@@ -370,7 +371,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->t.desc_fd = -1;
   ep->t.board = 0;
   ep->t.key = key;
-  ep->t.nic = sys_host_id();
+  ep->t.nic = transports_nic();
   ep->t.session = (uint32_t)sys_random64();
   ep->t.bulk = &ep->pe.benv;
   ep->pe.benv.cpu = topo_home_cpu();
@@ -421,6 +422,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     ep_free(ep);
     return FMX_NO_SYSTEM_RESOURCES;
   }
+  transports_ep_open(ep);
   pthread_mutex_lock(&lib_lock);
   list_add_tail(&endpoints, &ep->link);
   pthread_mutex_unlock(&lib_lock);
@@ -443,6 +445,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
   ep->pe.benv.desc->closed = 1;
   ep_unlock(ep);
   transport_local()->close(ep);
+  transports_ep_close(ep);
   progress_forget_ep(ep);
   pthread_mutex_lock(&lib_lock);
   list_del(&ep->link);

@@ -60,6 +60,10 @@ struct fmx_endpoint {
   struct list_node link;        /* all endpoints */
   struct transport_ep t;        /* what transports read of it: who it is, nlive, closing (transport/transport.h) */
   void *tpe[4]; /* each registered transport's state of this endpoint (core/transport.c) */
+  /* The transports beyond the local one that run on it (net), and those
+   * of them with a progress verb, called at every progress pass. */
+  const struct fmx_transport_ops *on[4], *prog[4];
+  int non, nprog;
 
   struct partner **partners;
   uint32_t npartners;

@@ -168,7 +168,7 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
       v = transport_local()->tiny_max;
       return info_put(out, out_len, &v, sizeof v);
     case FMX_INFO_NIC_ID:
-      v = sys_host_id();
+      v = ep ? ep->t.nic : transports_nic();
       return info_put(out, out_len, &v, sizeof v);
     case FMX_INFO_ENGINE_STATUS: {
       if (!in || in_len == 0 || ((const char *)in)[in_len - 1] != '\0') return FMX_BAD_INFO_LENGTH;

@@ -6,8 +6,12 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/fmx_int.h"
+#include "base/log.h"
+#include "net/net.h"
+#include "platform/sys.h"
 #include "self/self.h"
 #include "shm/shm.h"
 
@@ -27,6 +31,57 @@ void transports_init(void) {
   transport_up = &core_for_transports;
   transport_register(&self_transport);
   transport_register(&shm_transport);
+  transport_register(&net_transport);
+}
+
+uint64_t transports_nic(void) {
+  for (int i = 0; i < nregistered; i++) {
+    uint64_t n = registered[i]->nic ? registered[i]->nic() : 0;
+    if (n) return n;
+  }
+  return sys_host_id();
+}
+
+const struct fmx_transport_ops *transport_remote(void) {
+  for (int i = 0; i < nregistered; i++)
+    if (registered[i]->remote) return registered[i];
+  return NULL;
+}
+
+void transports_ep_open(struct fmx_endpoint *ep) {
+  for (int i = 0; i < nregistered; i++) {
+    const struct fmx_transport_ops *tp = registered[i];
+    if (!tp->remote) continue;
+    int r = tp->listen ? tp->listen(ep) : 0;
+    if (r == 0 && tp->open) r = tp->open(ep);
+    if (r < 0) {
+      if (r != -ENODEV) /* no interface: nothing to say */
+        log_warn("FMX-NET-OFF", "endpoint %u: transport %s not started: %s; this endpoint reaches this host only",
+                 ep->t.eid, tp->name, strerror(-r));
+      if (tp->close) tp->close(ep);
+      continue;
+    }
+    ep->on[ep->non++] = tp;
+    if (tp->progress) ep->prog[ep->nprog++] = tp;
+  }
+}
+
+void transports_ep_close(struct fmx_endpoint *ep) {
+  for (int i = 0; i < ep->non; i++)
+    if (ep->on[i]->close) ep->on[i]->close(ep);
+  ep->non = ep->nprog = 0;
+}
+
+int transport_on(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
+  for (int i = 0; i < ep->non; i++)
+    if (ep->on[i] == tp) return 1;
+  return 0;
+}
+
+int transports_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
+  for (int i = 0; i < ep->non; i++)
+    if (ep->on[i]->wait_fd) return ep->on[i]->wait_fd(ep, max_ns);
+  return -1;
 }
 
 const struct fmx_transport_ops *transport_local(void) { return &shm_transport; }
@@ -94,6 +149,8 @@ static int peer_lending(struct partner *p) {
   return 0;
 }
 
+static void progress(struct fmx_endpoint *ep) { ep_progress_locked(ep); }
+
 static const struct transport_core core_for_transports = {
     .wake_own = wake_own,
     .lock = lock,
@@ -106,6 +163,7 @@ static const struct transport_core core_for_transports = {
     .peer_down = ep_partner_down,
     .peer_next = peer_next,
     .peer_lending = peer_lending,
+    .progress = progress,
 };
 
 void transports_fini(void) {

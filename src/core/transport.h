@@ -21,6 +21,22 @@ int transports_ep_init(struct fmx_endpoint *ep);
 /* ops.ep_fini of each, then the states freed (the endpoint's partners are
  * released by then). */
 void transports_ep_fini(struct fmx_endpoint *ep);
+/* The NIC id of this host's board: the first transport that has one (net:
+ * its interface's MAC), else an id derived from the machine id. */
+uint64_t transports_nic(void);
+/* The transport that reaches other hosts' boards, or NULL. */
+const struct fmx_transport_ops *transport_remote(void);
+/* Start the transports beyond the local one on ep (net): listen and open
+ * each; one that cannot start is left off for ep (logged), never fatal.
+ * Those with a progress verb are listed in ep->prog. */
+void transports_ep_open(struct fmx_endpoint *ep);
+/* Stop them (ep closing, its lock not held). */
+void transports_ep_close(struct fmx_endpoint *ep);
+/* Whether tp runs on ep. */
+int transport_on(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
+/* A descriptor a sleeping waiter of ep also polls, and the longest it may
+ * sleep (transport timers), or -1 (ep's lock held). */
+int transports_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns);
 /* fini of every registered transport. */
 void transports_fini(void);
 

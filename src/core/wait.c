@@ -17,9 +17,12 @@
 #include "bulk/engine.h"
 #include "base/config.h"
 #include "core/fmx_int.h"
+#include "core/transport.h"
 #include "platform/sys.h"
 
+#include <poll.h>
 #include <sched.h>
+#include <time.h>
 
 /* Longer than a small message's round trip (0.3-1 us here, more in a VM
  * under load): a wait this long is not a ping-pong about to end. */
@@ -98,6 +101,43 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
   __atomic_store_n(&ep->spin_ns, next, __ATOMIC_RELAXED);
 }
 
+/* Sleep until woken, at most ns. A transport whose peers cannot write
+ * our wake word (net: other hosts) gives a descriptor to poll instead: it
+ * turns readable when a packet arrives, and its timers bound the sleep
+ * (with no partner there it gives none, only how soon to look for a
+ * connect).
+ * Wakes through the word (shm peers, our own threads) are then seen at the
+ * next look: within SLEEP_MIXED_NS when the endpoint has partners of
+ * another transport, within SLEEP_POLL_NS otherwise. */
+#define SLEEP_MIXED_NS 1000000ll
+#define SLEEP_POLL_NS 10000000ll
+static int has_local_partners(struct fmx_endpoint *ep) {
+  for (uint32_t i = 0; i < ep->npartners; i++) {
+    struct partner *p = ep->partners[i];
+    if (!p->bulk.is_self && !p->reaped && !p->pp.tp->remote) return 1;
+  }
+  return 0;
+}
+
+static void sleep_on(struct fmx_endpoint *ep, struct ep_desc *d, uint32_t seq, int64_t ns) {
+  uint64_t cap = UINT64_MAX;
+  ep_lock(ep);
+  int fd = transports_wait_fd(ep, &cap);
+  int mixed = fd >= 0 && has_local_partners(ep);
+  ep_unlock(ep);
+  if ((uint64_t)ns > cap) ns = (int64_t)cap;
+  if (fd < 0) {
+    sys_futex_wait(&d->wake_seq, seq, ns);
+    return;
+  }
+  int64_t most = mixed ? SLEEP_MIXED_NS : SLEEP_POLL_NS;
+  if (ns > most) ns = most;
+  if (__atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST) != seq) return;
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  struct timespec ts = {.tv_sec = ns / 1000000000ll, .tv_nsec = ns % 1000000000ll};
+  ppoll(&pfd, 1, &ts, NULL);
+}
+
 static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fmx_endpoint *, void *), void *arg,
                      int *counted) {
   uint32_t wgen = __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE);
@@ -171,7 +211,7 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
       /* A request deadline may fall while we sleep: look again soon. */
       if (busy == 2 && ns > 10000000) ns = 10000000;
       __atomic_fetch_add(&ep->counters[CNT_SLEEPS], 1, __ATOMIC_RELAXED);
-      sys_futex_wait(&d->wake_seq, seq, ns);
+      sleep_on(ep, d, seq, ns);
     }
     __atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
     slept = 1;

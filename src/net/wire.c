@@ -6,7 +6,7 @@
 /* The body each type must carry exactly; DATA: any length up to the max,
  * at least one byte. */
 static const uint16_t body_len[NET_TYPE_MAX] = {
-    [NET_CONNECT] = 20, [NET_CONNECT_REPLY] = 12, [NET_ACK] = 8, [NET_NACK] = 4,
+    [NET_CONNECT] = 28, [NET_CONNECT_REPLY] = 12, [NET_ACK] = 8, [NET_NACK] = 4,
 };
 
 int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
@@ -38,9 +38,10 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
   switch (h->type) {
     case NET_CONNECT:
       out->u.connect.nic = net_get64(b);
-      out->u.connect.key = net_get32(b + 8);
-      out->u.connect.conn_seq = net_get32(b + 12);
-      out->u.connect.start_seq = net_get32(b + 16);
+      out->u.connect.dst_nic = net_get64(b + 8);
+      out->u.connect.key = net_get32(b + 16);
+      out->u.connect.conn_seq = net_get32(b + 20);
+      out->u.connect.start_seq = net_get32(b + 24);
       break;
     case NET_CONNECT_REPLY:
       out->u.reply.status = net_get32(b);
@@ -73,12 +74,39 @@ void net_put_hdr(uint8_t *buf, const struct net_hdr *h) {
 
 void net_patch_ack(uint8_t *buf, uint32_t ack) { net_set32(buf + 20, ack); }
 
-size_t net_put_connect(uint8_t *buf, uint64_t nic, uint32_t key, uint32_t conn_seq, uint32_t start_seq) {
+size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t key, uint32_t conn_seq,
+                       uint32_t start_seq) {
   net_set64(buf, nic);
-  net_set32(buf + 8, key);
-  net_set32(buf + 12, conn_seq);
-  net_set32(buf + 16, start_seq);
-  return 20;
+  net_set64(buf + 8, dst_nic);
+  net_set32(buf + 16, key);
+  net_set32(buf + 20, conn_seq);
+  net_set32(buf + 24, start_seq);
+  return 28;
+}
+
+/* The record header, 40 bytes, as struct proto_hdr orders its fields. */
+void net_put_record(uint8_t *buf, const struct proto_hdr *h) {
+  buf[0] = h->type;
+  buf[1] = h->flags;
+  net_set16(buf + 2, h->nseg);
+  net_set32(buf + 4, h->len);
+  net_set64(buf + 8, h->match);
+  net_set64(buf + 16, h->msg_len);
+  net_set64(buf + 24, h->sreq);
+  net_set64(buf + 32, h->rreq);
+}
+
+int net_get_record(const uint8_t *buf, size_t n, struct proto_hdr *h) {
+  if (n < NET_RECORD_HDR) return -1;
+  h->type = buf[0];
+  h->flags = buf[1];
+  h->nseg = net_get16(buf + 2);
+  h->len = net_get32(buf + 4);
+  h->match = net_get64(buf + 8);
+  h->msg_len = net_get64(buf + 16);
+  h->sreq = net_get64(buf + 24);
+  h->rreq = net_get64(buf + 32);
+  return h->len == n - NET_RECORD_HDR ? 0 : -1;
 }
 
 size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq) {

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/record.h"
+
 #define NET_ETHERTYPE 0x86DF
 #define NET_MAGIC 0x4658
 #define NET_VERSION 1
@@ -29,7 +31,7 @@
 #define NET_BODY_MAX (9000 - NET_HDR_LEN)
 
 enum net_type {
-  NET_CONNECT = 1,       /* body: u64 nic, u32 key, u32 conn_seq, u32 start_seq (20 B) */
+  NET_CONNECT = 1,       /* body: u64 nic, u64 dst_nic, u32 key, u32 conn_seq, u32 start_seq (28 B) */
   NET_CONNECT_REPLY = 2, /* body: u32 status, u32 conn_seq, u32 start_seq (12 B) */
   NET_DATA = 3,          /* body: bytes of the record stream (flags FIRST/LAST), sequenced */
   NET_ACK = 4,           /* body: u64 sack: bit i = seq ack+1+i is held (8 B) */
@@ -65,7 +67,7 @@ struct net_pkt {
   struct net_hdr h;
   const uint8_t *body; /* h.len bytes, inside the buffer parsed */
   union {
-    struct { uint64_t nic; uint32_t key, conn_seq, start_seq; } connect;
+    struct { uint64_t nic, dst_nic; uint32_t key, conn_seq, start_seq; } connect;
     struct { uint32_t status, conn_seq, start_seq; } reply;
     struct { uint64_t sack; } ack;
     struct { uint32_t reason; } nack;
@@ -79,7 +81,16 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out);
 /* Write the header (h->len included) into buf (NET_HDR_LEN bytes). */
 void net_put_hdr(uint8_t *buf, const struct net_hdr *h);
 /* The bodies: write at buf, return their length. */
-size_t net_put_connect(uint8_t *buf, uint64_t nic, uint32_t key, uint32_t conn_seq, uint32_t start_seq);
+size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t key, uint32_t conn_seq,
+                       uint32_t start_seq);
+
+/* A DATA body is one record: its header (NET_RECORD_HDR bytes, big endian,
+ * the fields of struct proto_hdr in its order) and its payload. */
+#define NET_RECORD_HDR 40
+void net_put_record(uint8_t *buf, const struct proto_hdr *h);
+/* Read a record header from a DATA body of n bytes: 0, or -1 when the body
+ * is shorter than a header or its payload is not the header's len. */
+int net_get_record(const uint8_t *buf, size_t n, struct proto_hdr *h);
 size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq);
 size_t net_put_ack(uint8_t *buf, uint64_t sack);
 size_t net_put_nack(uint8_t *buf, uint32_t reason);

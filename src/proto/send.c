@@ -37,6 +37,9 @@ static uint64_t frag_size(struct partner *p, const struct proto_peer *pp) {
  * The most an eager message may carry to p; frag: frag_size(p), which the
  * caller has (one call through the transport's table per send). */
 static uint64_t eager_max(const struct proto_ep *pe, struct partner *p, const struct proto_peer *pp, uint64_t frag) {
+  /* Another host: no engine reaches its memory; every message goes in
+   * fragments until the pull protocol exists (docs/protocol.md). */
+  if (pp->tp->remote) return PROTO_EAGER_MAX;
   const struct bulk_peer *b = transport_peer(p)->bulk;
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
   if (b->same_process && !b->is_self) {
@@ -235,6 +238,10 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   o->off = 0;
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
+  if ((r->flags & MSG_F_SYNC) && pp->tp->remote) { /* needs the rendezvous the net transport lacks yet */
+    proto_up->complete(ep, r, FMX_NOT_IMPLEMENTED);
+    return;
+  }
   list_add_tail(&pp->msgs, &r->pnode);
   uint64_t frag = frag_size(p, pp);
   int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag);

@@ -189,8 +189,9 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   return FMX_SUCCESS;
 }
 
-fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+fmx_return_t shm_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                          struct partner **out) {
+  (void)nic; /* this host's */
   uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : sys_now_ns() + timeout_ms * 1000000ull;
   /* FMX_BUSY: the peer has as many of our uid's handshakes in flight as it
    * takes (FMX_HANDSHAKES_PER_UID); they end within FMX_HANDSHAKE_MS, so

@@ -66,7 +66,7 @@ void shm_unlisten(struct fmx_endpoint *ep);
 /* Tell the watcher the set of pidfds changed. */
 void shm_watcher_kick(struct fmx_endpoint *ep);
 /* Handshake with (board, eid) on this host. Called without ep->lock. */
-fmx_return_t shm_connect(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+fmx_return_t shm_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                          struct partner **out);
 
 #endif

@@ -100,6 +100,10 @@ struct transport_core {
   /* A rendezvous we send to p is in flight: its engine may still use what
    * the connection we sent its RTS on lends (bulk/conn.h). */
   int (*peer_lending)(struct partner *p);
+  /* One progress pass on ep, its lock held (a transport that waits for a
+   * handshake answer makes progress meanwhile: packets for its other
+   * partners keep moving). */
+  void (*progress)(struct fmx_endpoint *ep);
 };
 extern const struct transport_core *transport_up; /* transport/seam.c */
 
@@ -112,16 +116,25 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *            -errno; NULL: nothing to start
  *   close    stop serving ep (its lock not held): after it nothing of the
  *            transport runs for ep; NULL: nothing to stop
- *   connect  handshake with endpoint eid of this transport's reach (key
- *            checked by the peer), called without ep->lock: the partner in
- *            *out (NULL for self: the core makes ep->self)
+ *   connect  handshake with endpoint eid of board nic (key checked by the
+ *            peer), called without ep->lock: the partner in *out (NULL for
+ *            self: the core makes ep->self). The core chose the transport
+ *            by nic: shm for this host's, net for another's.
  *   push     queue one record (header + hdr->len payload bytes gathered
  *            from iov) to the partner, in order: 0, or -EAGAIN when there is
  *            no room now, -ENOMEM (retry later either way)
  *   max_payload  the largest payload one record may carry to the partner:
  *            at least TRANSPORT_MIN_PAYLOAD (a tiny message always fits)
  *   poll     deliver every record waiting from the partner, in order, with
- *            the deliver callback it is given
+ *            the deliver callback it is given (NULL: progress does it)
+ *   progress the endpoint's share of a progress pass (lock held): take
+ *            what arrived for any partner, including handshakes, and run
+ *            the transport's timers (NULL: nothing beyond poll)
+ *   wait_fd  a descriptor a sleeping waiter polls (readable: something
+ *            arrived), and in *max_ns the longest it may sleep before the
+ *            transport's timers are due; -1 when none (NULL: none)
+ *   nic      the NIC id this host is known by through the transport (the
+ *            board's), 0 when it has none (NULL: none)
  *   conn     what the connection our records to p go on lends the bulk
  *            engines (the sender's side of a rendezvous): NULL, or the op
  *            NULL, when nothing
@@ -147,12 +160,19 @@ struct fmx_transport_ops {
   int (*listen)(struct fmx_endpoint *ep);
   int (*open)(struct fmx_endpoint *ep);
   void (*close)(struct fmx_endpoint *ep);
-  fmx_return_t (*connect)(struct fmx_endpoint *ep, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+  /* Its partners are on other hosts: nothing of their memory is
+   * reachable from here (no CMA, no mapping), and records travel over a
+   * network (net). */
+  int remote;
+  fmx_return_t (*connect)(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                           struct partner **out);
   int (*push)(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
               int iovcnt);
   size_t (*max_payload)(struct partner *p);
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
+  void (*progress)(struct fmx_endpoint *ep, transport_deliver_fn deliver);
+  int (*wait_fd)(struct fmx_endpoint *ep, uint64_t *max_ns);
+  uint64_t (*nic)(void);
   struct bulk_conn *(*conn)(struct partner *p);
   void (*abort)(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code);
   void (*release)(struct fmx_endpoint *ep, struct partner *p);

@@ -270,13 +270,13 @@ static void test_wire(void) {
   uint8_t b[NET_HDR_LEN + 64];
   struct net_pkt p;
   struct net_hdr h = {.type = NET_CONNECT, .dst_ep = 3, .src_ep = 65535, .dst_session = 0xdeadbeef,
-                      .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 20};
+                      .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 28};
   net_put_hdr(b, &h);
-  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x1234, 9, 77);
+  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x0000020000000001ull, 0x1234, 9, 77);
   CHECK_EQ(b[0], 0x46);
   CHECK_EQ(b[1], 0x58);
   CHECK_EQ(b[16], 0x01); /* seq, big-endian */
-  CHECK_EQ(net_parse(b, NET_HDR_LEN + 20, &p), NET_OK);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_OK);
   CHECK_EQ(p.h.type, NET_CONNECT);
   CHECK_EQ(p.h.dst_ep, 3);
   CHECK_EQ(p.h.src_ep, 65535);
@@ -284,15 +284,16 @@ static void test_wire(void) {
   CHECK_EQ(p.h.seq, 0x01020304);
   CHECK_EQ(p.h.ack, 0xfffffffe);
   CHECK_EQ(p.u.connect.nic, 0x0000a1b2c3d4e5f6ull);
+  CHECK_EQ(p.u.connect.dst_nic, 0x0000020000000001ull);
   CHECK_EQ(p.u.connect.key, 0x1234);
   CHECK_EQ(p.u.connect.conn_seq, 9);
   CHECK_EQ(p.u.connect.start_seq, 77);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 40, &p), NET_OK); /* padding after the body is ignored */
-  CHECK_EQ(net_parse(b, NET_HDR_LEN + 19, &p), NET_BAD_LENGTH);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 27, &p), NET_BAD_LENGTH);
   CHECK_EQ(net_parse(b, NET_HDR_LEN - 1, &p), NET_BAD_SHORT);
   CHECK_EQ(net_parse(NULL, 100, &p), NET_BAD_SHORT);
   net_patch_ack(b, 5);
-  CHECK_EQ(net_parse(b, NET_HDR_LEN + 20, &p), NET_OK);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_OK);
   CHECK_EQ(p.h.ack, 5);
 
   h = (struct net_hdr){.type = NET_CONNECT_REPLY, .len = 12};

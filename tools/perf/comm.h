@@ -29,6 +29,7 @@ enum perf_tag {
   PERF_TAG_RESULT = 4,
   PERF_TAG_BARRIER = 5,
   PERF_TAG_BYE = 6,
+  PERF_TAG_HELLO = 7, /* --client to --server: who it is */
 };
 
 struct perf_comm {

@@ -149,6 +149,63 @@ static void connect_peer(fmx_endpoint_t ep, uint32_t peer_eid, fmx_endpoint_addr
   }
 }
 
+/* --client HOST[:EP]: the whole string as a board's name first, else the
+ * part before the last ':' with EP after it. */
+static void resolve_client(const char *arg, uint64_t *nic, uint32_t *eid)
+{
+  *eid = 0;
+  if (fmx_hostname_to_nic_id(arg, nic) == FMX_SUCCESS)
+    return;
+  char host[128];
+  snprintf(host, sizeof host, "%s", arg);
+  char *colon = strrchr(host, ':');
+  char *end = NULL;
+  unsigned long ep = colon ? strtoul(colon + 1, &end, 10) : 0;
+  if (colon && end && end != colon + 1 && *end == '\0' && ep < 65536) {
+    *colon = '\0';
+    *eid = (uint32_t)ep;
+    if (fmx_hostname_to_nic_id(host, nic) == FMX_SUCCESS)
+      return;
+  }
+  perf_die("--client %s: no such board (want a peer-table name of FMX_PEERS, a MAC or a NIC id, "
+           "then :EP)", arg);
+}
+
+/* Across hosts: the client connects to the server's endpoint and says
+ * hello; the server learns the client's address from that message. */
+static void meet_remote(struct fmx_comm *f)
+{
+  uint64_t hello = 0x68656c6c6full;
+  fmx_seg_t seg = {&hello, sizeof hello};
+  fmx_request_t req;
+  fmx_status_t st;
+  uint32_t done = 0;
+  if (perf_opt.client) {
+    uint64_t nic;
+    uint32_t eid;
+    resolve_client(perf_opt.client, &nic, &eid);
+    double deadline = now() + perf_opt.timeout_ms / 1000.0;
+    fmx_return_t rc;
+    while ((rc = fmx_connect(f->ep, nic, eid, PERF_KEY, 2000, &f->peers[1])) == FMX_TIMEOUT &&
+           now() < deadline) {
+    }
+    if (rc != FMX_SUCCESS)
+      perf_die("fmx_connect to %s (NIC id %012" PRIx64 ", endpoint %u) failed: %s (%d)", perf_opt.client, nic,
+               eid, fmx_strerror(rc), (int)rc);
+    check(fmx_isend(f->ep, &seg, 1, f->peers[1], MATCH(PERF_TAG_HELLO, 0), NULL, &req), "fmx_isend (hello)");
+  } else {
+    perf_msg("server: endpoint %ld waits for a client", perf_opt.endpoint_id < 0 ? 0 : perf_opt.endpoint_id);
+    check(fmx_irecv(f->ep, &seg, 1, MATCH(PERF_TAG_HELLO, 0), FMX_MATCH_MASK_NONE, NULL, &req), "fmx_irecv (hello)");
+  }
+  check(fmx_wait(f->ep, &req, perf_opt.timeout_ms, &st, &done), "fmx_wait (hello)");
+  if (!done)
+    perf_die("%s: nothing within %u s", perf_opt.client ? "hello to the server" : "waiting for a client",
+             perf_opt.timeout_ms / 1000);
+  f_status(&st, "hello", sizeof hello);
+  if (perf_opt.server)
+    f->peers[0] = st.source;
+}
+
 void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
                    void (*exchange)(uint32_t mine, uint32_t *all, int np))
 {
@@ -180,10 +237,14 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
   uint32_t mine = 0;
   check(fmx_get_info(f->ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &mine, sizeof mine),
         "fmx_get_info(ENDPOINT_ID)");
-  exchange(mine, eids, np);
-  for (int p = 0; p < np; p++)
-    if (p != rank)
-      connect_peer(f->ep, eids[p], &f->peers[p]);
+  if (perf_opt.server || perf_opt.client) {
+    meet_remote(f);
+  } else {
+    exchange(mine, eids, np);
+    for (int p = 0; p < np; p++)
+      if (p != rank)
+        connect_peer(f->ep, eids[p], &f->peers[p]);
+  }
   free(eids);
   if (fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &f->rndv, sizeof f->rndv) !=
       FMX_SUCCESS)

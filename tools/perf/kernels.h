@@ -44,6 +44,10 @@ struct perf_opts {
   bool no_spawn;
   int rank;
   long endpoint_id;
+  /* Across hosts: --server (rank 1, waits for a client) or --client
+   * HOST[:EP] (rank 0, connects to the server's endpoint). */
+  bool server;
+  const char *client;
 };
 
 /* Sent by rank 0 to every other rank (same binary, same host: a raw struct). */

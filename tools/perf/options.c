@@ -93,7 +93,13 @@ static void usage(FILE *f, bool native)
             "                   N+r (--endpoint-id N, default 0); the other ranks take\n"
             "                   kernel, sizes and iterations from rank 0\n"
             "  --rank R         with --no-spawn\n"
-            "  --endpoint-id N  with --no-spawn\n");
+            "  --endpoint-id N  with --no-spawn; with --server, the endpoint it opens\n"
+            "                   (default 0)\n"
+            "  --server         across hosts: run the answering rank here and wait for a\n"
+            "                   client (kernel, sizes and iterations come from it)\n"
+            "  --client HOST[:EP]  across hosts: run rank 0 here against the server's\n"
+            "                   endpoint EP (default 0) on HOST: a peer-table name\n"
+            "                   (FMX_PEERS), a MAC or a NIC id\n");
   if (!native)
     fprintf(f, "  --mem mpi|malloc where the message buffers come from (default malloc):\n"
                "                   MPI_Alloc_mem, or posix_memalign\n");
@@ -175,11 +181,28 @@ static void check_cores(void)
                     perf_opt.cores[i]);
 }
 
+/* --server / --client: two ranks by hand, one per host. */
+static void check_remote(void)
+{
+  if (perf_opt.server && perf_opt.client)
+    usage_error("--server and --client: one or the other");
+  if (perf_opt.no_spawn || perf_opt.rank >= 0)
+    usage_error("--server/--client run one rank each; --no-spawn and --rank are implied");
+  if (perf_opt.kernel == PERF_ALLTOALL && perf_opt.np > 2)
+    usage_error("--server/--client: two ranks, one per host");
+  perf_opt.no_spawn = true;
+  perf_opt.rank = perf_opt.server ? 1 : 0;
+  if (perf_opt.client && perf_opt.endpoint_id >= 0)
+    usage_error("--endpoint-id is the server's own endpoint; a client names it in --client HOST:EP");
+}
+
 static void check_native(void)
 {
+  if (perf_opt.server || perf_opt.client)
+    check_remote();
   if (perf_opt.no_spawn && perf_opt.rank < 0)
     usage_error("--no-spawn needs --rank");
-  if (!perf_opt.no_spawn && (perf_opt.rank >= 0 || perf_opt.endpoint_id >= 0))
+  if (!perf_opt.no_spawn && !perf_opt.server && (perf_opt.rank >= 0 || perf_opt.endpoint_id >= 0))
     usage_error("--rank and --endpoint-id only make sense with --no-spawn");
   int allowed[PERF_MAX_NP];
   int nallowed = allowed_cores(allowed, PERF_MAX_NP);
@@ -203,7 +226,7 @@ static void check_native(void)
 
 /* getopt_long codes of the long options. */
 enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
-       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_HELP };
+       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_HELP };
 
 /* copylimit, cachepollution: one process, no ranks; refuse what has no
  * meaning there, default the sizes and the cores. */
@@ -212,7 +235,7 @@ static void check_copy(uint32_t given)
   static const struct { int opt; const char *name; } refused[] = {
       {O_WINDOW, "--window"}, {O_ENGINE, "--engine"}, {O_TIMEOUT, "--timeout"},
       {O_NOSPAWN, "--no-spawn"}, {O_RANK, "--rank"}, {O_EID, "--endpoint-id"},
-      {O_NP, "--np"}, {O_MEM, "--mem"}};
+      {O_NP, "--np"}, {O_MEM, "--mem"}, {O_SERVER, "--server"}, {O_CLIENT, "--client"}};
   const char *mode = perf_opt.kernel == PERF_COPYLIMIT ? "copylimit" : "cachepollution";
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (given & (1u << (refused[i].opt - O_SIZES)))
@@ -247,6 +270,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {"quiet", no_argument, 0, O_QUIET},         {"no-spawn", no_argument, 0, O_NOSPAWN},
       {"rank", required_argument, 0, O_RANK},     {"endpoint-id", required_argument, 0, O_EID},
       {"np", required_argument, 0, O_NP},         {"mem", required_argument, 0, O_MEM},
+      {"server", no_argument, 0, O_SERVER},       {"client", required_argument, 0, O_CLIENT},
       {"help", no_argument, 0, O_HELP},
       {0, 0, 0, 0}};
   uint32_t given = 0; /* bit (option - O_SIZES) per option seen */
@@ -271,7 +295,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   int c;
   while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
     if (!native && (c == O_ENGINE || c == O_CORES || c == O_NOSPAWN || c == O_RANK ||
-                    c == O_EID || c == O_NP))
+                    c == O_EID || c == O_NP || c == O_SERVER || c == O_CLIENT))
       usage_error("option '%s' is fmx_perf's; under MPI, mpirun sets ranks and binding",
                   argv[optind - 1]);
     if (c >= O_SIZES && c <= O_HELP)
@@ -298,6 +322,12 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     case O_RANK: perf_opt.rank = (int)parse_int("--rank", optarg, 0, PERF_MAX_NP - 1); break;
     case O_EID: perf_opt.endpoint_id = parse_int("--endpoint-id", optarg, 0, 0x7ffffffe); break;
     case O_NP: perf_opt.np = (int)parse_int("--np", optarg, 2, PERF_MAX_NP); break;
+    case O_SERVER: perf_opt.server = true; break;
+    case O_CLIENT:
+      if (!*optarg || strlen(optarg) > 127)
+        usage_error("--client: want HOST[:EP] (a peer-table name, a MAC or a NIC id)");
+      perf_opt.client = optarg;
+      break;
     case O_MEM:
       if (strcmp(optarg, native ? "fmx" : "mpi") && strcmp(optarg, "malloc"))
         usage_error("--mem: want %s or malloc (got '%s')", native ? "fmx" : "mpi", optarg);

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host's network interfaces as the net transport sees them: which one
+ * is board 0 (FMX_NET_IFACE, else the first Ethernet interface that is up),
+ * its NIC id (the 48-bit MAC, MX's), MTU and IPv4 address. Read from
+ * getifaddrs and sysfs; nothing is cached but the pick.
+ */
+#ifndef FMX_NET_IFACE_H
+#define FMX_NET_IFACE_H
+
+#include <net/if.h>
+#include <stdint.h>
+
+struct net_iface {
+  char name[IF_NAMESIZE];
+  int index;
+  uint64_t nic;      /* MAC, 48 bits */
+  uint32_t mtu;
+  uint32_t ip, bcast; /* IPv4, network order; 0: none */
+  int up, loopback, ether;
+};
+
+/* Call fn for every interface (index order); the count. */
+int net_iface_each(void (*fn)(const struct net_iface *ifc, void *arg), void *arg);
+/* The interface called name (NULL or "": the first Ethernet interface that
+ * is up, loopback aside): 0 and *out, or -ENODEV. */
+int net_iface_find(const char *name, struct net_iface *out);
+
+/* "aa:bb:cc:dd:ee:ff" <-> NIC id. Parse: 0, or -EINVAL. */
+int net_mac_parse(const char *s, uint64_t *nic);
+void net_mac_str(uint64_t nic, char *buf, unsigned len);
+
+#endif

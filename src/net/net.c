@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The net transport: records to endpoints of other hosts, over raw
+ * Ethernet frames or UDP (sock.h), one protocol engine for both
+ * (docs/protocol.md, "Net transport").
+ *
+ * A record travels in one DATA packet: its 40-byte header, big endian, and
+ * its payload; max_payload keeps every record within the interface's MTU,
+ * so the protocol's medium class cuts longer messages into MTU-sized
+ * fragments. Each partner's packets are sequenced and acked (rel.c): lost
+ * ones are resent, duplicates dropped, early ones held, so records reach
+ * the protocol exactly once and in order. A partner that acks nothing for
+ * FMX_NET_TIMEOUT_MS fails: its requests complete with an error.
+ *
+ * Progress is manual (inside fmx calls, ops.progress at every pass); a
+ * waiter that sleeps polls the socket (ops.wait_fd) until a packet or a
+ * timer is due. While the endpoint has no partner here the socket is read
+ * every NET_IDLE_PASSES passes only, so an endpoint that talks to its host
+ * alone pays one system call in that many.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "net/net.h"
+#include "net/net_int.h"
+#include "platform/sys.h"
+
+#define NET_IDLE_PASSES 256
+
+static struct net_rel_cfg rel_cfg(void) {
+  struct net_rel_cfg c = {
+      .window = (uint32_t)fmx_cfg.net_window,
+      .rto_ns = fmx_cfg.net_rto_us * 1000ull,
+      .rto_max_ns = fmx_cfg.net_rto_max_us * 1000ull,
+      .dead_ns = fmx_cfg.net_timeout_ms * 1000000ull,
+      .ack_delay_ns = fmx_cfg.net_ack_delay_us * 1000ull,
+      .ack_every = (uint32_t)fmx_cfg.net_ack_every,
+  };
+  if (c.rto_max_ns < c.rto_ns) c.rto_max_ns = c.rto_ns;
+  return c;
+}
+
+/* ---- the board ---------------------------------------------------------- */
+
+static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
+
+static uint64_t net_nic(void) {
+  struct net_iface f;
+  if (!want_net() || net_iface_find(fmx_cfg.net_iface, &f) < 0) return 0;
+  return f.nic;
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len) {
+  struct net_ep *ne = net_ep(ep);
+  struct iovec iov = {(void *)pkt, len};
+  /* A full socket loses the packet as a line would: the timer resends it. */
+  if (ne->sock.wire->send(&ne->sock, to, eid, &iov, 1) == 0) TRANSPORT_CNT(ep, NET_SENT);
+}
+
+void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type) {
+  const struct transport_ep *te = transport_ep(ep);
+  memset(h, 0, sizeof *h);
+  h->type = (uint8_t)type;
+  h->src_ep = (uint16_t)te->eid;
+  h->src_session = te->session;
+  if (p) {
+    const struct transport_peer *t = transport_peer(p);
+    h->dst_ep = (uint16_t)t->eid;
+    h->dst_session = t->session;
+  }
+}
+
+struct emit_arg {
+  struct fmx_endpoint *ep;
+  struct partner *p;
+};
+
+static void emit(void *arg, uint8_t *pkt, size_t len) {
+  struct emit_arg *a = arg;
+  net_xmit(a->ep, &((struct net_peer *)transport_state(a->p))->addr, transport_peer(a->p)->eid, pkt, len);
+}
+
+static void send_ack(struct fmx_endpoint *ep, struct partner *p) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  struct net_hdr h;
+  net_hdr_to(ep, p, &h, NET_ACK);
+  h.ack = net_rel_ack_value(&np->rel);
+  h.len = (uint16_t)net_put_ack(ne->pkt + NET_HDR_LEN, net_rel_sack(&np->rel));
+  net_put_hdr(ne->pkt, &h);
+  net_rel_acked(&np->rel);
+  net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
+}
+
+void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason) {
+  struct net_ep *ne = net_ep(ep);
+  uint64_t now = sys_now_ns();
+  if (now - ne->nack_ns < 1000000) return; /* a flood of strangers gets one a millisecond */
+  ne->nack_ns = now;
+  struct net_hdr h;
+  net_hdr_to(ep, NULL, &h, NET_NACK);
+  h.dst_ep = in->h.src_ep;
+  h.dst_session = in->h.src_session;
+  h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, reason);
+  net_put_hdr(ne->pkt, &h);
+  TRANSPORT_CNT(ep, NET_NACKS);
+  net_xmit(ep, to, in->h.src_ep, ne->pkt, NET_HDR_LEN + h.len);
+}
+
+static size_t net_max_payload(struct partner *p) {
+  const struct net_peer *np = transport_state(p);
+  return np->pkt_max - NET_HDR_LEN - NET_RECORD_HDR;
+}
+
+static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
+                    int iovcnt) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  if (h->len > net_max_payload(p)) return -EINVAL;
+  if (!net_rel_can_send(&np->rel)) return -EAGAIN;
+  struct net_hdr nh;
+  net_hdr_to(ep, p, &nh, NET_DATA);
+  nh.seq = np->rel.next_seq;
+  nh.ack = net_rel_ack_value(&np->rel);
+  nh.len = (uint16_t)(NET_RECORD_HDR + h->len);
+  nh.flags = NET_F_FIRST | NET_F_LAST;
+  net_put_hdr(ne->pkt, &nh);
+  net_put_record(ne->pkt + NET_HDR_LEN, h);
+  record_gather(ne->pkt + NET_HDR_LEN + NET_RECORD_HDR, iov, iovcnt, h->len);
+  size_t len = NET_HDR_LEN + nh.len;
+  int r = net_rel_queue(&np->rel, ne->pkt, len, sys_now_ns());
+  if (r < 0) return r;
+  net_rel_acked(&np->rel); /* piggybacked */
+  net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, len);
+  if (!ne->timers_ns) ne->timers_ns = sys_now_ns() + np->rel.rto_ns;
+  return 0;
+}
+
+/* ---- partners ----------------------------------------------------------- */
+
+struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
+                         uint32_t session) {
+  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
+       p = transport_up->peer_next(ep, &net_transport, p)) {
+    const struct transport_peer *t = transport_peer(p);
+    const struct net_peer *np = transport_state(p);
+    if (t->state != PARTNER_ALIVE || t->eid != eid) continue;
+    if (session && t->session != session) continue;
+    if (nic && t->nic != nic) continue;
+    /* The packet's source must be the partner's (raw: its MAC; UDP: its
+     * address and port). */
+    if (from && (from->nic ? from->nic != np->addr.nic : (from->ip != np->addr.ip || from->port != np->addr.port)))
+      continue;
+    return p;
+  }
+  return NULL;
+}
+
+int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
+                  const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  struct transport_peer *t = transport_peer(p);
+  struct net_rel_cfg c = rel_cfg();
+  if (net_rel_init(&np->rel, &c, tx_start, rx_start) < 0) return -ENOMEM;
+  np->rel_ok = 1;
+  np->addr = *addr;
+  np->addr.nic = nic;
+  np->start = tx_start;
+  np->peer_start = rx_start;
+  np->pkt_max = ne->pkt_max;
+  t->nic = nic;
+  t->eid = eid;
+  t->session = session;
+  t->bulk->pid = 0;
+  t->bulk->pidfd = -1;
+  t->bulk->eid = eid;
+  t->bulk->cpu = -1;
+  t->bulk->cma_ok = 0;
+  snprintf(t->bulk->cma_reason, sizeof t->bulk->cma_reason, "another host");
+  ne->npeers++;
+  transport_up->peer_joined(ep, p);
+  return 0;
+}
+
+/* Add what the partner's stream counted since the last look. */
+static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
+  const uint64_t now[5] = {np->rel.resent, np->rel.gap_resends, np->rel.dups, np->rel.early, np->rel.far};
+  static const int cnt[5] = {CNT_NET_RESENT, CNT_NET_GAP_RESENT, CNT_NET_DUPLICATES, CNT_NET_EARLY, CNT_NET_DROPPED};
+  for (int i = 0; i < 5; i++) {
+    transport_ep(ep)->bulk->counters[cnt[i]] += now[i] - np->seen[i];
+    np->seen[i] = now[i];
+  }
+}
+
+static void fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
+  struct net_ep *ne = net_ep(ep);
+  if (transport_peer(p)->state == PARTNER_ALIVE && ne->npeers) ne->npeers--;
+  transport_up->peer_fail(ep, p, state, code);
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+/* One record (a DATA body) to the protocol: nonzero once p is gone. */
+static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver, const uint8_t *b,
+                        size_t n) {
+  struct proto_hdr h;
+  if (net_get_record(b, n, &h) < 0) {
+    TRANSPORT_CNT(ep, BAD_PACKET);
+    return 0;
+  }
+  int gone = deliver(ep, p, NULL, &h, b + NET_RECORD_HDR);
+  if (gone && transport_peer(p)->state != PARTNER_ALIVE) {
+    struct net_ep *ne = net_ep(ep);
+    if (ne->npeers) ne->npeers--; /* the protocol failed it (CLOSE) */
+  }
+  return gone;
+}
+
+static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver) {
+  struct net_peer *np = transport_state(p);
+  int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, sys_now_ns());
+  if (r != NET_REL_NEW) return;
+  if (deliver_body(ep, p, deliver, pk->body, pk->h.len)) return;
+  size_t len;
+  uint8_t *b;
+  while ((b = net_rel_pop(&np->rel, &len)) != NULL) {
+    int gone = deliver_body(ep, p, deliver, b, len);
+    free(b);
+    if (gone) return;
+  }
+}
+
+static void on_packet(struct fmx_endpoint *ep, const struct net_rx *rx, transport_deliver_fn deliver) {
+  const struct transport_ep *te = transport_ep(ep);
+  struct net_pkt pk;
+  TRANSPORT_CNT(ep, NET_RECEIVED);
+  if (net_parse(rx->buf, rx->len, &pk) != NET_OK || pk.h.dst_ep != te->eid) {
+    TRANSPORT_CNT(ep, NET_DROPPED);
+    return;
+  }
+  switch (pk.h.type) {
+    case NET_CONNECT: net_on_connect(ep, &pk, &rx->from); return;
+    case NET_CONNECT_REPLY: net_on_reply(ep, &pk, &rx->from); return;
+    case NET_NACK: net_on_nack(ep, &pk, &rx->from); return;
+    default: break;
+  }
+  struct partner *p = pk.h.dst_session == te->session ? net_find(ep, 0, &rx->from, pk.h.src_ep, pk.h.src_session) : NULL;
+  if (!p) {
+    /* A stranger, a partner we dropped, or one from before we restarted
+     * (another session): dropped, and told so for data. */
+    TRANSPORT_CNT(ep, NET_DROPPED);
+    if (pk.h.type == NET_DATA) net_send_nack(ep, &pk, &rx->from, NET_NACK_BAD_SESSION);
+    return;
+  }
+  struct net_peer *np = transport_state(p);
+  struct emit_arg a = {ep, p};
+  net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, sys_now_ns(), emit, &a);
+  if (pk.h.type == NET_DATA) on_data(ep, p, &pk, deliver);
+}
+
+/* Resends, delayed acks, partners gone silent. */
+static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
+  struct net_ep *ne = net_ep(ep);
+  uint64_t next = 0;
+  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
+       p = transport_up->peer_next(ep, &net_transport, p)) {
+    struct net_peer *np = transport_state(p);
+    if (transport_peer(p)->state != PARTNER_ALIVE || !np->rel_ok) continue;
+    struct emit_arg a = {ep, p};
+    if (net_rel_timers(&np->rel, now, emit, &a) == -ETIMEDOUT) {
+      TRANSPORT_CNT(ep, NET_TIMEOUTS);
+      log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx acked nothing for %llu ms: gone",
+               transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic,
+               (unsigned long long)fmx_cfg.net_timeout_ms);
+      fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+      continue;
+    }
+    if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
+    count_rel(ep, np);
+    if (!net_rel_idle(&np->rel) || np->rel.unacked) next = 1;
+  }
+  /* Look again within the shortest wait a timer may have. */
+  uint64_t step = fmx_cfg.net_ack_delay_us * 1000ull;
+  if (step > fmx_cfg.net_rto_us * 1000ull) step = fmx_cfg.net_rto_us * 1000ull;
+  ne->timers_ns = next ? now + step / 2 + 1 : 0;
+}
+
+static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) {
+  struct net_ep *ne = net_ep(ep);
+  if (!ne->on) return;
+  if (!ne->npeers && !ne->pend.busy && !ne->look && ++ne->skipped < NET_IDLE_PASSES) return;
+  ne->skipped = 0;
+  ne->look = 0;
+  struct net_rx rx[NET_RX_BATCH];
+  for (int round = 0; round < 4; round++) {
+    int n = ne->sock.wire->recv(&ne->sock, rx, NET_RX_BATCH);
+    for (int i = 0; i < n; i++) on_packet(ep, &rx[i], deliver);
+    if (n < NET_RX_BATCH) break;
+  }
+  if (ne->timers_ns || ne->npeers) {
+    uint64_t now = sys_now_ns();
+    if (now >= ne->timers_ns) run_timers(ep, now);
+  }
+}
+
+static void net_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
+  (void)ep, (void)p, (void)deliver; /* net_progress takes every partner's packets */
+}
+
+/* With no partner here the waiter sleeps on its wake word as before (shm
+ * peers write it) and looks for a connect every NET_IDLE_LOOK_NS. */
+#define NET_IDLE_LOOK_NS 10000000ull
+static int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
+  struct net_ep *ne = net_ep(ep);
+  if (!ne->on) return -1;
+  ne->look = 1; /* back from the sleep: read the socket at once */
+  if (!ne->npeers && !ne->pend.busy) {
+    *max_ns = NET_IDLE_LOOK_NS;
+    return -1;
+  }
+  if (ne->timers_ns) {
+    uint64_t now = sys_now_ns();
+    *max_ns = ne->timers_ns > now ? ne->timers_ns - now : 0;
+  }
+  return ne->sock.fd;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static int net_open(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  if (!want_net()) return -ENODEV;
+  struct net_iface f;
+  int r = net_iface_find(fmx_cfg.net_iface, &f);
+  if (r < 0) {
+    if (fmx_cfg.net_iface && fmx_cfg.net_iface[0])
+      log_warn("FMX-NET-IFACE", "FMX_NET_IFACE=%s: no such Ethernet interface", fmx_cfg.net_iface);
+    return r;
+  }
+  if (f.nic != transport_ep(ep)->nic) return -ENODEV; /* the board was picked before (another interface) */
+  if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
+  ne->pkt_max = net_sock_packet_max(&ne->sock);
+  if (ne->pkt_max < NET_HDR_LEN + NET_RECORD_HDR + TRANSPORT_MIN_PAYLOAD) {
+    net_sock_close(&ne->sock);
+    return -EMSGSIZE;
+  }
+  ne->conn_seq = (uint32_t)sys_random64();
+  ne->on = 1;
+  return 0;
+}
+
+/* Closing: what we sent (the CLOSE records among it) is acked, or the
+ * partners fail, before the socket goes: an eager send completes before
+ * the peer has it, and the process may exit right after. */
+static void net_close(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  if (!ne->on) return;
+  uint64_t end = sys_now_ns() + fmx_cfg.net_timeout_ms * 1000000ull;
+  for (;;) {
+    transport_up->lock(ep);
+    transport_up->progress(ep);
+    int busy = 0;
+    for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p && !busy;
+         p = transport_up->peer_next(ep, &net_transport, p)) {
+      struct net_peer *np = transport_state(p);
+      busy = np->rel_ok && !net_rel_idle(&np->rel) && transport_peer(p)->state == PARTNER_ALIVE;
+    }
+    transport_up->unlock(ep);
+    if (!busy || sys_now_ns() >= end) break;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void net_release(struct fmx_endpoint *ep, struct partner *p) {
+  (void)ep;
+  struct net_peer *np = transport_state(p);
+  if (np->rel_ok) net_rel_fini(&np->rel);
+  np->rel_ok = 0;
+}
+
+static void net_ep_fini(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  if (ne->on || ne->sock.rxmem) net_sock_close(&ne->sock);
+  ne->on = 0;
+}
+
+const struct fmx_transport_ops net_transport = {
+    .name = "net",
+    .partner_size = sizeof(struct net_peer),
+    .ep_size = sizeof(struct net_ep),
+    .remote = 1,
+    .open = net_open,
+    .close = net_close,
+    .connect = net_connect,
+    .push = net_push,
+    .max_payload = net_max_payload,
+    .poll = net_poll,
+    .progress = net_progress,
+    .wait_fd = net_wait_fd,
+    .nic = net_nic,
+    .release = net_release,
+    .ep_fini = net_ep_fini,
+};

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* The net transport's own state (src/net only). */
+#ifndef FMX_NET_NET_INT_H
+#define FMX_NET_NET_INT_H
+
+#include <stdint.h>
+
+#include "net/rel.h"
+#include "net/sock.h"
+#include "net/wire.h"
+#include "transport/transport.h"
+
+/* What the net transport keeps of an endpoint (ops.ep_size). */
+struct net_ep {
+  int on;                  /* the socket is open */
+  struct net_sock sock;
+  uint32_t pkt_max;        /* the largest packet, header included */
+  uint32_t npeers;         /* partners alive */
+  uint32_t skipped;        /* progress passes that left the socket alone (no partner) */
+  int look;                /* read the socket at the next pass */
+  uint64_t timers_ns;      /* when the partners' timers are due next */
+  uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
+  uint32_t conn_seq;       /* the last connect's number */
+  struct {                 /* our connect in flight (one at a time: ep->connect_lock) */
+    int busy;
+    int status;            /* -1: no answer yet; else an fmx_return_t */
+    uint64_t nic;
+    uint32_t eid, key, conn_seq, start;
+    struct partner *p;
+  } pend;
+  uint8_t pkt[NET_HDR_LEN + NET_BODY_MAX]; /* a packet being written */
+};
+
+/* What it keeps of a partner (ops.partner_size). */
+struct net_peer {
+  struct net_rel rel;
+  int rel_ok;
+  struct net_addr addr;  /* where its packets go */
+  uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
+  uint32_t peer_start;   /* its first seq: a CONNECT with another is a new connection */
+  uint32_t pkt_max;
+  uint64_t seen[5];      /* rel's counts already added to the endpoint's counters */
+};
+
+extern const struct fmx_transport_ops net_transport;
+
+static inline struct net_ep *net_ep(struct fmx_endpoint *ep) { return transport_ep_state(ep, &net_transport); }
+
+/* net.c */
+void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len);
+/* A header to partner p (or to eid/session when p is NULL). */
+void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
+void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);
+struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
+                         uint32_t session);
+int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
+                  const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
+
+/* net_conn.c: the handshake. */
+fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                         struct partner **out);
+void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);
+void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);
+void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);
+
+#endif

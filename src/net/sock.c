@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Choosing and opening a wire (sock.h). */
+#include "net/sock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/config.h"
+#include "net/wire.h"
+
+int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
+  memset(s, 0, sizeof *s);
+  s->fd = -1;
+  s->ifc = *ifc;
+  s->eid = eid;
+  s->port_base = (uint16_t)fmx_cfg.net_port;
+  s->rxmem = malloc((size_t)NET_RX_BATCH * NET_RX_BUF);
+  if (!s->rxmem) return -ENOMEM;
+  const char *w = fmx_cfg.net_wire ? fmx_cfg.net_wire : "auto";
+  int r = -EPERM;
+  if (strcmp(w, "udp") != 0) {
+    s->wire = &net_wire_raw;
+    r = s->wire->open(s, ifc, eid);
+    if (r == 0 || strcmp(w, "raw") == 0) goto out;
+    if (s->fd >= 0) close(s->fd);
+    s->fd = -1;
+  }
+  s->wire = &net_wire_udp;
+  r = s->wire->open(s, ifc, eid);
+out:
+  if (r < 0) net_sock_close(s);
+  return r;
+}
+
+void net_sock_close(struct net_sock *s) {
+  if (s->fd >= 0) close(s->fd);
+  s->fd = -1;
+  free(s->rxmem);
+  s->rxmem = NULL;
+}
+
+uint32_t net_sock_packet_max(const struct net_sock *s) {
+  uint32_t mtu = s->ifc.mtu ? s->ifc.mtu : 1500;
+  uint32_t m = mtu - s->wire->overhead;
+  return m > NET_HDR_LEN + NET_BODY_MAX ? NET_HDR_LEN + NET_BODY_MAX : m;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wires a packet travels on, behind one ops table: raw Ethernet frames
+ * (sock_raw.c, EtherType 0x86DF through an AF_PACKET socket) and UDP
+ * datagrams (sock_udp.c). A wire sends one packet (gathered from an iovec)
+ * to an address and receives packets in batches, without blocking; the
+ * protocol engine (net.c) is the same over both.
+ */
+#ifndef FMX_NET_SOCK_H
+#define FMX_NET_SOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "net/iface.h"
+
+/* Where a packet goes or came from: the board (MAC) and, on the UDP wire,
+ * its IPv4 address and port (network order; ip 0: broadcast on the
+ * interface). */
+struct net_addr {
+  uint64_t nic;
+  uint32_t ip;
+  uint16_t port;
+};
+
+#define NET_RX_BATCH 32
+#define NET_RX_BUF 9216 /* a jumbo frame's payload, rounded */
+
+struct net_rx {
+  uint8_t *buf;
+  size_t len;
+  struct net_addr from;
+};
+
+struct net_sock;
+struct net_wire {
+  const char *name;
+  /* Bytes of a packet's MTU the wire takes itself (UDP: IP and UDP headers). */
+  uint32_t overhead;
+  /* Open for endpoint eid on the interface: 0, or -errno. */
+  int (*open)(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);
+  /* One packet to endpoint eid at `to`: 0, -EAGAIN (the socket is full), or
+   * -errno. */
+  int (*send)(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov, int iovcnt);
+  /* Up to max packets that arrived: their count, 0 when none. */
+  int (*recv)(struct net_sock *s, struct net_rx *rx, int max);
+};
+
+struct net_sock {
+  const struct net_wire *wire;
+  int fd;
+  struct net_iface ifc;
+  uint32_t eid;
+  uint16_t port_base;
+  uint8_t *rxmem; /* NET_RX_BATCH buffers of NET_RX_BUF */
+};
+
+extern const struct net_wire net_wire_raw, net_wire_udp;
+
+/* Open s on the wire FMX_NET_WIRE names (auto: raw when a packet socket
+ * may be opened, else UDP): 0, or -errno. */
+int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);
+void net_sock_close(struct net_sock *s);
+/* The largest packet (header + body) the wire carries on this interface. */
+uint32_t net_sock_packet_max(const struct net_sock *s);
+
+#endif
