@@ -216,6 +216,8 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
     TRANSPORT_CNT(ep, BAD_PACKET);
     return 0;
   }
+  log_debug("FMX-NET-REC", "endpoint %u: record %s from endpoint %u, %u B of %llu", transport_ep(ep)->eid,
+            proto_type_str(h.type), transport_peer(p)->eid, h.len, (unsigned long long)h.msg_len);
   int gone = deliver(ep, p, NULL, &h, b + NET_RECORD_HDR);
   if (gone && transport_peer(p)->state != PARTNER_ALIVE) {
     struct net_ep *ne = net_ep(ep);
@@ -228,21 +230,28 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
   struct net_peer *np = transport_state(p);
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, sys_now_ns());
   if (r != NET_REL_NEW) return;
-  if (deliver_body(ep, p, deliver, pk->body, pk->h.len)) return;
+  int gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
   size_t len;
   uint8_t *b;
-  while ((b = net_rel_pop(&np->rel, &len)) != NULL) {
-    int gone = deliver_body(ep, p, deliver, b, len);
+  while (!gone && (b = net_rel_pop(&np->rel, &len)) != NULL) {
+    gone = deliver_body(ep, p, deliver, b, len);
     free(b);
-    if (gone) return;
   }
+  /* It left (its CLOSE): ack what it sent at once, it may wait for that
+   * before it exits; we keep no timer for it now. */
+  if (gone) send_ack(ep, p);
 }
 
 static void on_packet(struct fmx_endpoint *ep, const struct net_rx *rx, transport_deliver_fn deliver) {
   const struct transport_ep *te = transport_ep(ep);
   struct net_pkt pk;
   TRANSPORT_CNT(ep, NET_RECEIVED);
-  if (net_parse(rx->buf, rx->len, &pk) != NET_OK || pk.h.dst_ep != te->eid) {
+  int why = net_parse(rx->buf, rx->len, &pk);
+  if (why == NET_OK)
+    log_debug("FMX-NET-RX", "endpoint %u: %s from endpoint %u session %08x to session %08x, seq %u ack %u, %u B",
+              te->eid, net_type_str(pk.h.type), pk.h.src_ep, pk.h.src_session, pk.h.dst_session, pk.h.seq, pk.h.ack,
+              pk.h.len);
+  if (why != NET_OK || pk.h.dst_ep != te->eid) {
     TRANSPORT_CNT(ep, NET_DROPPED);
     return;
   }

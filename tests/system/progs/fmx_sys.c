@@ -12,7 +12,8 @@
  *                    prints the engine and the bytes it copied itself
  *   fmx_sys issend   --rank 0|1 --base B
  *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
- *   fmx_sys connect  --base B --target EID --key K    (prints the result name)
+ *   fmx_sys connect  --base B --target EID --key K    (prints the result name; the
+ *                    board FMX_SYS_NIC names, else this host's)
  *   fmx_sys open     --target EID                     (opens endpoint EID; prints the result name)
  *   fmx_sys serve    --base B        endpoint B receives whatever comes until stdin closes
  *                                    (prints READY once open)
@@ -24,6 +25,9 @@
  *   common: --eat-fds K (once the endpoint is open, take file descriptors
  *           until K are left), --nodump 1 (prctl: not dumpable, so peers of
  *           our uid lack ptrace rights on us)
+ *
+ * FMX_SYS_NICS="B0,B1,...": the board of each rank (a MAC or a peer-table
+ * name), for ranks in other network namespaces (tests/system/test_net.py).
  *
  * Exit 0 on success; 1 with a message on stderr on any failure. Every wait
  * has a finite timeout: a bug gives a failure, never a hang.
@@ -102,12 +106,37 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+/* The board of a NIC name (a MAC, a peer-table name); this host's own
+ * board is FMX_ANY_NIC. */
+static uint64_t board(const char *name) {
+  uint64_t nic, mine = 0;
+  if (fmx_hostname_to_nic_id(name, &nic) != FMX_SUCCESS) FAIL("no board '%s'", name);
+  fmx_get_info(ep, FMX_INFO_NIC_ID, NULL, 0, &mine, sizeof mine);
+  return nic == mine ? FMX_ANY_NIC : nic;
+}
+
+/* FMX_SYS_NICS="B0,B1,...": rank i's board, for ranks on other hosts
+ * (network namespaces); unset: every rank on this host. */
+static uint64_t nic_of(uint32_t eid) {
+  const char *l = getenv("FMX_SYS_NICS");
+  if (!l || !*l) return FMX_ANY_NIC;
+  char buf[1024], *save = NULL;
+  snprintf(buf, sizeof buf, "%s", l);
+  int i = 0;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), i++)
+    if (i == (int)eid - base) return board(t);
+  FAIL("FMX_SYS_NICS names no board for rank %d", (int)eid - base);
+}
+
 static fmx_endpoint_addr_t connect_to(uint32_t eid) {
   fmx_endpoint_addr_t a;
+  uint64_t nic = nic_of(eid);
   for (int tries = 0; tries < 3000; tries++) { /* peers start at different times */
-    fmx_return_t rc = fmx_connect(ep, FMX_ANY_NIC, eid, KEY, 5000, &a);
+    fmx_return_t rc = fmx_connect(ep, nic, eid, KEY, nic == FMX_ANY_NIC ? 5000 : 200, &a);
     if (rc == FMX_SUCCESS) return a;
-    if (rc != FMX_REMOTE_ENDPOINT_BAD_ID) FAIL("connect to %u: %s", eid, fmx_strerror(rc));
+    /* Another host's endpoint not open yet answers nothing. */
+    if (rc != FMX_REMOTE_ENDPOINT_BAD_ID && (rc != FMX_TIMEOUT || nic == FMX_ANY_NIC))
+      FAIL("connect to %u: %s", eid, fmx_strerror(rc));
     sleep_ms(10);
   }
   FAIL("endpoint %u never appeared", eid);
@@ -501,7 +530,8 @@ static void churn(void) {
 
 static void connect_test(void) {
   fmx_endpoint_addr_t a;
-  fmx_return_t rc = fmx_connect(ep, FMX_ANY_NIC, target, key, 5000, &a);
+  const char *n = getenv("FMX_SYS_NIC"); /* another host's board */
+  fmx_return_t rc = fmx_connect(ep, n && *n ? board(n) : FMX_ANY_NIC, target, key, 5000, &a);
   printf("%s\n", fmx_strerror(rc));
 }
 
