@@ -43,7 +43,7 @@ int net_peers_parse(const char *text, struct net_peer_entry *out, int max, int *
         (*bad)++;
       } else if (n < max) {
         out[n].nic = nic;
-        snprintf(out[n].name, sizeof out[n].name, "%s", name);
+        memcpy(out[n].name, name, strlen(name) + 1); /* shorter than NET_PEER_NAME: checked above */
         n++;
       } else {
         (*bad)++;
