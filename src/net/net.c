@@ -19,6 +19,7 @@
  * alone pays one system call in that many.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,13 +50,33 @@ static struct net_rel_cfg rel_cfg(void) {
 
 static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
 
+/* The interface that is board 0, picked once per process (MX's boards
+ * are fixed at init): 0, or -ENODEV. */
+static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER;
+static int board_picked;
+static struct net_iface board;
+
+static int net_board(struct net_iface *out) {
+  pthread_mutex_lock(&board_lock);
+  if (!board_picked && want_net() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
+  *out = board;
+  pthread_mutex_unlock(&board_lock);
+  return board_picked ? 0 : -ENODEV;
+}
+
 static uint64_t net_nic(void) {
   struct net_iface f;
-  if (!want_net() || net_iface_find(fmx_cfg.net_iface, &f) < 0) return 0;
-  return f.nic;
+  return net_board(&f) == 0 ? f.nic : 0;
 }
 
 /* ---- sending ------------------------------------------------------------ */
+
+/* The partners' timers are due within the shortest wait one may have
+ * (something was sent, or received and not acked yet). */
+static void arm_timers(struct net_ep *ne, uint64_t now) {
+  if (!ne->timers_ns) ne->timers_ns = now + ne->timer_step;
+}
+
 
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len) {
   struct net_ep *ne = net_ep(ep);
@@ -135,15 +156,20 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   net_put_record(ne->pkt + NET_HDR_LEN, h);
   record_gather(ne->pkt + NET_HDR_LEN + NET_RECORD_HDR, iov, iovcnt, h->len);
   size_t len = NET_HDR_LEN + nh.len;
-  int r = net_rel_queue(&np->rel, ne->pkt, len, sys_now_ns());
+  uint64_t now = sys_now_ns();
+  int r = net_rel_queue(&np->rel, ne->pkt, len, now);
   if (r < 0) return r;
   net_rel_acked(&np->rel); /* piggybacked */
   net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, len);
-  if (!ne->timers_ns) ne->timers_ns = sys_now_ns() + np->rel.rto_ns;
+  arm_timers(ne, now);
   return 0;
 }
 
 /* ---- partners ----------------------------------------------------------- */
+
+int net_same_source(const struct net_addr *from, const struct net_addr *addr) {
+  return from->nic ? from->nic == addr->nic : from->ip == addr->ip && from->port == addr->port;
+}
 
 struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
                          uint32_t session) {
@@ -154,10 +180,7 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
     if (t->state != PARTNER_ALIVE || t->eid != eid) continue;
     if (session && t->session != session) continue;
     if (nic && t->nic != nic) continue;
-    /* The packet's source must be the partner's (raw: its MAC; UDP: its
-     * address and port). */
-    if (from && (from->nic ? from->nic != np->addr.nic : (from->ip != np->addr.ip || from->port != np->addr.port)))
-      continue;
+    if (from && !net_same_source(from, &np->addr)) continue;
     return p;
   }
   return NULL;
@@ -200,12 +223,6 @@ static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
   }
 }
 
-static void fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  struct net_ep *ne = net_ep(ep);
-  if (transport_peer(p)->state == PARTNER_ALIVE && ne->npeers) ne->npeers--;
-  transport_up->peer_fail(ep, p, state, code);
-}
-
 /* ---- receiving ---------------------------------------------------------- */
 
 /* One record (a DATA body) to the protocol: nonzero once p is gone. */
@@ -218,17 +235,14 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
   }
   log_debug("FMX-NET-REC", "endpoint %u: record %s from endpoint %u, %u B of %llu", transport_ep(ep)->eid,
             proto_type_str(h.type), transport_peer(p)->eid, h.len, (unsigned long long)h.msg_len);
-  int gone = deliver(ep, p, NULL, &h, b + NET_RECORD_HDR);
-  if (gone && transport_peer(p)->state != PARTNER_ALIVE) {
-    struct net_ep *ne = net_ep(ep);
-    if (ne->npeers) ne->npeers--; /* the protocol failed it (CLOSE) */
-  }
-  return gone;
+  return deliver(ep, p, NULL, &h, b + NET_RECORD_HDR);
 }
 
 static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver) {
   struct net_peer *np = transport_state(p);
-  int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, sys_now_ns());
+  uint64_t now = sys_now_ns();
+  int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
+  arm_timers(net_ep(ep), now); /* its ack is due */
   if (r != NET_REL_NEW) return;
   int gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
   size_t len;
@@ -275,10 +289,12 @@ static void on_packet(struct fmx_endpoint *ep, const struct net_rx *rx, transpor
   if (pk.h.type == NET_DATA) on_data(ep, p, &pk, deliver);
 }
 
-/* Resends, delayed acks, partners gone silent. */
+/* Resends, delayed acks, partners gone silent; the partners alive
+ * counted again (the protocol fails some itself: a CLOSE, a NACK). */
 static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
-  uint64_t next = 0;
+  int next = 0;
+  uint32_t alive = 0;
   for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
        p = transport_up->peer_next(ep, &net_transport, p)) {
     struct net_peer *np = transport_state(p);
@@ -289,17 +305,16 @@ static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
       log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx acked nothing for %llu ms: gone",
                transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic,
                (unsigned long long)fmx_cfg.net_timeout_ms);
-      fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+      transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
       continue;
     }
     if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
     count_rel(ep, np);
-    if (!net_rel_idle(&np->rel) || np->rel.unacked) next = 1;
+    alive++;
+    next |= !net_rel_idle(&np->rel) || np->rel.unacked;
   }
-  /* Look again within the shortest wait a timer may have. */
-  uint64_t step = fmx_cfg.net_ack_delay_us * 1000ull;
-  if (step > fmx_cfg.net_rto_us * 1000ull) step = fmx_cfg.net_rto_us * 1000ull;
-  ne->timers_ns = next ? now + step / 2 + 1 : 0;
+  ne->npeers = alive;
+  ne->timers_ns = next ? now + ne->timer_step : 0; /* nothing pending: no timer until something is */
 }
 
 static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) {
@@ -314,7 +329,7 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
     for (int i = 0; i < n; i++) on_packet(ep, &rx[i], deliver);
     if (n < NET_RX_BATCH) break;
   }
-  if (ne->timers_ns || ne->npeers) {
+  if (ne->timers_ns) {
     uint64_t now = sys_now_ns();
     if (now >= ne->timers_ns) run_timers(ep, now);
   }
@@ -348,15 +363,16 @@ static int net_open(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
   if (!want_net()) return -ENODEV;
   struct net_iface f;
-  int r = net_iface_find(fmx_cfg.net_iface, &f);
+  int r = net_board(&f);
   if (r < 0) {
     if (fmx_cfg.net_iface && fmx_cfg.net_iface[0])
       log_warn("FMX-NET-IFACE", "FMX_NET_IFACE=%s: no such Ethernet interface", fmx_cfg.net_iface);
     return r;
   }
-  if (f.nic != transport_ep(ep)->nic) return -ENODEV; /* the board was picked before (another interface) */
   if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
   ne->pkt_max = net_sock_packet_max(&ne->sock);
+  uint64_t step = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
+  ne->timer_step = step * 500ull + 1; /* half the shortest wait a timer may have, in ns */
   if (ne->pkt_max < NET_HDR_LEN + NET_RECORD_HDR + TRANSPORT_MIN_PAYLOAD) {
     net_sock_close(&ne->sock);
     return -EMSGSIZE;

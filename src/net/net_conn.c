@@ -83,13 +83,12 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
   if (q) {
     struct net_peer *nq = transport_state(q);
     if (transport_peer(q)->session == pk->h.src_session && nq->peer_start == pk->u.connect.start_seq &&
-        (from->nic ? 1 : from->ip == nq->addr.ip && from->port == nq->addr.port)) {
+        net_same_source(from, &nq->addr)) {
       send_reply(ep, pk, &to, 0, nq->start); /* a resend: our answer was lost */
       return;
     }
     /* The peer restarted (a new session) or lost its side: the old
      * partner is gone, its requests fail. */
-    if (ne->npeers) ne->npeers--;
     transport_up->peer_fail(ep, q, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   }
   struct partner *p = transport_up->peer_new(ep, &net_transport);
@@ -152,7 +151,6 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
     TRANSPORT_CNT(ep, NET_DROPPED);
     return;
   }
-  if (ne->npeers) ne->npeers--;
   transport_up->peer_fail(ep, p, PARTNER_DEAD,
                           pk->u.nack.reason == NET_NACK_BAD_SESSION ? FMX_REMOTE_ENDPOINT_BAD_SESSION
                                                                     : FMX_REMOTE_ENDPOINT_CLOSED);
@@ -194,7 +192,8 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
     if (now >= resend && ne->pend.status < 0) {
       send_connect(ep);
       resend = now + wait;
-      wait = wait * 2 > fmx_cfg.net_rto_max_us * 1000ull ? wait : wait * 2;
+      uint64_t most = fmx_cfg.net_rto_max_us * 1000ull;
+      wait = wait * 2 < most ? wait * 2 : (wait > most ? wait : most);
     }
     transport_up->progress(ep);
     int status = ne->pend.status;

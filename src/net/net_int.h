@@ -15,10 +15,11 @@ struct net_ep {
   int on;                  /* the socket is open */
   struct net_sock sock;
   uint32_t pkt_max;        /* the largest packet, header included */
-  uint32_t npeers;         /* partners alive */
+  uint32_t npeers;         /* partners alive at the last timer pass, or made since */
   uint32_t skipped;        /* progress passes that left the socket alone (no partner) */
   int look;                /* read the socket at the next pass */
-  uint64_t timers_ns;      /* when the partners' timers are due next */
+  uint64_t timers_ns;      /* when the partners' timers are due next; 0: nothing pending */
+  uint64_t timer_step;     /* how soon after something becomes pending */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
   uint32_t conn_seq;       /* the last connect's number */
   struct {                 /* our connect in flight (one at a time: ep->connect_lock) */
@@ -51,6 +52,9 @@ void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, 
 /* A header to partner p (or to eid/session when p is NULL). */
 void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);
+/* A packet from `from` comes from the partner at addr (raw: its MAC; UDP:
+ * its address and port). */
+int net_same_source(const struct net_addr *from, const struct net_addr *addr);
 struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
                          uint32_t session);
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/config.h"
@@ -45,4 +46,26 @@ uint32_t net_sock_packet_max(const struct net_sock *s) {
   uint32_t mtu = s->ifc.mtu ? s->ifc.mtu : 1500;
   uint32_t m = mtu - s->wire->overhead;
   return m > NET_HDR_LEN + NET_BODY_MAX ? NET_HDR_LEN + NET_BODY_MAX : m;
+}
+
+#define SOCK_BUF (4 << 20)
+
+void net_sock_buffers(int fd) {
+  int buf = SOCK_BUF;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) < 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) < 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+}
+
+int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, int max) {
+  struct iovec iov[NET_RX_BATCH];
+  if (max > NET_RX_BATCH) max = NET_RX_BATCH;
+  for (int i = 0; i < max; i++) {
+    iov[i] = (struct iovec){s->rxmem + (size_t)i * NET_RX_BUF, NET_RX_BUF};
+    mm[i].msg_hdr = (struct msghdr){
+        .msg_name = (char *)names + (size_t)i * name_len, .msg_namelen = name_len, .msg_iov = &iov[i], .msg_iovlen = 1};
+  }
+  int n = recvmmsg(s->fd, mm, (unsigned)max, MSG_DONTWAIT, NULL);
+  return n < 0 ? 0 : n;
 }

@@ -62,6 +62,13 @@ extern const struct net_wire net_wire_raw, net_wire_udp;
  * may be opened, else UDP): 0, or -errno. */
 int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);
 void net_sock_close(struct net_sock *s);
+/* Shared by the wires: large socket buffers (forced where the process may);
+ * and one batch of recvmmsg, message i into rxmem + i * NET_RX_BUF (its
+ * length in mm[i].msg_len), its source address written to names (name_len
+ * bytes apart): the count, 0 when none. */
+void net_sock_buffers(int fd);
+struct mmsghdr;
+int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, int max);
 /* The largest packet (header + body) the wire carries on this interface. */
 uint32_t net_sock_packet_max(const struct net_sock *s);
 

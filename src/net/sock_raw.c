@@ -24,7 +24,6 @@
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23
 #endif
-#define SOCK_BUF (4 << 20)
 
 static void mac_bytes(uint64_t nic, unsigned char *b) {
   for (int i = 0; i < 6; i++) b[i] = (unsigned char)(nic >> (40 - 8 * i));
@@ -44,12 +43,9 @@ static int raw_open(struct net_sock *s, const struct net_iface *ifc, uint32_t ei
   };
   struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
   if (setsockopt(s->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0) return -errno;
-  int one = 1, buf = SOCK_BUF;
+  int one = 1;
   setsockopt(s->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
-  if (setsockopt(s->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) < 0)
-    setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-  if (setsockopt(s->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) < 0)
-    setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  net_sock_buffers(s->fd);
   struct sockaddr_ll sa = {.sll_family = AF_PACKET, .sll_protocol = htons(NET_ETHERTYPE), .sll_ifindex = ifc->index};
   if (bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0) return -errno;
   /* Frames queued between socket() and the filter's attach: drop them. */
@@ -73,20 +69,14 @@ static int raw_send(struct net_sock *s, const struct net_addr *to, uint32_t eid,
 
 static int raw_recv(struct net_sock *s, struct net_rx *rx, int max) {
   struct mmsghdr mm[NET_RX_BATCH];
-  struct iovec iov[NET_RX_BATCH];
   struct sockaddr_ll from[NET_RX_BATCH];
-  if (max > NET_RX_BATCH) max = NET_RX_BATCH;
-  for (int i = 0; i < max; i++) {
-    iov[i] = (struct iovec){s->rxmem + (size_t)i * NET_RX_BUF, NET_RX_BUF};
-    mm[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_namelen = sizeof from[i], .msg_iov = &iov[i], .msg_iovlen = 1};
-  }
-  int n = recvmmsg(s->fd, mm, (unsigned)max, MSG_DONTWAIT, NULL);
+  int n = net_sock_recv_batch(s, mm, from, sizeof from[0], max);
   int k = 0;
   for (int i = 0; i < n; i++) {
     if (from[i].sll_pkttype == PACKET_OUTGOING || from[i].sll_halen != 6) continue;
     uint64_t nic = 0;
     for (int b = 0; b < 6; b++) nic = nic << 8 | from[i].sll_addr[b];
-    rx[k++] = (struct net_rx){.buf = iov[i].iov_base, .len = mm[i].msg_len, .from = {.nic = nic}};
+    rx[k++] = (struct net_rx){.buf = s->rxmem + (size_t)i * NET_RX_BUF, .len = mm[i].msg_len, .from = {.nic = nic}};
   }
   return k;
 }

@@ -15,19 +15,14 @@
 
 #include "net/sock.h"
 
-#define SOCK_BUF (4 << 20)
-
 static int udp_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
   if (!ifc->ip) return -EADDRNOTAVAIL; /* no IPv4 address on the interface */
   if ((uint32_t)s->port_base + eid > 65535) return -ERANGE;
   s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->fd < 0) return -errno;
-  int one = 1, buf = SOCK_BUF;
+  int one = 1;
   setsockopt(s->fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one);
-  if (setsockopt(s->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) < 0)
-    setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-  if (setsockopt(s->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) < 0)
-    setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  net_sock_buffers(s->fd);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(s->port_base + eid)),
                            .sin_addr.s_addr = htonl(INADDR_ANY)};
   if (bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0) return -errno;
@@ -45,19 +40,13 @@ static int udp_send(struct net_sock *s, const struct net_addr *to, uint32_t eid,
 
 static int udp_recv(struct net_sock *s, struct net_rx *rx, int max) {
   struct mmsghdr mm[NET_RX_BATCH];
-  struct iovec iov[NET_RX_BATCH];
   struct sockaddr_in from[NET_RX_BATCH];
-  if (max > NET_RX_BATCH) max = NET_RX_BATCH;
-  for (int i = 0; i < max; i++) {
-    iov[i] = (struct iovec){s->rxmem + (size_t)i * NET_RX_BUF, NET_RX_BUF};
-    mm[i].msg_hdr = (struct msghdr){.msg_name = &from[i], .msg_namelen = sizeof from[i], .msg_iov = &iov[i], .msg_iovlen = 1};
-  }
-  int n = recvmmsg(s->fd, mm, (unsigned)max, MSG_DONTWAIT, NULL);
+  int n = net_sock_recv_batch(s, mm, from, sizeof from[0], max);
   for (int i = 0; i < n; i++)
-    rx[i] = (struct net_rx){.buf = iov[i].iov_base,
+    rx[i] = (struct net_rx){.buf = s->rxmem + (size_t)i * NET_RX_BUF,
                             .len = mm[i].msg_len,
                             .from = {.ip = from[i].sin_addr.s_addr, .port = from[i].sin_port}};
-  return n < 0 ? 0 : n;
+  return n;
 }
 
 const struct net_wire net_wire_udp = {

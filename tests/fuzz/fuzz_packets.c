@@ -50,6 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       uint32_t una = r.una;
       net_rel_on_ack(&r, p.h.ack, p.h.type == NET_ACK ? p.u.ack.sack : 0, now, emit, NULL);
       if (net_seq_lt(r.una, una) || r.next_seq - r.una > cfg.window) abort();
+      struct proto_hdr rec;
+      if (p.h.type == NET_DATA && net_get_record(p.body, p.h.len, &rec) == 0 &&
+          (size_t)NET_RECORD_HDR + rec.len != p.h.len)
+        abort(); /* a record accepted says exactly the payload it carries */
       if (p.h.type == NET_DATA && net_rel_recv(&r, p.h.seq, pkt, len, now) == NET_REL_NEW) {
         size_t n;
         uint8_t *q;

@@ -349,8 +349,24 @@ static void test_wire(void) {
   CHECK(strcmp(net_type_str(200), "?") == 0);
 }
 
+/* A record header through the DATA body's codec, and its refusals. */
+static void test_record(void) {
+  uint8_t b[NET_RECORD_HDR + 8];
+  struct proto_hdr h = {.type = PROTO_EAGER, .flags = 0x60, .nseg = 0x0102, .len = 8, .match = 0x1122334455667788ull,
+                        .msg_len = 8, .sreq = 0xa1a2a3a4a5a6a7a8ull, .rreq = 42},
+                   g;
+  net_put_record(b, &h);
+  CHECK_EQ(b[2], 0x01); /* nseg, big-endian */
+  CHECK_EQ(b[8], 0x11); /* match */
+  CHECK_EQ(net_get_record(b, sizeof b, &g), 0);
+  CHECK(memcmp(&g, &h, sizeof h) == 0);
+  CHECK_EQ(net_get_record(b, sizeof b - 1, &g), -1); /* payload shorter than its len */
+  CHECK_EQ(net_get_record(b, NET_RECORD_HDR - 1, &g), -1);
+}
+
 int main(void) {
   test_wire();
+  test_record();
   test_edges();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
