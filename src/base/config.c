@@ -133,6 +133,14 @@ static struct cfg_entry table[] = {
         "a packet received is acked within this (piggybacked on data when some goes back)"),
     NUM("FMX_NET_ACK_EVERY", CFG_INT, "16", 1, 4096, net_ack_every,
         "an ack goes at once when this many packets are not acked yet"),
+    STR("FMX_NET_BULK", "udp", "udp wire", net_bulk,
+        "raw wire: how the answers to pulls travel: udp (GSO trains to a UDP socket beside the raw one, where "
+        "the interface has an IPv4 address) or wire (raw frames one by one)"),
+    NUM("FMX_NET_PULL_THRESHOLD", CFG_SIZE, "0", 0, G, net_pull_threshold,
+        "messages to other hosts of this many bytes or more are pulled by the receiver (rendezvous); shorter "
+        "ones go eagerly in fragments; 0 = the MTU's packets times the wire's measured ratio (raw 8, UDP 5)"),
+    NUM("FMX_NET_PULL_WINDOW", CFG_SIZE, "0", 0, G, net_pull_window,
+        "bytes one pull asks for at once; 0 = half the socket's receive buffer"),
     STR("FMX_PEERS", "", NULL, peers,
         "the peer table: a file of 'MAC hostname:board' lines (Open-MX's omx_init_peers format) naming other "
         "hosts' boards"),

@@ -50,6 +50,9 @@ struct fmx_config {
   uint64_t net_timeout_ms;     /* FMX_NET_TIMEOUT_MS */
   uint64_t net_ack_delay_us;   /* FMX_NET_ACK_DELAY_US */
   uint64_t net_ack_every;      /* FMX_NET_ACK_EVERY */
+  const char *net_bulk;        /* FMX_NET_BULK */
+  uint64_t net_pull_threshold; /* FMX_NET_PULL_THRESHOLD */
+  uint64_t net_pull_window;    /* FMX_NET_PULL_WINDOW */
   const char *peers;           /* FMX_PEERS */
   uint64_t fault_alloc;        /* FMX_FAULT_ALLOC (tests) */
   const char *tuning_file;  /* FMX_TUNING_FILE */

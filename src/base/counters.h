@@ -51,7 +51,11 @@
   X(NET_EARLY, "net: packets that arrived after a gap (kept until it filled)") \
   X(NET_DROPPED, "net: packets dropped (malformed, unknown session or peer, beyond the window)") \
   X(NET_TIMEOUTS, "net: partners that stopped answering (their requests failed)") \
-  X(NET_NACKS, "net: nacks sent (unknown session or endpoint, closed, bad key)")
+  X(NET_NACKS, "net: nacks sent (unknown session or endpoint, closed, bad key)") \
+  X(BULK_PULL, "large messages pulled from another host")                  \
+  X(BULK_PULL_BYTES, "bytes pulled from other hosts")                      \
+  X(NET_PULL_REASKED, "net: pulled frames asked for again (lost or late)")  \
+  X(NET_PULL_SERVED, "net: frames sent for peers' pulls")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

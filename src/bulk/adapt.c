@@ -78,7 +78,8 @@ static int size_class(uint64_t len) {
  * at 64 KiB in a ping-pong that coop moved at 5-6 GB/s (ring: 7-8 timed,
  * 10-12 moved; 2026-11-23). fmx_tune times it end to end. */
 static int candidate(const int *usable, int n, int i) {
-  return i >= 0 && i < n && usable[i] && bulk_engines[i] != &bulk_offload && bulk_engines[i] != &bulk_coop;
+  return i >= 0 && i < n && usable[i] && bulk_engines[i] != &bulk_offload && bulk_engines[i] != &bulk_coop &&
+         bulk_engines[i] != &bulk_pull;
 }
 
 static int index_of(const struct fmx_bulk_engine *e) {

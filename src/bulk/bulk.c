@@ -11,7 +11,7 @@
 #include "platform/topo.h"
 
 const struct fmx_bulk_engine *const bulk_engines[] = {&bulk_cma, &bulk_ring, &bulk_coop, &bulk_vmsplice, &bulk_offload,
-                                                      NULL};
+                                                      &bulk_pull, NULL};
 
 const struct fmx_bulk_engine *bulk_for_wire(unsigned id) {
   for (int i = 0; id && bulk_engines[i]; i++)

@@ -17,6 +17,8 @@
 #include "region/pool.h"
 #include "region/region.h"
 
+struct bulk_xfer;
+
 /* One ring-engine slot's header in shared memory; its data is `len` bytes
  * in buffer `buf` of the sender's pool. `full` is the handover word: the
  * sender sets it (release) after the data, the receiver clears it after it
@@ -59,6 +61,28 @@ struct coop_area {
 };
 _Static_assert(sizeof(struct coop_area) == 96 + 16 * COOP_MAX_SEGS, "coop area layout");
 
+/* What a transport that moves a rendezvous's bytes itself lends (net: the
+ * pull protocol, docs/protocol.md): the engine `pull` (pull.c) drives
+ * these, each with the lender's arg. Every call runs under the endpoint's
+ * lock.
+ *   recv_start     the receiver's transfer x begins (its CTS not sent
+ *                  yet): 0, or -errno
+ *   recv_progress  BULK_MORE, BULK_DONE once x->done == x->want, or
+ *                  -errno; the lender writes what arrives into x->segs and
+ *                  advances x->done as it does
+ *   send_start     the sender's transfer x begins (its CTS came): the
+ *                  lender answers the peer's pulls from x->segs, up to
+ *                  x->want bytes, until end: 0, or -errno
+ *   end            x is over (completed, failed): the lender forgets it
+ *                  and touches its buffers no more (a call for an x it does
+ *                  not hold is harmless) */
+struct bulk_pull_ops {
+  int (*recv_start)(void *arg, struct bulk_xfer *x);
+  int (*recv_progress)(void *arg, struct bulk_xfer *x);
+  int (*send_start)(void *arg, struct bulk_xfer *x);
+  void (*end)(void *arg, struct bulk_xfer *x);
+};
+
 /* A direction's slots, as one side sees them. */
 struct bulk_slots {
   struct bulk_slot *hdr;
@@ -86,6 +110,10 @@ struct bulk_conn {
   uint64_t pipe_tx_owner; /* id of the send pushing into pipe_tx, 0 if none */
   uint64_t pipe_rx_owner; /* id of the receive reading pipe_rx, 0 if none */
   int pipe_rx_broken;     /* a receive failed mid-transfer: stale bytes, never again */
+  /* The pull protocol, where the transport moves the bytes (NULL: it
+   * does not). */
+  const struct bulk_pull_ops *pull;
+  void *pull_arg;
   /* Wake the peer, who may sleep waiting for a slot, a stripe or pipe
    * room: the transport's, with its argument. */
   void (*wake)(void *arg);

@@ -63,6 +63,12 @@ struct fmx_bulk_engine {
   /* Bounded work (a chunk); counts the bytes it copied. */
   int (*recv_progress)(struct bulk_xfer *x);
   int (*send_progress)(struct bulk_xfer *x);
+  /* Optional, on the sender when the CTS names the engine: 0, or -errno
+   * (the send fails). */
+  int (*send_start)(struct bulk_xfer *x);
+  /* Optional: the transfer is over on this side, whatever the outcome
+   * (bulk_end). */
+  void (*end)(struct bulk_xfer *x);
   /* Offload step, run by a channel (offload.c) without the endpoint lock:
    * bounded work on the receive x from *done on, adds to *done what the
    * transfer advanced and to *moved what this call copied. BULK_MORE,
@@ -81,6 +87,7 @@ extern const struct fmx_bulk_engine bulk_ring;
 extern const struct fmx_bulk_engine bulk_coop;
 extern const struct fmx_bulk_engine bulk_vmsplice;
 extern const struct fmx_bulk_engine bulk_offload;
+extern const struct fmx_bulk_engine bulk_pull;
 
 /* The engine a wire id names (ring for 0 or one unknown). */
 const struct fmx_bulk_engine *bulk_for_wire(unsigned id);
@@ -124,6 +131,11 @@ void bulk_recv_start(struct bulk_xfer *x);
 /* One bounded step of x under the endpoint's lock (its job's outcome when
  * a channel runs it): BULK_MORE, BULK_DONE or -errno. */
 int bulk_progress(struct bulk_xfer *x);
+/* x, which was moving, is over (either side, any outcome): its engine
+ * lets go of it. */
+static inline void bulk_end(struct bulk_xfer *x) {
+  if (x->engine && x->engine->end) x->engine->end(x);
+}
 /* x ended well on the receiver: count it (messages, mapped copies) and
  * let adapt time it. */
 void bulk_recv_done(struct bulk_xfer *x);

@@ -142,6 +142,7 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
   m->state = MSG_DONE;
   m->status.code = code;
   list_del(&m->pnode);
+  if (list_linked(&m->bnode)) bulk_end(&m->xfer); /* a transfer still moving: its engine lets go */
   list_del(&m->bnode);
   if (!m->out.ctl) list_del(&m->out.node); /* a send not pushed; a receive's FIN still goes */
   if (r->deadline_ns) {

@@ -18,12 +18,15 @@
  * every NET_IDLE_PASSES passes only, so an endpoint that talks to its host
  * alone pays one system call in that many.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -76,6 +79,8 @@ static uint64_t net_nic(void) {
 static void arm_timers(struct net_ep *ne, uint64_t now) {
   if (!ne->timers_ns) ne->timers_ns = now + ne->timer_step;
 }
+
+void net_arm_timers(struct fmx_endpoint *ep, uint64_t now) { arm_timers(net_ep(ep), now); }
 
 
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len) {
@@ -140,6 +145,14 @@ static size_t net_max_payload(struct partner *p) {
   return np->pkt_max - NET_HDR_LEN - NET_RECORD_HDR;
 }
 
+/* Eager up to the point where pulling pays: FMX_NET_PULL_THRESHOLD, or
+ * by default the wire's pull_frames records (sock.h). */
+static uint64_t net_eager_max(struct partner *p) {
+  if (fmx_cfg.net_pull_threshold) return fmx_cfg.net_pull_threshold - 1;
+  const struct net_peer *np = transport_state(p);
+  return (uint64_t)net_ep(np->ep)->sock.wire->pull_frames * net_max_payload(p);
+}
+
 static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
   struct net_ep *ne = net_ep(ep);
@@ -199,6 +212,8 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   np->start = tx_start;
   np->peer_start = rx_start;
   np->pkt_max = ne->pkt_max;
+  np->baddr = (struct net_addr){0};
+  net_pull_init(ep, p);
   t->nic = nic;
   t->eid = eid;
   t->session = session;
@@ -211,6 +226,17 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   ne->npeers++;
   transport_up->peer_joined(ep, p);
   return 0;
+}
+
+void net_peer_bulk(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port) {
+  struct net_peer *np = transport_state(p);
+  if (net_ep(ep)->bulk_own && ip && port) np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
+}
+
+void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port) {
+  struct net_ep *ne = net_ep(ep);
+  *ip = ne->bulk_own ? ntohl(ne->bsock.ifc.ip) : 0;
+  *port = ne->bulk_own ? (uint16_t)(ne->bsock.port_base + ne->bsock.eid) : 0;
 }
 
 /* Add what the partner's stream counted since the last look. */
@@ -235,7 +261,7 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
   }
   log_debug("FMX-NET-REC", "endpoint %u: record %s from endpoint %u, %u B of %llu", transport_ep(ep)->eid,
             proto_type_str(h.type), transport_peer(p)->eid, h.len, (unsigned long long)h.msg_len);
-  return deliver(ep, p, NULL, &h, b + NET_RECORD_HDR);
+  return deliver(ep, p, &((struct net_peer *)transport_state(p))->lend, &h, b + NET_RECORD_HDR);
 }
 
 static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver) {
@@ -256,11 +282,20 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
   if (gone) send_ack(ep, p);
 }
 
-static void on_packet(struct fmx_endpoint *ep, const struct net_rx *rx, transport_deliver_fn deliver) {
+/* The partner a packet that came to the bulk socket is from: the
+ * answers to our pulls, and nothing else, come there. */
+static struct partner *bulk_source(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
+  if (pk->h.type != NET_PULL_REPLY) return NULL;
+  struct partner *p = net_find(ep, 0, NULL, pk->h.src_ep, pk->h.src_session);
+  return p && net_same_source(from, &((struct net_peer *)transport_state(p))->baddr) ? p : NULL;
+}
+
+static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, const struct net_rx *rx, int bulk,
+                      transport_deliver_fn deliver) {
   const struct transport_ep *te = transport_ep(ep);
   struct net_pkt pk;
   TRANSPORT_CNT(ep, NET_RECEIVED);
-  int why = net_parse(rx->buf, rx->len, &pk);
+  int why = net_parse(buf, len, &pk);
   if (why == NET_OK)
     log_debug("FMX-NET-RX", "endpoint %u: %s from endpoint %u session %08x to session %08x, seq %u ack %u, %u B",
               te->eid, net_type_str(pk.h.type), pk.h.src_ep, pk.h.src_session, pk.h.dst_session, pk.h.seq, pk.h.ack,
@@ -269,13 +304,20 @@ static void on_packet(struct fmx_endpoint *ep, const struct net_rx *rx, transpor
     TRANSPORT_CNT(ep, NET_DROPPED);
     return;
   }
+  if (bulk) {
+    struct partner *p = pk.h.dst_session == te->session ? bulk_source(ep, &pk, &rx->from) : NULL;
+    if (p) net_pull_on_reply(ep, p, &pk);
+    else TRANSPORT_CNT(ep, NET_DROPPED);
+    return;
+  }
   switch (pk.h.type) {
     case NET_CONNECT: net_on_connect(ep, &pk, &rx->from); return;
     case NET_CONNECT_REPLY: net_on_reply(ep, &pk, &rx->from); return;
     case NET_NACK: net_on_nack(ep, &pk, &rx->from); return;
     default: break;
   }
-  struct partner *p = pk.h.dst_session == te->session ? net_find(ep, 0, &rx->from, pk.h.src_ep, pk.h.src_session) : NULL;
+  struct partner *p =
+      pk.h.dst_session == te->session ? net_find(ep, 0, &rx->from, pk.h.src_ep, pk.h.src_session) : NULL;
   if (!p) {
     /* A stranger, a partner we dropped, or one from before we restarted
      * (another session): dropped, and told so for data. */
@@ -286,7 +328,32 @@ static void on_packet(struct fmx_endpoint *ep, const struct net_rx *rx, transpor
   struct net_peer *np = transport_state(p);
   struct emit_arg a = {ep, p};
   net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, sys_now_ns(), emit, &a);
-  if (pk.h.type == NET_DATA) on_data(ep, p, &pk, deliver);
+  switch (pk.h.type) {
+    case NET_DATA: on_data(ep, p, &pk, deliver); break;
+    case NET_PULL: net_pull_on_pull(ep, p, &pk); break;
+    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk); break;
+    default: break;
+  }
+}
+
+/* A datagram: one packet, or a train of them (UDP GRO) at its stride. */
+static void on_datagram(struct fmx_endpoint *ep, const struct net_rx *rx, int bulk, transport_deliver_fn deliver) {
+  if (!rx->seg) {
+    on_packet(ep, rx->buf, rx->len, rx, bulk, deliver);
+    return;
+  }
+  for (size_t off = 0; off < rx->len; off += rx->seg)
+    on_packet(ep, rx->buf + off, rx->len - off < rx->seg ? rx->len - off : rx->seg, rx, bulk, deliver);
+}
+
+/* What arrived on a socket, a few batches at most. */
+static void drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver) {
+  struct net_rx rx[NET_RX_BATCH];
+  for (int round = 0; round < 4; round++) {
+    int n = sock->wire->recv(sock, rx, NET_RX_BATCH);
+    for (int i = 0; i < n; i++) on_datagram(ep, &rx[i], bulk, deliver);
+    if (n < NET_RX_BATCH) break;
+  }
 }
 
 /* Resends, delayed acks, partners gone silent; the partners alive
@@ -310,8 +377,10 @@ static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
     }
     if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
     count_rel(ep, np);
+    int pulls = net_pull_timers(ep, p, now);
+    if (pulls < 0) continue; /* it failed */
     alive++;
-    next |= !net_rel_idle(&np->rel) || np->rel.unacked;
+    next |= !net_rel_idle(&np->rel) || np->rel.unacked || pulls;
   }
   ne->npeers = alive;
   ne->timers_ns = next ? now + ne->timer_step : 0; /* nothing pending: no timer until something is */
@@ -323,12 +392,8 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   if (!ne->npeers && !ne->pend.busy && !ne->look && ++ne->skipped < NET_IDLE_PASSES) return;
   ne->skipped = 0;
   ne->look = 0;
-  struct net_rx rx[NET_RX_BATCH];
-  for (int round = 0; round < 4; round++) {
-    int n = ne->sock.wire->recv(&ne->sock, rx, NET_RX_BATCH);
-    for (int i = 0; i < n; i++) on_packet(ep, &rx[i], deliver);
-    if (n < NET_RX_BATCH) break;
-  }
+  drain(ep, &ne->sock, 0, deliver);
+  if (ne->bulk_own && ne->pulling) drain(ep, &ne->bsock, 1, deliver);
   if (ne->timers_ns) {
     uint64_t now = sys_now_ns();
     if (now >= ne->timers_ns) run_timers(ep, now);
@@ -354,10 +419,39 @@ static int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
     uint64_t now = sys_now_ns();
     *max_ns = ne->timers_ns > now ? ne->timers_ns - now : 0;
   }
-  return ne->sock.fd;
+  return ne->bulk_own && ne->pulling && ne->epfd >= 0 ? ne->epfd : ne->sock.fd;
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
+
+/* The bulk socket: the UDP wire's own socket, or beside the raw wire one
+ * of UDP where the interface has an address (FMX_NET_BULK). */
+static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid) {
+  if (ne->sock.wire != &net_wire_raw) {
+    ne->bulk = &ne->sock;
+    return;
+  }
+  ne->bulk = NULL;
+  if (strcmp(fmx_cfg.net_bulk, "udp") != 0 || !f->ip) return;
+  if (net_sock_open_wire(&ne->bsock, f, eid, &net_wire_udp) < 0) {
+    log_info("FMX-NET-BULK", "endpoint %u: no UDP socket for bulk (port %u taken?): pulls on raw frames", eid,
+             (unsigned)(fmx_cfg.net_port + eid));
+    return;
+  }
+  ne->epfd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN};
+  if (ne->epfd >= 0 && (epoll_ctl(ne->epfd, EPOLL_CTL_ADD, ne->sock.fd, &ev) < 0 ||
+                        epoll_ctl(ne->epfd, EPOLL_CTL_ADD, ne->bsock.fd, &ev) < 0)) {
+    close(ne->epfd);
+    ne->epfd = -1;
+  }
+  if (ne->epfd < 0) {
+    net_sock_close(&ne->bsock);
+    return;
+  }
+  ne->bulk = &ne->bsock;
+  ne->bulk_own = 1;
+}
 
 static int net_open(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
@@ -369,7 +463,9 @@ static int net_open(struct fmx_endpoint *ep) {
       log_warn("FMX-NET-IFACE", "FMX_NET_IFACE=%s: no such Ethernet interface", fmx_cfg.net_iface);
     return r;
   }
+  ne->epfd = -1;
   if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
+  bulk_open(ne, &f, transport_ep(ep)->eid);
   ne->pkt_max = net_sock_packet_max(&ne->sock);
   uint64_t step = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
   ne->timer_step = step * 500ull + 1; /* half the shortest wait a timer may have, in ns */
@@ -377,6 +473,9 @@ static int net_open(struct fmx_endpoint *ep) {
     net_sock_close(&ne->sock);
     return -EMSGSIZE;
   }
+  /* A pull asks for no more than half what the socket may hold received:
+   * the rest is room for the others' packets. */
+  ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;
@@ -405,9 +504,12 @@ static void net_close(struct fmx_endpoint *ep) {
   }
 }
 
+static struct bulk_conn *net_conn(struct partner *p) { return &((struct net_peer *)transport_state(p))->lend; }
+
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   (void)ep;
   struct net_peer *np = transport_state(p);
+  net_pull_fini(p);
   if (np->rel_ok) net_rel_fini(&np->rel);
   np->rel_ok = 0;
 }
@@ -415,6 +517,10 @@ static void net_release(struct fmx_endpoint *ep, struct partner *p) {
 static void net_ep_fini(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
   if (ne->on || ne->sock.rxmem) net_sock_close(&ne->sock);
+  if (ne->bulk_own) net_sock_close(&ne->bsock);
+  if (ne->epfd > 0) close(ne->epfd);
+  ne->bulk_own = 0;
+  ne->epfd = -1;
   ne->on = 0;
 }
 
@@ -428,6 +534,8 @@ const struct fmx_transport_ops net_transport = {
     .connect = net_connect,
     .push = net_push,
     .max_payload = net_max_payload,
+    .eager_max = net_eager_max,
+    .conn = net_conn,
     .poll = net_poll,
     .progress = net_progress,
     .wait_fd = net_wait_fd,

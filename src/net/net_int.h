@@ -5,15 +5,33 @@
 
 #include <stdint.h>
 
+#include "base/list.h"
+#include "bulk/conn.h"
 #include "net/rel.h"
 #include "net/sock.h"
 #include "net/wire.h"
 #include "transport/transport.h"
 
+/* The pull protocol's sizes: a block (one request) is at most
+ * NET_PULL_FRAMES_MAX frames (its bitmap is a word) and at most one UDP
+ * GSO send (an IPv4 datagram: 65535 B less the IP and UDP headers). */
+#define NET_PULL_FRAMES_MAX 64
+#define NET_PULL_BLOCK_BYTES (65535 - 20 - 8)
+#define NET_PULL_IOV (NET_PULL_FRAMES_MAX * 10)
+
 /* What the net transport keeps of an endpoint (ops.ep_size). */
 struct net_ep {
   int on;                  /* the socket is open */
   struct net_sock sock;
+  /* Where the answers to our pulls come: sock itself on the UDP wire; a
+   * UDP socket of its own beside the raw wire (bulk_own), whose GSO trains
+   * move bulk faster than frames one by one (docs/protocol.md); NULL: on
+   * sock, one frame at a time. */
+  struct net_sock *bulk;
+  struct net_sock bsock;
+  int bulk_own;
+  int epfd;                /* sock and bsock, for a waiter while we pull (bulk_own) */
+  uint32_t pulling;        /* pulls that have begun and not ended */
   uint32_t pkt_max;        /* the largest packet, header included */
   uint32_t npeers;         /* partners alive at the last timer pass, or made since */
   uint32_t skipped;        /* progress passes that left the socket alone (no partner) */
@@ -29,7 +47,9 @@ struct net_ep {
     uint32_t eid, key, conn_seq, start;
     struct partner *p;
   } pend;
+  uint64_t pull_window;     /* bytes a pull asks for at once (pull.c) */
   uint8_t pkt[NET_HDR_LEN + NET_BODY_MAX]; /* a packet being written */
+  uint8_t hdrs[NET_PULL_FRAMES_MAX * (NET_HDR_LEN + NET_PULL_REPLY_HDR)]; /* the heads of a PULL's answers */
 };
 
 /* What it keeps of a partner (ops.partner_size). */
@@ -37,10 +57,17 @@ struct net_peer {
   struct net_rel rel;
   int rel_ok;
   struct net_addr addr;  /* where its packets go */
+  struct net_addr baddr; /* where the answers to its pulls go (UDP); port 0: to addr, on our wire */
   uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
   uint32_t peer_start;   /* its first seq: a CONNECT with another is a new connection */
   uint32_t pkt_max;
   uint64_t seen[5];      /* rel's counts already added to the endpoint's counters */
+  /* The pull protocol (pull.c): what we lend the engine `pull`, the
+   * transfers we pull from the partner and those it pulls from us. */
+  struct fmx_endpoint *ep;
+  struct partner *self;
+  struct bulk_conn lend;
+  struct list_node pulls, exports;
 };
 
 extern const struct fmx_transport_ops net_transport;
@@ -59,6 +86,20 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
                          uint32_t session);
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
                   const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
+/* What a CONNECT or its reply says of the peer's bulk socket (ip, port in
+ * host order; 0: none), and ours to tell it. */
+void net_peer_bulk(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port);
+void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
+
+/* Timers are due soon: something is pending. */
+void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
+
+/* pull.c: the pull protocol. */
+void net_pull_init(struct fmx_endpoint *ep, struct partner *p);
+void net_pull_fini(struct partner *p);
+void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
+int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 
 /* net_conn.c: the handshake. */
 fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,

@@ -17,8 +17,7 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
   s->ifc = *ifc;
   s->eid = eid;
   s->port_base = (uint16_t)fmx_cfg.net_port;
-  s->rxmem = malloc((size_t)NET_RX_BATCH * NET_RX_BUF);
-  if (!s->rxmem) return -ENOMEM;
+  s->rx_buf = NET_RX_BUF;
   const char *w = fmx_cfg.net_wire ? fmx_cfg.net_wire : "auto";
   int r = -EPERM;
   if (strcmp(w, "udp") != 0) {
@@ -31,6 +30,21 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
   s->wire = &net_wire_udp;
   r = s->wire->open(s, ifc, eid);
 out:
+  if (r == 0 && !(s->rxmem = malloc((size_t)NET_RX_BATCH * s->rx_buf))) r = -ENOMEM;
+  if (r < 0) net_sock_close(s);
+  return r;
+}
+
+int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w) {
+  memset(s, 0, sizeof *s);
+  s->fd = -1;
+  s->ifc = *ifc;
+  s->eid = eid;
+  s->port_base = (uint16_t)fmx_cfg.net_port;
+  s->rx_buf = NET_RX_BUF;
+  s->wire = w;
+  int r = w->open(s, ifc, eid);
+  if (r == 0 && !(s->rxmem = malloc((size_t)NET_RX_BATCH * s->rx_buf))) r = -ENOMEM;
   if (r < 0) net_sock_close(s);
   return r;
 }
@@ -58,13 +72,25 @@ void net_sock_buffers(int fd) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
 }
 
-int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, int max) {
+uint32_t net_sock_rcvbuf(const struct net_sock *s) {
+  int v = 0;
+  socklen_t l = sizeof v;
+  if (getsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &v, &l) < 0 || v <= 0) return 0;
+  return (uint32_t)v;
+}
+
+int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, void *ctl,
+                        unsigned ctl_len, int max) {
   struct iovec iov[NET_RX_BATCH];
   if (max > NET_RX_BATCH) max = NET_RX_BATCH;
   for (int i = 0; i < max; i++) {
-    iov[i] = (struct iovec){s->rxmem + (size_t)i * NET_RX_BUF, NET_RX_BUF};
-    mm[i].msg_hdr = (struct msghdr){
-        .msg_name = (char *)names + (size_t)i * name_len, .msg_namelen = name_len, .msg_iov = &iov[i], .msg_iovlen = 1};
+    iov[i] = (struct iovec){s->rxmem + (size_t)i * s->rx_buf, s->rx_buf};
+    mm[i].msg_hdr = (struct msghdr){.msg_name = (char *)names + (size_t)i * name_len,
+                                    .msg_namelen = name_len,
+                                    .msg_iov = &iov[i],
+                                    .msg_iovlen = 1,
+                                    .msg_control = ctl ? (char *)ctl + (size_t)i * ctl_len : NULL,
+                                    .msg_controllen = ctl ? ctl_len : 0};
   }
   int n = recvmmsg(s->fd, mm, (unsigned)max, MSG_DONTWAIT, NULL);
   return n < 0 ? 0 : n;

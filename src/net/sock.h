@@ -30,6 +30,7 @@ struct net_addr {
 struct net_rx {
   uint8_t *buf;
   size_t len;
+  uint32_t seg; /* several packets of seg bytes each, the last shorter (UDP GRO); 0: one packet */
   struct net_addr from;
 };
 
@@ -38,12 +39,22 @@ struct net_wire {
   const char *name;
   /* Bytes of a packet's MTU the wire takes itself (UDP: IP and UDP headers). */
   uint32_t overhead;
+  /* Packets of a message sent eagerly that cost what pulling it costs
+   * more (its two extra one-way trips), measured on veth at MTU 1500 and
+   * 9000 alike (docs/protocol.md): the default FMX_NET_PULL_THRESHOLD. */
+  uint32_t pull_frames;
   /* Open for endpoint eid on the interface: 0, or -errno. */
   int (*open)(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);
   /* One packet to endpoint eid at `to`: 0, -EAGAIN (the socket is full), or
    * -errno. */
   int (*send)(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov, int iovcnt);
-  /* Up to max packets that arrived: their count, 0 when none. */
+  /* Several packets at once, gathered from iov: every one seg bytes but
+   * the last (UDP GSO): 0, or -errno (-EOPNOTSUPP: the kernel refused
+   * GSO, send one at a time from now on). NULL: the wire sends one at a
+   * time. */
+  int (*send_segs)(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov, int iovcnt,
+                   uint16_t seg);
+  /* Up to max datagrams that arrived: their count, 0 when none. */
   int (*recv)(struct net_sock *s, struct net_rx *rx, int max);
 };
 
@@ -53,7 +64,9 @@ struct net_sock {
   struct net_iface ifc;
   uint32_t eid;
   uint16_t port_base;
-  uint8_t *rxmem; /* NET_RX_BATCH buffers of NET_RX_BUF */
+  int gso;        /* UDP: the kernel takes GSO sends */
+  uint32_t rx_buf; /* bytes of each receive buffer (NET_RX_BUF; 64 KiB with GRO) */
+  uint8_t *rxmem;  /* NET_RX_BATCH buffers of rx_buf */
 };
 
 extern const struct net_wire net_wire_raw, net_wire_udp;
@@ -61,14 +74,20 @@ extern const struct net_wire net_wire_raw, net_wire_udp;
 /* Open s on the wire FMX_NET_WIRE names (auto: raw when a packet socket
  * may be opened, else UDP): 0, or -errno. */
 int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);
+/* Open s on wire w: 0, or -errno. */
+int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w);
 void net_sock_close(struct net_sock *s);
 /* Shared by the wires: large socket buffers (forced where the process may);
- * and one batch of recvmmsg, message i into rxmem + i * NET_RX_BUF (its
+ * and one batch of recvmmsg, message i into rxmem + i * rx_buf (its
  * length in mm[i].msg_len), its source address written to names (name_len
- * bytes apart): the count, 0 when none. */
+ * bytes apart) and its control messages to ctl (ctl_len bytes apart; NULL:
+ * none): the count, 0 when none. */
 void net_sock_buffers(int fd);
+/* The bytes the socket may hold received (what the kernel granted). */
+uint32_t net_sock_rcvbuf(const struct net_sock *s);
 struct mmsghdr;
-int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, int max);
+int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, void *ctl,
+                        unsigned ctl_len, int max);
 /* The largest packet (header + body) the wire carries on this interface. */
 uint32_t net_sock_packet_max(const struct net_sock *s);
 

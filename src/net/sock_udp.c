@@ -5,10 +5,17 @@
  * A board whose address is not known yet is reached by broadcast on the
  * interface's subnet (a CONNECT names the board it is for; the others
  * ignore it), and its answer tells the address.
+ *
+ * Bulk (the answers to a pull, net/pull.c) goes as GSO sends: one system
+ * call and one trip through the stack for up to 64 KiB of packets, which
+ * the kernel cuts into datagrams (UDP_SEGMENT), and a receiving socket with
+ * UDP_GRO takes such a train whole, where the stack keeps it whole (veth
+ * does): one receive for the lot, each packet then read at its stride.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,25 +33,81 @@ static int udp_open(struct net_sock *s, const struct net_iface *ifc, uint32_t ei
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(s->port_base + eid)),
                            .sin_addr.s_addr = htonl(INADDR_ANY)};
   if (bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0) return -errno;
+  /* GRO needs room for a train in each receive buffer. */
+  if (setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0) s->rx_buf = 65536;
+  s->gso = 1; /* until a send says otherwise */
   return 0;
 }
 
+static void udp_to(struct net_sock *s, const struct net_addr *to, uint32_t eid, struct sockaddr_in *sa) {
+  *sa = (struct sockaddr_in){.sin_family = AF_INET,
+                             .sin_port = to->port ? to->port : htons((uint16_t)(s->port_base + eid)),
+                             .sin_addr.s_addr = to->ip ? to->ip : s->ifc.bcast};
+}
+
 static int udp_send(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov, int iovcnt) {
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_port = to->port ? to->port : htons((uint16_t)(s->port_base + eid)),
-                           .sin_addr.s_addr = to->ip ? to->ip : s->ifc.bcast};
+  struct sockaddr_in sa;
+  udp_to(s, to, eid, &sa);
   struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = (struct iovec *)iov, .msg_iovlen = iovcnt};
   if (sendmsg(s->fd, &m, MSG_DONTWAIT) >= 0) return 0;
   return errno == EAGAIN || errno == ENOBUFS ? -EAGAIN : -errno;
 }
 
+static int udp_send_segs(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov,
+                         int iovcnt, uint16_t seg) {
+  if (!s->gso) return -EOPNOTSUPP;
+  struct sockaddr_in sa;
+  udp_to(s, to, eid, &sa);
+  union {
+    char buf[CMSG_SPACE(sizeof(uint16_t))];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct msghdr m = {.msg_name = &sa,
+                     .msg_namelen = sizeof sa,
+                     .msg_iov = (struct iovec *)iov,
+                     .msg_iovlen = iovcnt,
+                     .msg_control = ctl.buf,
+                     .msg_controllen = sizeof ctl.buf};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_UDP;
+  c->cmsg_type = UDP_SEGMENT;
+  c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  memcpy(CMSG_DATA(c), &seg, sizeof seg);
+  if (sendmsg(s->fd, &m, MSG_DONTWAIT) >= 0) return 0;
+  if (errno == EAGAIN || errno == ENOBUFS) return -EAGAIN;
+  if (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT || errno == EOPNOTSUPP) {
+    s->gso = 0; /* this kernel or device will not: one at a time */
+    return -EOPNOTSUPP;
+  }
+  return -errno;
+}
+
+/* The GRO segment size of a received train, 0 when it is one packet. */
+static uint32_t gro_seg(struct msghdr *m, size_t len) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO) continue;
+    int seg = 0;
+    memcpy(&seg, CMSG_DATA(c), sizeof seg);
+    return seg > 0 && (size_t)seg < len ? (uint32_t)seg : 0;
+  }
+  return 0;
+}
+
+#define UDP_CTL CMSG_SPACE(sizeof(int))
+
 static int udp_recv(struct net_sock *s, struct net_rx *rx, int max) {
   struct mmsghdr mm[NET_RX_BATCH];
   struct sockaddr_in from[NET_RX_BATCH];
-  int n = net_sock_recv_batch(s, mm, from, sizeof from[0], max);
+  union {
+    char buf[UDP_CTL];
+    struct cmsghdr align;
+  } ctl[NET_RX_BATCH];
+  int n = net_sock_recv_batch(s, mm, from, sizeof from[0], ctl, sizeof ctl[0], max);
   for (int i = 0; i < n; i++)
-    rx[i] = (struct net_rx){.buf = s->rxmem + (size_t)i * NET_RX_BUF,
+    rx[i] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf,
                             .len = mm[i].msg_len,
+                            .seg = gro_seg(&mm[i].msg_hdr, mm[i].msg_len),
                             .from = {.ip = from[i].sin_addr.s_addr, .port = from[i].sin_port}};
   return n;
 }
@@ -52,7 +115,9 @@ static int udp_recv(struct net_sock *s, struct net_rx *rx, int max) {
 const struct net_wire net_wire_udp = {
     .name = "udp",
     .overhead = 28,
+    .pull_frames = 5,
     .open = udp_open,
     .send = udp_send,
+    .send_segs = udp_send_segs,
     .recv = udp_recv,
 };

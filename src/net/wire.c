@@ -6,7 +6,7 @@
 /* The body each type must carry exactly; DATA: any length up to the max,
  * at least one byte. */
 static const uint16_t body_len[NET_TYPE_MAX] = {
-    [NET_CONNECT] = 28, [NET_CONNECT_REPLY] = 12, [NET_ACK] = 8, [NET_NACK] = 4,
+    [NET_CONNECT] = 36, [NET_CONNECT_REPLY] = 20, [NET_ACK] = 8, [NET_NACK] = 4, [NET_PULL] = 28,
 };
 
 int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
@@ -33,6 +33,13 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
     if (h->flags & ~NET_F_KNOWN) return NET_BAD_FLAGS;
     return NET_OK;
   }
+  if (h->type == NET_PULL_REPLY) {
+    if (h->len <= NET_PULL_REPLY_HDR) return NET_BAD_LENGTH;
+    if (h->flags) return NET_BAD_FLAGS;
+    out->u.reply_data.rreq = net_get64(b);
+    out->u.reply_data.index = net_get32(b + 8);
+    return NET_OK;
+  }
   if (h->len != body_len[h->type]) return NET_BAD_LENGTH;
   if (h->flags) return NET_BAD_FLAGS;
   switch (h->type) {
@@ -42,14 +49,25 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
       out->u.connect.key = net_get32(b + 16);
       out->u.connect.conn_seq = net_get32(b + 20);
       out->u.connect.start_seq = net_get32(b + 24);
+      out->u.connect.bulk_ip = net_get32(b + 28);
+      out->u.connect.bulk_port = net_get16(b + 32);
       break;
     case NET_CONNECT_REPLY:
       out->u.reply.status = net_get32(b);
       out->u.reply.conn_seq = net_get32(b + 4);
       out->u.reply.start_seq = net_get32(b + 8);
+      out->u.reply.bulk_ip = net_get32(b + 12);
+      out->u.reply.bulk_port = net_get16(b + 16);
       break;
     case NET_ACK:
       out->u.ack.sack = net_get64(b);
+      break;
+    case NET_PULL:
+      out->u.pull.sreq = net_get64(b);
+      out->u.pull.rreq = net_get64(b + 8);
+      out->u.pull.frame = net_get32(b + 16);
+      out->u.pull.first = net_get32(b + 20);
+      out->u.pull.count = net_get32(b + 24);
       break;
     default: /* NET_NACK */
       out->u.nack.reason = net_get32(b);
@@ -75,13 +93,16 @@ void net_put_hdr(uint8_t *buf, const struct net_hdr *h) {
 void net_patch_ack(uint8_t *buf, uint32_t ack) { net_set32(buf + 20, ack); }
 
 size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t key, uint32_t conn_seq,
-                       uint32_t start_seq) {
+                       uint32_t start_seq, uint32_t bulk_ip, uint16_t bulk_port) {
   net_set64(buf, nic);
   net_set64(buf + 8, dst_nic);
   net_set32(buf + 16, key);
   net_set32(buf + 20, conn_seq);
   net_set32(buf + 24, start_seq);
-  return 28;
+  net_set32(buf + 28, bulk_ip);
+  net_set16(buf + 32, bulk_port);
+  net_set16(buf + 34, 0);
+  return 36;
 }
 
 /* The record header, 40 bytes, as struct proto_hdr orders its fields. */
@@ -109,11 +130,15 @@ int net_get_record(const uint8_t *buf, size_t n, struct proto_hdr *h) {
   return h->len == n - NET_RECORD_HDR ? 0 : -1;
 }
 
-size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq) {
+size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq, uint32_t bulk_ip,
+                     uint16_t bulk_port) {
   net_set32(buf, status);
   net_set32(buf + 4, conn_seq);
   net_set32(buf + 8, start_seq);
-  return 12;
+  net_set32(buf + 12, bulk_ip);
+  net_set16(buf + 16, bulk_port);
+  net_set16(buf + 18, 0);
+  return 20;
 }
 
 size_t net_put_ack(uint8_t *buf, uint64_t sack) {
@@ -126,12 +151,27 @@ size_t net_put_nack(uint8_t *buf, uint32_t reason) {
   return 4;
 }
 
+size_t net_put_pull(uint8_t *buf, uint64_t sreq, uint64_t rreq, uint32_t frame, uint32_t first, uint32_t count) {
+  net_set64(buf, sreq);
+  net_set64(buf + 8, rreq);
+  net_set32(buf + 16, frame);
+  net_set32(buf + 20, first);
+  net_set32(buf + 24, count);
+  return 28;
+}
+
+size_t net_put_pull_reply(uint8_t *buf, uint64_t rreq, uint32_t index) {
+  net_set64(buf, rreq);
+  net_set32(buf + 8, index);
+  return NET_PULL_REPLY_HDR;
+}
+
 const char *net_bad_str(int why) {
   static const char *const s[] = {"ok", "short", "bad magic", "bad version", "bad type", "bad length", "bad flags"};
   return why >= 0 && why < (int)(sizeof s / sizeof s[0]) ? s[why] : "?";
 }
 
 const char *net_type_str(unsigned type) {
-  static const char *const s[] = {"?", "CONNECT", "CONNECT_REPLY", "DATA", "ACK", "NACK"};
+  static const char *const s[] = {"?", "CONNECT", "CONNECT_REPLY", "DATA", "ACK", "NACK", "PULL", "PULL_REPLY"};
   return type < NET_TYPE_MAX ? s[type] : "?";
 }

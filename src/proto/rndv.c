@@ -90,7 +90,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
    * lie inside what it announced. */
   r->xfer.xsrc = NULL;
   int bad = total != msg_len;
-  if (flags & PROTO_F_XMEM) {
+  if ((flags & PROTO_F_XMEM) && !proto_peer(p)->tp->remote) {
     struct region_ref ref = region_from_wire(segs + nseg);
     const struct region_map *m = region_map_peer(&t->bulk->xmem, t->bulk->pidfd, t->eid, &ref);
     if (!m && fmx_cfg.xmem) PROTO_CNT(pe, XMEM_UNMAPPED);
@@ -100,7 +100,11 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
   int offload = 0, adapt = 0;
   /* Alone on the endpoint: its time is the engine's (adapt.c). */
   int alone = list_empty(&pe->bulk);
-  if (proto_peer(p)->tp->same_space) { /* ourselves: the sender's addresses are ours, one plain copy */
+  const struct fmx_transport_ops *tp = proto_peer(p)->tp;
+  if (tp->remote) { /* another host: its transport pulls the bytes (bulk/pull.c) */
+    r->xfer.conn = tp->conn ? tp->conn(p) : NULL;
+    r->xfer.engine = &bulk_pull;
+  } else if (tp->same_space) { /* ourselves: the sender's addresses are ours, one plain copy */
     r->xfer.xsrc = &region_identity;
     r->xfer.engine = &bulk_cma;
   } else {
@@ -149,14 +153,26 @@ void rndv_on_cts(struct fmx_endpoint *ep, struct partner *p, const struct proto_
     return;
   }
   const struct fmx_transport_ops *tp = proto_peer(p)->tp;
+  const struct fmx_bulk_engine *e = bulk_for_wire(PROTO_CTS_ENGINE(h->flags));
+  if ((e == &bulk_pull) != (tp->remote != 0)) { /* pulls cross hosts, and nothing else does */
+    PROTO_CNT(pe, BAD_PACKET);
+    return;
+  }
   xfer_init(ep, s, p);
-  s->xfer.engine = bulk_for_wire(PROTO_CTS_ENGINE(h->flags));
+  s->xfer.engine = e;
   s->xfer.conn = tp->conn ? tp->conn(p) : NULL; /* where a sender-side engine works */
   s->xfer.send = 1;
   s->xfer.tag = (uint32_t)h->match;
   s->xfer.peer_id = h->rreq;
   s->xfer.want = h->msg_len;
   s->moved_ns = sys_now_ns();
+  if (e->send_start) {
+    int rc = e->send_start(&s->xfer);
+    if (rc < 0) {
+      proto_up->complete(ep, s, fmx_code(rc));
+      return;
+    }
+  }
   list_add_tail(&pe->bulk, &s->bnode);
   proto_up->send_cts(ep, s); /* a channel may push for a sender that computes */
 }

@@ -37,9 +37,8 @@ static uint64_t frag_size(struct partner *p, const struct proto_peer *pp) {
  * The most an eager message may carry to p; frag: frag_size(p), which the
  * caller has (one call through the transport's table per send). */
 static uint64_t eager_max(const struct proto_ep *pe, struct partner *p, const struct proto_peer *pp, uint64_t frag) {
-  /* Another host: no engine reaches its memory; every message goes in
-   * fragments until the pull protocol exists (docs/protocol.md). */
-  if (pp->tp->remote) return PROTO_EAGER_MAX;
+  /* Another host: its transport says where pulling pays (docs/protocol.md). */
+  if (pp->tp->eager_max) return pp->tp->eager_max(p);
   const struct bulk_peer *b = transport_peer(p)->bulk;
   uint64_t t = fmx_cfg.rndv_threshold ? fmx_cfg.rndv_threshold - 1 : 0;
   if (b->same_process && !b->is_self) {
@@ -96,8 +95,11 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
     if (r && o->hdr.type == PROTO_EAGER) {
       n = iov_of(r->segs, r->nseg, iov);
     } else if (r && record_rts_shaped(o->hdr.type)) {
-      for (uint32_t i = 0; i < r->nseg; i++)
-        segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
+      if (pp->tp->remote)
+        segs[0] = (struct proto_seg){0, r->len};
+      else
+        for (uint32_t i = 0; i < r->nseg; i++)
+          segs[i] = (struct proto_seg){(uint64_t)(uintptr_t)r->segs[i].ptr, r->segs[i].len};
       if (o->hdr.flags & PROTO_F_XMEM) region_to_wire(&r->xref, segs + r->nseg);
       iov[0] = (struct iovec){segs, o->hdr.len};
       n = 1;
@@ -238,10 +240,6 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   o->off = 0;
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
-  if ((r->flags & MSG_F_SYNC) && pp->tp->remote) { /* needs the rendezvous the net transport lacks yet */
-    proto_up->complete(ep, r, FMX_NOT_IMPLEMENTED);
-    return;
-  }
   list_add_tail(&pp->msgs, &r->pnode);
   uint64_t frag = frag_size(p, pp);
   int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag);
@@ -251,7 +249,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
    * class copies it twice (one copy won from 32 KiB, even at 16 KiB:
    * docs/tuning.md, FMX_XMEM). xref.len stays 0 when nothing is found. */
   r->xref.len = 0;
-  if (fmx_cfg.xmem && !b->is_self && (!eager || (b->cma_ok && r->len > frag)) &&
+  if (fmx_cfg.xmem && !b->is_self && !pp->tp->remote && (!eager || (b->cma_ok && r->len > frag)) &&
       region_find(r->segs, r->nseg, &r->xref))
     eager = 0;
   if (eager) {
@@ -261,8 +259,10 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
     r->flags |= MSG_F_RNDV;
     o->hdr.type = PROTO_RTS;
     o->hdr.flags = (r->flags & MSG_F_SYNC) ? PROTO_F_SYNC : 0;
-    o->hdr.nseg = (uint16_t)r->nseg;
-    o->hdr.len = (uint32_t)(r->nseg * sizeof(struct proto_seg));
+    /* Another host cannot use our addresses: it pulls the bytes by offset
+     * (bulk/pull.c), and the RTS names one segment of the message's length. */
+    o->hdr.nseg = pp->tp->remote ? 1 : (uint16_t)r->nseg;
+    o->hdr.len = (uint32_t)(o->hdr.nseg * sizeof(struct proto_seg));
     if (r->xref.len) {
       o->hdr.flags |= PROTO_F_XMEM;
       o->hdr.len += 2 * sizeof(struct proto_seg);

@@ -33,6 +33,7 @@ struct transport_ep {
 };
 /* Count an event of ep (base/counters.h), its lock held. */
 #define TRANSPORT_CNT(ep, name) (transport_ep(ep)->bulk->counters[CNT_##name]++)
+#define TRANSPORT_ADD(ep, name, n) (transport_ep(ep)->bulk->counters[CNT_##name] += (n))
 
 /* What a transport reads and fills of a partner: who it is (the
  * transport's handshake fills nic, eid, session and bulk's first part:
@@ -125,6 +126,9 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *            no room now, -ENOMEM (retry later either way)
  *   max_payload  the largest payload one record may carry to the partner:
  *            at least TRANSPORT_MIN_PAYLOAD (a tiny message always fits)
+ *   eager_max    the longest message worth sending eagerly to the partner,
+ *            where the transport's rendezvous has costs of its own (net:
+ *            the pull protocol); NULL: the protocol's thresholds
  *   poll     deliver every record waiting from the partner, in order, with
  *            the deliver callback it is given (NULL: progress does it)
  *   progress the endpoint's share of a progress pass (lock held): take
@@ -169,6 +173,7 @@ struct fmx_transport_ops {
   int (*push)(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
               int iovcnt);
   size_t (*max_payload)(struct partner *p);
+  uint64_t (*eager_max)(struct partner *p);
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
   void (*progress)(struct fmx_endpoint *ep, transport_deliver_fn deliver);
   int (*wait_fd)(struct fmx_endpoint *ep, uint64_t *max_ns);

@@ -270,13 +270,13 @@ static void test_wire(void) {
   uint8_t b[NET_HDR_LEN + 64];
   struct net_pkt p;
   struct net_hdr h = {.type = NET_CONNECT, .dst_ep = 3, .src_ep = 65535, .dst_session = 0xdeadbeef,
-                      .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 28};
+                      .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 36};
   net_put_hdr(b, &h);
-  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x0000020000000001ull, 0x1234, 9, 77);
+  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x0000020000000001ull, 0x1234, 9, 77, 0x0a630001, 18009);
   CHECK_EQ(b[0], 0x46);
   CHECK_EQ(b[1], 0x58);
   CHECK_EQ(b[16], 0x01); /* seq, big-endian */
-  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_OK);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 36, &p), NET_OK);
   CHECK_EQ(p.h.type, NET_CONNECT);
   CHECK_EQ(p.h.dst_ep, 3);
   CHECK_EQ(p.h.src_ep, 65535);
@@ -288,20 +288,24 @@ static void test_wire(void) {
   CHECK_EQ(p.u.connect.key, 0x1234);
   CHECK_EQ(p.u.connect.conn_seq, 9);
   CHECK_EQ(p.u.connect.start_seq, 77);
+  CHECK_EQ(p.u.connect.bulk_ip, 0x0a630001);
+  CHECK_EQ(p.u.connect.bulk_port, 18009);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 40, &p), NET_OK); /* padding after the body is ignored */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 27, &p), NET_BAD_LENGTH);
   CHECK_EQ(net_parse(b, NET_HDR_LEN - 1, &p), NET_BAD_SHORT);
   CHECK_EQ(net_parse(NULL, 100, &p), NET_BAD_SHORT);
   net_patch_ack(b, 5);
-  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_OK);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 36, &p), NET_OK);
   CHECK_EQ(p.h.ack, 5);
 
-  h = (struct net_hdr){.type = NET_CONNECT_REPLY, .len = 12};
+  h = (struct net_hdr){.type = NET_CONNECT_REPLY, .len = 20};
   net_put_hdr(b, &h);
-  net_put_reply(b + NET_HDR_LEN, 11, 9, 1234);
-  CHECK_EQ(net_parse(b, NET_HDR_LEN + 12, &p), NET_OK);
+  net_put_reply(b + NET_HDR_LEN, 11, 9, 1234, 0x0a630002, 18010);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 20, &p), NET_OK);
   CHECK_EQ(p.u.reply.status, 11);
   CHECK_EQ(p.u.reply.start_seq, 1234);
+  CHECK_EQ(p.u.reply.bulk_ip, 0x0a630002);
+  CHECK_EQ(p.u.reply.bulk_port, 18010);
   h = (struct net_hdr){.type = NET_ACK, .len = 8};
   net_put_hdr(b, &h);
   net_put_ack(b + NET_HDR_LEN, 0x8000000000000001ull);
@@ -312,6 +316,35 @@ static void test_wire(void) {
   net_put_nack(b + NET_HDR_LEN, NET_NACK_BAD_KEY);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 4, &p), NET_OK);
   CHECK_EQ(p.u.nack.reason, NET_NACK_BAD_KEY);
+  h = (struct net_hdr){.type = NET_PULL, .len = 28};
+  net_put_hdr(b, &h);
+  net_put_pull(b + NET_HDR_LEN, 0x0102030405060708ull, 0x1112131415161718ull, 1432, 70000, 44);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_OK);
+  CHECK_EQ(p.u.pull.sreq, (long long)0x0102030405060708ull);
+  CHECK_EQ(p.u.pull.rreq, (long long)0x1112131415161718ull);
+  CHECK_EQ(p.u.pull.frame, 1432);
+  CHECK_EQ(p.u.pull.first, 70000);
+  CHECK_EQ(p.u.pull.count, 44);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 27, &p), NET_BAD_LENGTH);
+  h.len = 29; /* a PULL is 28 bytes */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 29, &p), NET_BAD_LENGTH);
+  h = (struct net_hdr){.type = NET_PULL_REPLY, .len = NET_PULL_REPLY_HDR + 3};
+  net_put_hdr(b, &h);
+  net_put_pull_reply(b + NET_HDR_LEN, 0x2122232425262728ull, 7);
+  memcpy(b + NET_HDR_LEN + NET_PULL_REPLY_HDR, "abc", 3);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 3, &p), NET_OK);
+  CHECK_EQ(p.u.reply_data.rreq, (long long)0x2122232425262728ull);
+  CHECK_EQ(p.u.reply_data.index, 7);
+  CHECK(memcmp(p.body + NET_PULL_REPLY_HDR, "abc", 3) == 0);
+  h.len = NET_PULL_REPLY_HDR; /* no bytes: refused */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR, &p), NET_BAD_LENGTH);
+  h.len = NET_PULL_REPLY_HDR + 1;
+  h.flags = NET_F_FIRST; /* no flags */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 1, &p), NET_BAD_FLAGS);
+  CHECK(strcmp(net_type_str(NET_PULL_REPLY), "PULL_REPLY") == 0);
   h.len = 5; /* a NACK is 4 bytes */
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 5, &p), NET_BAD_LENGTH);

@@ -249,6 +249,9 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
   if (fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &f->rndv, sizeof f->rndv) !=
       FMX_SUCCESS)
     f->rndv = 0;
+  int remote = perf_opt.server || perf_opt.client;
+  if (remote)
+    f->rndv = 0; /* across hosts the net transport's FMX_NET_PULL_THRESHOLD applies: the counters say */
 
   if (rank == 0 && perf_opt.engine) {
     char status[128] = "";
@@ -270,7 +273,8 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
                     perf_opt.cores[i]);
   }
   snprintf(c->desc, sizeof c->desc, "%s; rendezvous from %s; FMX_BULK=%s%s", cores,
-           human_size(f->rndv, hs, sizeof hs), perf_opt.engine ? perf_opt.engine : "(auto)",
+           remote ? "FMX_NET_PULL_THRESHOLD (across hosts)" : human_size(f->rndv, hs, sizeof hs),
+           perf_opt.engine ? perf_opt.engine : "(auto)",
            perf_opt.mem_lib ? "; buffers from fmx_mem_alloc" : "");
   if (perf_opt.mem_lib) {
     c->alloc = mem_alloc;

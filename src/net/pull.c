@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pull protocol: how the bytes of a rendezvous cross hosts
+ * (docs/protocol.md, "Large messages"). The engine `pull` (bulk/pull.c)
+ * drives it through what each partner lends (struct bulk_conn, its pull
+ * ops below).
+ *
+ * The receiver cuts the message into frames (the bytes one packet carries)
+ * and the frames into blocks (what one request asks for: at most 64 frames
+ * and 64 KiB of packets, so one UDP GSO send carries a block). It asks for
+ * several blocks at once (PULL), as many as half its socket's receive
+ * buffer holds, and asks for the next one as each completes. The sender
+ * answers each PULL from its buffer (PULL_REPLY, one per frame), and keeps
+ * no state but the transfer it serves. Frames are written straight into
+ * the receive buffer at their offset; a bitmap per block says which came.
+ *
+ * Nothing of this is sequenced: a lost PULL or reply is found by the
+ * receiver, who asks for the missing frames again
+ *  - at once, when frames of a block it asked later arrive while an
+ *    earlier one still misses some (the sender answers in order: those are
+ *    lost), and
+ *  - after FMX_NET_RTO_US without any frame (backing off to
+ *    FMX_NET_RTO_MAX_US): the tail of a message, or a sender that is busy.
+ * A sender silent for FMX_NET_TIMEOUT_MS while we pull fails the partner.
+ * Duplicates (a frame asked twice, a duplicated packet) find their bit
+ * clear and are dropped. The receiver's FIN (a record) completes the
+ * sender.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "bulk/engine.h"
+#include "net/net_int.h"
+#include "platform/sys.h"
+
+struct pull_block {
+  uint64_t missing; /* bit i: frame i of the block has not come */
+  uint32_t asked;   /* the request stamp it was last asked with; 0: never */
+};
+
+/* A transfer we pull (receiver). */
+struct net_pull {
+  struct list_node node;
+  struct bulk_xfer *x;
+  uint32_t frame;            /* bytes per frame */
+  uint32_t nframes, bframes; /* frames, frames per block */
+  uint32_t nblocks;
+  uint32_t next;             /* the first block never asked */
+  uint32_t low;              /* every block before it is complete */
+  uint32_t open;             /* blocks asked and not complete */
+  uint32_t stamp;            /* requests sent */
+  uint32_t window;           /* blocks asked at once at most */
+  int started;
+  uint64_t heard_ns;         /* when a frame last came (or the pull began) */
+  uint64_t wait_ns;          /* the current re-ask wait, backed off */
+  uint64_t asked_ns;         /* when we last asked for anything */
+  struct pull_block *blk;
+};
+
+/* A transfer we send (its receiver pulls it). */
+struct net_export {
+  struct list_node node;
+  struct bulk_xfer *x;
+  uint64_t heard_ns; /* when its receiver last pulled (or the CTS came) */
+};
+
+/* ---- the receiver ------------------------------------------------------- */
+
+/* The largest answer to a pull between us and np: UDP's when both have a
+ * bulk socket (the answers go there), else our wire's. */
+static uint32_t reply_max(const struct net_peer *np) {
+  struct net_ep *ne = net_ep(np->ep);
+  return ne->bulk_own && np->baddr.port ? net_sock_packet_max(&ne->bsock) : np->pkt_max;
+}
+
+static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }
+
+static uint64_t block_mask(const struct net_pull *pl, uint32_t b) {
+  uint32_t first = b * pl->bframes;
+  uint32_t n = pl->nframes - first < pl->bframes ? pl->nframes - first : pl->bframes;
+  return n == 64 ? ~0ull : (1ull << n) - 1;
+}
+
+static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, uint32_t count) {
+  struct fmx_endpoint *ep = np->ep;
+  struct net_ep *ne = net_ep(ep);
+  struct net_hdr h;
+  net_hdr_to(ep, np->self, &h, NET_PULL);
+  h.ack = net_rel_ack_value(&np->rel);
+  h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
+  net_put_hdr(ne->pkt, &h);
+  net_xmit(ep, &np->addr, transport_peer(np->self)->eid, ne->pkt, NET_HDR_LEN + h.len);
+}
+
+/* Ask for what block b still misses, one PULL per run of missing frames. */
+static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int again) {
+  uint64_t m = pl->blk[b].missing;
+  pl->blk[b].asked = ++pl->stamp;
+  for (uint32_t i = 0; i < pl->bframes && m >> i;) {
+    if (!(m >> i & 1)) {
+      i++;
+      continue;
+    }
+    uint32_t j = i;
+    while (j < pl->bframes && (m >> j & 1)) j++;
+    send_pull(np, pl, b * pl->bframes + i, j - i);
+    if (again) TRANSPORT_ADD(np->ep, NET_PULL_REASKED, j - i);
+    i = j;
+  }
+}
+
+/* Ask for new blocks while the window has room. */
+static void ask_more(struct net_peer *np, struct net_pull *pl, uint64_t now) {
+  while (pl->open < pl->window && pl->next < pl->nblocks) {
+    uint32_t b = pl->next++;
+    pl->blk[b].missing = block_mask(pl, b);
+    ask_block(np, pl, b, 0);
+    pl->open++;
+    pl->asked_ns = now;
+  }
+}
+
+/* Frames of a block asked with `stamp` came: whatever an earlier request
+ * asked for and still misses was lost (the sender answers in order). */
+static void ask_lost(struct net_peer *np, struct net_pull *pl, uint32_t stamp, uint64_t now) {
+  if (pl->low >= pl->next || pl->blk[pl->low].asked >= stamp) return; /* the common case: nothing older open */
+  for (uint32_t b = pl->low; b < pl->next; b++)
+    if (pl->blk[b].missing && pl->blk[b].asked < stamp) {
+      ask_block(np, pl, b, 1);
+      pl->asked_ns = now;
+    }
+}
+
+/* Copy n bytes to offset off of the transfer's local segments. */
+static void place(struct bulk_xfer *x, uint64_t off, const uint8_t *src, size_t n) {
+  struct iovec iov[8];
+  while (n) {
+    int k = bulk_iov_local(x->segs, x->nseg, off, n, iov, 8);
+    if (k <= 0) return;
+    for (int i = 0; i < k; i++) {
+      memcpy(iov[i].iov_base, src, iov[i].iov_len);
+      src += iov[i].iov_len;
+      off += iov[i].iov_len;
+      n -= iov[i].iov_len;
+    }
+  }
+}
+
+static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
+  struct list_node *pos;
+  list_for_each(pos, &np->pulls) {
+    struct net_pull *pl = list_entry(pos, struct net_pull, node);
+    if (pl->x->id == id) return pl;
+  }
+  return NULL;
+}
+
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk) {
+  struct net_peer *np = transport_state(p);
+  struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
+  uint32_t i = pk->u.reply_data.index;
+  if (!pl || !pl->started || i >= pl->nframes) {
+    TRANSPORT_CNT(ep, NET_DROPPED); /* a late answer to a pull that ended, or a forged one */
+    return;
+  }
+  uint32_t b = i / pl->bframes;
+  uint64_t bit = 1ull << (i % pl->bframes);
+  if (b >= pl->next || !(pl->blk[b].missing & bit)) {
+    TRANSPORT_CNT(ep, NET_DUPLICATES);
+    return;
+  }
+  uint64_t off = (uint64_t)i * pl->frame;
+  size_t n = pk->h.len - NET_PULL_REPLY_HDR;
+  if (n != (pl->x->want - off < pl->frame ? pl->x->want - off : pl->frame)) {
+    TRANSPORT_CNT(ep, NET_DROPPED);
+    return;
+  }
+  place(pl->x, off, pk->body + NET_PULL_REPLY_HDR, n);
+  pl->x->done += n;
+  TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
+  uint64_t now = sys_now_ns();
+  pl->heard_ns = now;
+  pl->wait_ns = fmx_cfg.net_rto_us * 1000ull;
+  if (!(pl->blk[b].missing &= ~bit)) {
+    pl->open--;
+    while (pl->low < pl->next && !pl->blk[pl->low].missing) pl->low++;
+    ask_more(np, pl, now);
+  }
+  ask_lost(np, pl, pl->blk[b].asked, now);
+}
+
+static int pull_recv_start(void *arg, struct bulk_xfer *x) {
+  struct net_peer *np = arg;
+  if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
+  struct net_pull *pl = calloc(1, sizeof *pl);
+  if (!pl) return -ENOMEM;
+  pl->x = x;
+  pl->frame = frame_bytes(np);
+  pl->nframes = (uint32_t)((x->want + pl->frame - 1) / pl->frame);
+  uint32_t per = reply_max(np);
+  pl->bframes = NET_PULL_BLOCK_BYTES / per;
+  if (pl->bframes > 64) pl->bframes = 64;
+  if (pl->bframes < 1) pl->bframes = 1;
+  pl->nblocks = (pl->nframes + pl->bframes - 1) / pl->bframes;
+  uint64_t window = net_ep(np->ep)->pull_window / ((uint64_t)pl->bframes * per);
+  pl->window = window < 1 ? 1 : window > pl->nblocks ? pl->nblocks : (uint32_t)window;
+  pl->blk = calloc(pl->nblocks, sizeof *pl->blk);
+  if ((uint64_t)pl->nframes * pl->frame < x->want || !pl->blk) { /* beyond 2^32 frames, or no memory */
+    free(pl->blk);
+    free(pl);
+    return -ENOMEM;
+  }
+  list_add_tail(&np->pulls, &pl->node);
+  net_ep(np->ep)->pulling++;
+  return 0;
+}
+
+static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
+  struct net_peer *np = arg;
+  struct net_pull *pl = pull_of(np, x->id);
+  if (!pl) return -ESRCH; /* the partner failed: its pulls went */
+  if (!pl->started) {
+    /* After recv_start the CTS went: now the sender knows the transfer. */
+    uint64_t now = sys_now_ns();
+    pl->started = 1;
+    pl->heard_ns = now;
+    pl->wait_ns = fmx_cfg.net_rto_us * 1000ull;
+    ask_more(np, pl, now);
+    net_arm_timers(np->ep, now);
+  }
+  return x->done == x->want ? BULK_DONE : BULK_MORE;
+}
+
+/* The partner said nothing of a pull for FMX_NET_TIMEOUT_MS: gone. */
+static int silent(struct fmx_endpoint *ep, struct partner *p, uint64_t since, uint64_t now, const char *what) {
+  if (now - since < fmx_cfg.net_timeout_ms * 1000000ull) return 0;
+  TRANSPORT_CNT(ep, NET_TIMEOUTS);
+  log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx %s for %llu ms: gone", transport_ep(ep)->eid,
+           transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic, what,
+           (unsigned long long)fmx_cfg.net_timeout_ms);
+  transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  return 1;
+}
+
+/* The pulls' timers: ask again what is missing after a silence; a sender
+ * that sends nothing we pull, or a receiver that pulls nothing of what it
+ * matched, for FMX_NET_TIMEOUT_MS is gone. 1 while pulls are pending
+ * (either way), 0 when none, -1 when the partner failed. */
+int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
+  struct net_peer *np = transport_state(p);
+  struct list_node *pos;
+  list_for_each(pos, &np->exports) {
+    if (silent(ep, p, list_entry(pos, struct net_export, node)->heard_ns, now, "pulled nothing it matched"))
+      return -1;
+  }
+  list_for_each(pos, &np->pulls) {
+    struct net_pull *pl = list_entry(pos, struct net_pull, node);
+    if (!pl->started) continue;
+    if (silent(ep, p, pl->heard_ns, now, "sent nothing we pulled")) return -1;
+    uint64_t last = pl->heard_ns > pl->asked_ns ? pl->heard_ns : pl->asked_ns;
+    if (now - last < pl->wait_ns) continue;
+    for (uint32_t b = pl->low; b < pl->next; b++)
+      if (pl->blk[b].missing) ask_block(np, pl, b, 1);
+    pl->asked_ns = now;
+    uint64_t most = fmx_cfg.net_rto_max_us * 1000ull;
+    pl->wait_ns = pl->wait_ns * 2 < most ? pl->wait_ns * 2 : most;
+  }
+  return !list_empty(&np->pulls) || !list_empty(&np->exports);
+}
+
+/* ---- the sender --------------------------------------------------------- */
+
+static struct net_export *export_of(struct net_peer *np, uint64_t id) {
+  struct list_node *pos;
+  list_for_each(pos, &np->exports) {
+    struct net_export *e = list_entry(pos, struct net_export, node);
+    if (e->x->id == id) return e;
+  }
+  return NULL;
+}
+
+static int pull_send_start(void *arg, struct bulk_xfer *x) {
+  struct net_peer *np = arg;
+  if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
+  if (export_of(np, x->id)) return -EPROTO; /* a second CTS for it */
+  struct net_export *e = calloc(1, sizeof *e);
+  if (!e) return -ENOMEM;
+  e->x = x;
+  e->heard_ns = sys_now_ns();
+  list_add_tail(&np->exports, &e->node);
+  net_arm_timers(np->ep, e->heard_ns);
+  return 0;
+}
+
+/* Answer a PULL: frames first..first+count-1 of the transfer, each in its
+ * packet; one GSO send for all of them where the wire has it. */
+void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  struct net_export *e = export_of(np, pk->u.pull.sreq);
+  uint32_t frame = pk->u.pull.frame, first = pk->u.pull.first, count = pk->u.pull.count;
+  if (!e || frame == 0 || frame > frame_bytes(np) || count == 0 || count > NET_PULL_FRAMES_MAX ||
+      (uint64_t)first * frame >= e->x->want) {
+    TRANSPORT_CNT(ep, NET_DROPPED); /* ended already, not ours, or malformed */
+    return;
+  }
+  struct bulk_xfer *x = e->x;
+  e->heard_ns = sys_now_ns();
+  /* Its bulk socket when both of us have one, else our wire. */
+  struct net_sock *sock = ne->bulk_own && np->baddr.port ? &ne->bsock : &ne->sock;
+  const struct net_addr *to = sock == &ne->bsock ? &np->baddr : &np->addr;
+  struct iovec iov[NET_PULL_IOV];
+  int n = 0;
+  uint32_t sent = 0;
+  size_t seg = NET_HDR_LEN + NET_PULL_REPLY_HDR + frame;
+  struct net_hdr h;
+  net_hdr_to(ep, p, &h, NET_PULL_REPLY);
+  h.ack = net_rel_ack_value(&np->rel);
+  for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++) {
+    uint64_t off = (uint64_t)i * frame;
+    size_t len = x->want - off < frame ? (size_t)(x->want - off) : frame;
+    uint8_t *hb = ne->hdrs + (size_t)(i - first) * (NET_HDR_LEN + NET_PULL_REPLY_HDR);
+    h.len = (uint16_t)(NET_PULL_REPLY_HDR + len);
+    net_put_hdr(hb, &h);
+    net_put_pull_reply(hb + NET_HDR_LEN, x->peer_id, i);
+    if (n + 1 + 8 > NET_PULL_IOV) break; /* no room for this frame's pieces: the rest is asked again */
+    iov[n++] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
+    int k = bulk_iov_local(x->segs, x->nseg, off, len, iov + n, 8);
+    size_t got = 0;
+    for (int j = 0; j < k; j++) got += iov[n + j].iov_len;
+    if (got != len) break; /* the send's segments are shorter than it said */
+    if (!sock->wire->send_segs || !sock->gso) {
+      /* One packet at a time. */
+      if (sock->wire->send(sock, to, transport_peer(p)->eid, iov + n - 1, k + 1) == 0)
+        TRANSPORT_CNT(ep, NET_SENT);
+      n = 0;
+    } else {
+      n += k;
+    }
+    sent++;
+  }
+  if (n && sock->wire->send_segs(sock, to, transport_peer(p)->eid, iov, n, (uint16_t)seg) == 0)
+    TRANSPORT_ADD(ep, NET_SENT, sent);
+  TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
+}
+
+/* ---- both --------------------------------------------------------------- */
+
+static void pull_free(struct net_peer *np, struct net_pull *pl) {
+  list_del(&pl->node);
+  net_ep(np->ep)->pulling--;
+  free(pl->blk);
+  free(pl);
+}
+
+static void pull_end(void *arg, struct bulk_xfer *x) {
+  struct net_peer *np = arg;
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &np->pulls) {
+    struct net_pull *pl = list_entry(pos, struct net_pull, node);
+    if (pl->x == x) pull_free(np, pl);
+  }
+  list_for_each_safe(pos, tmp, &np->exports) {
+    struct net_export *e = list_entry(pos, struct net_export, node);
+    if (e->x != x) continue;
+    list_del(&e->node);
+    free(e);
+  }
+}
+
+static const struct bulk_pull_ops pull_ops = {
+    .recv_start = pull_recv_start,
+    .recv_progress = pull_recv_progress,
+    .send_start = pull_send_start,
+    .end = pull_end,
+};
+
+void net_pull_init(struct fmx_endpoint *ep, struct partner *p) {
+  struct net_peer *np = transport_state(p);
+  np->ep = ep;
+  np->self = p;
+  list_init(&np->pulls);
+  list_init(&np->exports);
+  np->lend.pull = &pull_ops;
+  np->lend.pull_arg = np;
+  np->lend.pipe_tx = np->lend.pipe_rx = -1;
+}
+
+void net_pull_fini(struct partner *p) {
+  struct net_peer *np = transport_state(p);
+  if (!np->self) return;
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &np->pulls) {
+    pull_free(np, list_entry(pos, struct net_pull, node));
+  }
+  list_for_each_safe(pos, tmp, &np->exports) {
+    struct net_export *e = list_entry(pos, struct net_export, node);
+    list_del(&e->node);
+    free(e);
+  }
+}
