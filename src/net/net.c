@@ -45,6 +45,9 @@ static struct net_rel_cfg rel_cfg(void) {
       .ack_delay_ns = fmx_cfg.net_ack_delay_us * 1000ull,
       .ack_every = (uint32_t)fmx_cfg.net_ack_every,
   };
+  /* Measured waits no shorter than the timers can tell (two steps). */
+  uint64_t step = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
+  c.rto_min_ns = step * 1000ull;
   if (c.rto_max_ns < c.rto_ns) c.rto_max_ns = c.rto_ns;
   return c;
 }

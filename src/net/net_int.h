@@ -17,7 +17,10 @@
  * GSO send (an IPv4 datagram: 65535 B less the IP and UDP headers). */
 #define NET_PULL_FRAMES_MAX 64
 #define NET_PULL_BLOCK_BYTES (65535 - 20 - 8)
-#define NET_PULL_IOV (NET_PULL_FRAMES_MAX * 10)
+/* A frame's bytes in at most NET_FRAME_IOV pieces of the sender's segments
+ * (more: gathered into one); a GSO send's iovec. */
+#define NET_FRAME_IOV 8
+#define NET_PULL_IOV (NET_PULL_FRAMES_MAX * (1 + NET_FRAME_IOV))
 
 /* What the net transport keeps of an endpoint (ops.ep_size). */
 struct net_ep {
@@ -68,6 +71,7 @@ struct net_peer {
   struct partner *self;
   struct bulk_conn lend;
   struct list_node pulls, exports;
+  uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
 };
 
 extern const struct fmx_transport_ops net_transport;

@@ -39,7 +39,9 @@
 
 struct pull_block {
   uint64_t missing; /* bit i: frame i of the block has not come */
+  uint64_t asked_ns; /* when it was first asked */
   uint32_t asked;   /* the request stamp it was last asked with; 0: never */
+  uint32_t again;   /* asked more than once: its time says nothing of the line */
 };
 
 /* A transfer we pull (receiver). */
@@ -56,7 +58,7 @@ struct net_pull {
   uint32_t window;           /* blocks asked at once at most */
   int started;
   uint64_t heard_ns;         /* when a frame last came (or the pull began) */
-  uint64_t wait_ns;          /* the current re-ask wait, backed off */
+  uint32_t silences;         /* re-asks in a row with nothing heard between them (backoff) */
   uint64_t asked_ns;         /* when we last asked for anything */
   struct pull_block *blk;
 };
@@ -100,6 +102,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
 static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int again) {
   uint64_t m = pl->blk[b].missing;
   pl->blk[b].asked = ++pl->stamp;
+  pl->blk[b].again |= (uint32_t)again;
   for (uint32_t i = 0; i < pl->bframes && m >> i;) {
     if (!(m >> i & 1)) {
       i++;
@@ -118,6 +121,7 @@ static void ask_more(struct net_peer *np, struct net_pull *pl, uint64_t now) {
   while (pl->open < pl->window && pl->next < pl->nblocks) {
     uint32_t b = pl->next++;
     pl->blk[b].missing = block_mask(pl, b);
+    pl->blk[b].asked_ns = now;
     ask_block(np, pl, b, 0);
     pl->open++;
     pl->asked_ns = now;
@@ -135,6 +139,21 @@ static void ask_lost(struct net_peer *np, struct net_pull *pl, uint32_t stamp, u
     }
 }
 
+/* Copy n bytes from offset off of local segments to dst: the bytes copied. */
+static size_t bulk_gather(const fmx_seg_t *segs, uint32_t nseg, uint64_t off, size_t n, uint8_t *dst) {
+  struct iovec iov[8];
+  size_t done = 0;
+  while (done < n) {
+    int k = bulk_iov_local(segs, nseg, off + done, n - done, iov, 8);
+    if (k <= 0) break;
+    for (int i = 0; i < k; i++) {
+      memcpy(dst + done, iov[i].iov_base, iov[i].iov_len);
+      done += iov[i].iov_len;
+    }
+  }
+  return done;
+}
+
 /* Copy n bytes to offset off of the transfer's local segments. */
 static void place(struct bulk_xfer *x, uint64_t off, const uint8_t *src, size_t n) {
   struct iovec iov[8];
@@ -148,6 +167,23 @@ static void place(struct bulk_xfer *x, uint64_t off, const uint8_t *src, size_t 
       n -= iov[i].iov_len;
     }
   }
+}
+
+/* How long after asking a block we wait before asking again: three times
+ * what a block asked once took to come whole (smoothed, Karn's rule), at
+ * least two timer steps (the timers' resolution), at most FMX_NET_RTO_US,
+ * the first guess. */
+static uint64_t pull_wait(const struct net_peer *np) {
+  uint64_t rto = fmx_cfg.net_rto_us * 1000ull, least = 2 * net_ep(np->ep)->timer_step;
+  if (!np->pull_srtt_ns) return rto;
+  uint64_t w = 3 * np->pull_srtt_ns;
+  return w < least ? least : w > rto ? rto : w;
+}
+
+static void block_timed(struct net_peer *np, const struct pull_block *blk, uint64_t now) {
+  if (blk->again) return;
+  uint64_t t = now - blk->asked_ns;
+  np->pull_srtt_ns = np->pull_srtt_ns ? np->pull_srtt_ns - np->pull_srtt_ns / 8 + t / 8 : t;
 }
 
 static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
@@ -184,8 +220,8 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   uint64_t now = sys_now_ns();
   pl->heard_ns = now;
-  pl->wait_ns = fmx_cfg.net_rto_us * 1000ull;
   if (!(pl->blk[b].missing &= ~bit)) {
+    block_timed(np, &pl->blk[b], now);
     pl->open--;
     while (pl->low < pl->next && !pl->blk[pl->low].missing) pl->low++;
     ask_more(np, pl, now);
@@ -228,7 +264,6 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     uint64_t now = sys_now_ns();
     pl->started = 1;
     pl->heard_ns = now;
-    pl->wait_ns = fmx_cfg.net_rto_us * 1000ull;
     ask_more(np, pl, now);
     net_arm_timers(np->ep, now);
   }
@@ -261,13 +296,15 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (!pl->started) continue;
     if (silent(ep, p, pl->heard_ns, now, "sent nothing we pulled")) return -1;
+    /* Backed off while nothing comes: doubled at each silent wait. */
     uint64_t last = pl->heard_ns > pl->asked_ns ? pl->heard_ns : pl->asked_ns;
-    if (now - last < pl->wait_ns) continue;
+    uint64_t wait = pull_wait(np), most = fmx_cfg.net_rto_max_us * 1000ull;
+    for (uint32_t k = 0; k < pl->silences && wait < most; k++) wait *= 2;
+    if (now - last < (wait < most ? wait : most)) continue;
     for (uint32_t b = pl->low; b < pl->next; b++)
       if (pl->blk[b].missing) ask_block(np, pl, b, 1);
+    pl->silences = pl->heard_ns > pl->asked_ns ? 0 : pl->silences + 1;
     pl->asked_ns = now;
-    uint64_t most = fmx_cfg.net_rto_max_us * 1000ull;
-    pl->wait_ns = pl->wait_ns * 2 < most ? pl->wait_ns * 2 : most;
   }
   return !list_empty(&np->pulls) || !list_empty(&np->exports);
 }
@@ -313,10 +350,12 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   /* Its bulk socket when both of us have one, else our wire. */
   struct net_sock *sock = ne->bulk_own && np->baddr.port ? &ne->bsock : &ne->sock;
   const struct net_addr *to = sock == &ne->bsock ? &np->baddr : &np->addr;
+  uint32_t eid = transport_peer(p)->eid;
+  int gso = sock->wire->send_segs && sock->gso;
   struct iovec iov[NET_PULL_IOV];
   int n = 0;
-  uint32_t sent = 0;
-  size_t seg = NET_HDR_LEN + NET_PULL_REPLY_HDR + frame;
+  uint32_t batch = 0, sent = 0;
+  uint16_t seg = (uint16_t)(NET_HDR_LEN + NET_PULL_REPLY_HDR + frame);
   struct net_hdr h;
   net_hdr_to(ep, p, &h, NET_PULL_REPLY);
   h.ack = net_rel_ack_value(&np->rel);
@@ -327,24 +366,37 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     h.len = (uint16_t)(NET_PULL_REPLY_HDR + len);
     net_put_hdr(hb, &h);
     net_put_pull_reply(hb + NET_HDR_LEN, x->peer_id, i);
-    if (n + 1 + 8 > NET_PULL_IOV) break; /* no room for this frame's pieces: the rest is asked again */
-    iov[n++] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
-    int k = bulk_iov_local(x->segs, x->nseg, off, len, iov + n, 8);
+    iov[n] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
+    int k = bulk_iov_local(x->segs, x->nseg, off, len, iov + n + 1, NET_FRAME_IOV);
     size_t got = 0;
-    for (int j = 0; j < k; j++) got += iov[n + j].iov_len;
-    if (got != len) break; /* the send's segments are shorter than it said */
-    if (!sock->wire->send_segs || !sock->gso) {
-      /* One packet at a time. */
-      if (sock->wire->send(sock, to, transport_peer(p)->eid, iov + n - 1, k + 1) == 0)
-        TRANSPORT_CNT(ep, NET_SENT);
+    for (int j = 0; j < k; j++) got += iov[n + 1 + j].iov_len;
+    int bounced = got != len;
+    if (bounced) {
+      /* A segment list finer than a frame's iovec holds: this frame alone,
+       * its bytes gathered (the batch so far goes first, in order). */
+      if (n && sock->wire->send_segs(sock, to, eid, iov, n, seg) == 0) sent += batch;
       n = 0;
-    } else {
-      n += k;
+      batch = 0;
+      iov[0] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
+      iov[1] = (struct iovec){ne->pkt, len};
+      if (bulk_gather(x->segs, x->nseg, off, len, ne->pkt) != len) break; /* shorter than it said */
+      k = 1;
     }
-    sent++;
+    n += 1 + k;
+    batch++;
+    if (!gso || bounced || n + 1 + NET_FRAME_IOV > NET_PULL_IOV) {
+      /* One packet at a time, the bounce buffer in use, or the iovec full:
+       * what we have goes. */
+      int r = gso && batch > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg)
+                               : sock->wire->send(sock, to, eid, iov, n);
+      if (r == 0) sent += batch;
+      n = 0;
+      batch = 0;
+    }
   }
-  if (n && sock->wire->send_segs(sock, to, transport_peer(p)->eid, iov, n, (uint16_t)seg) == 0)
-    TRANSPORT_ADD(ep, NET_SENT, sent);
+  if (n && (batch > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n)) == 0)
+    sent += batch;
+  TRANSPORT_ADD(ep, NET_SENT, sent);
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
 }
 

@@ -21,7 +21,9 @@
 
 struct net_rel_cfg {
   uint32_t window;       /* packets in flight at most (1..NET_REL_WINDOW_MAX) */
-  uint64_t rto_ns;       /* a packet not acked this long is sent again... */
+  uint64_t rto_ns;       /* a packet not acked this long is sent again (the first guess, and the most
+                          * the measured wait may be)... */
+  uint64_t rto_min_ns;   /* the least the wait measured from round trips may be; 0: rto_ns, not measured */
   uint64_t rto_max_ns;   /* ...the wait doubling at each resend up to this */
   uint64_t dead_ns;      /* nothing acked for this long with packets in flight: the partner is gone */
   uint64_t ack_delay_ns; /* a packet received is acked within this... */
@@ -43,6 +45,7 @@ struct net_rel {
   uint32_t next_seq; /* the seq of the next packet queued */
   uint32_t una;      /* the oldest not acked */
   uint64_t rto_ns;   /* the current wait, backed off */
+  uint64_t srtt_ns, rttvar_ns; /* round trips of packets acked at their first send (RFC 6298); 0: none yet */
   uint64_t progress_ns; /* when una last moved, or the first packet went out after an idle time */
   struct net_rel_slot *tx;
   /* receiving */

@@ -59,6 +59,88 @@ class Pair:
                                 stderr=subprocess.PIPE, text=True)
 
 
+class Bridge:
+    """Namespaces n0..n{k-1}, each with a veth to a bridge in a namespace of
+    its own (10.99.8.i+1/24): hosts on one Ethernet segment."""
+
+    def __init__(self, k, mtu=1500):
+        tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
+        self.br = "fxr" + tag
+        self.ns = ["fx%d" % i + tag for i in range(k)]
+        sh("ip", "netns", "add", self.br)
+        sh("ip", "-n", self.br, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.br, "link", "set", "br0", "mtu", str(mtu), "up")
+        self.macs = []
+        for i, ns in enumerate(self.ns):
+            dev, port = "fv%d" % i + tag, "fp%d" % i + tag
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", port)
+            sh("ip", "link", "set", dev, "netns", ns)
+            sh("ip", "link", "set", port, "netns", self.br)
+            sh("ip", "-n", self.br, "link", "set", port, "master", "br0")
+            sh("ip", "-n", self.br, "link", "set", port, "mtu", str(mtu), "up")
+            sh("ip", "-n", ns, "addr", "add", "10.99.8.%d/24" % (i + 1), "brd", "+", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            self.macs.append(Pair.mac(ns, dev))
+
+    def close(self):
+        for ns in self.ns + [self.br]:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def run_ranks(places, argv, env, timeout=120):
+    """fmx_sys ranks, rank i in namespace places[i]; FMX_SYS_NICS gives each
+    rank's board (the MAC of its namespace). Their outputs; all exit 0."""
+    procs = []
+    for r, (ns, mac) in enumerate(places):
+        e = dict(os.environ)
+        e.update(env)
+        e["FMX_SYS_NICS"] = ",".join(m for _, m in places)
+        procs.append(subprocess.Popen(["ip", "netns", "exec", ns, SYS] + argv + ["--rank", str(r), "--nprocs",
+                                                                            str(len(places))],
+                                      env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            outs.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for rc, out, err in outs:
+        assert rc == 0, out + err
+    return [o for _, o, _ in outs]
+
+
+EXCHANGE = ["exchange", "--base", "100", "--msgs", "12", "--max-size", str(4 << 20), "--segs", "1", "--trunc", "1",
+            "--late-recv", "100"]
+
+
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_three_hosts_bridge(wire):
+    """Three namespaces on a bridge, every rank to every other: segment
+    lists on both sides, truncated receives, receives posted late
+    (unexpected), synchronous sends, 0 B to 4 MiB (eager, medium and
+    pulled), every byte checked."""
+    b = Bridge(3)
+    try:
+        outs = run_ranks(list(zip(b.ns, b.macs)), EXCHANGE, {"FMX_NET_WIRE": wire})
+        assert all('"received":24' in o for o in outs), outs
+        assert any('"engine":"pull"' in o for o in outs), outs
+    finally:
+        b.close()
+
+
+def test_mixed_job(pair1500):
+    """Ranks 0 and 1 in one namespace, rank 2 in the other: shm between 0
+    and 1, net to and from 2, in one job; every byte checked."""
+    a, b = (pair1500.a, pair1500.mac_a), (pair1500.b, pair1500.mac_b)
+    outs = run_ranks([a, a, b], EXCHANGE, {})
+    assert all('"received":24' in o for o in outs), outs
+
+
 @pytest.fixture
 def pair1500():
     p = Pair(1500)
@@ -73,8 +155,9 @@ def pair9000():
     p.close()
 
 
-def perf(pair, kernel, sizes, env, iters=None, extra=()):
-    """fmx_perf KERNEL --server in b, --client MAC(b) in a; both outputs."""
+def perf(pair, kernel, sizes, env, iters=None, extra=(), want_err=False):
+    """fmx_perf KERNEL --server in b, --client MAC(b) in a: the client's
+    output (want_err: and both sides' stderr)."""
     common = [kernel, "--sizes", sizes, "--verify", "--timeout", "60"] + list(extra)
     if iters:
         common += ["--iters", str(iters)]
@@ -90,7 +173,7 @@ def perf(pair, kernel, sizes, env, iters=None, extra=()):
                 p.kill()
     assert cli.returncode == 0, err + out
     assert srv.returncode == 0, serr + sout
-    return out
+    return out + err + serr if want_err else out
 
 
 def rows(out):
@@ -100,9 +183,13 @@ def rows(out):
 SIZES = "0,1,8,63,64,1K,1431,1432,1433,4K,64K,1M,4M"
 
 
-@pytest.mark.parametrize("wire", ["raw", "udp"])
+@pytest.mark.parametrize("wire", ["raw", "udp", "raw-frames"])
 def test_pingpong_mtu1500(pair1500, wire):
-    out = perf(pair1500, "pingpong", SIZES + ",16M", {"FMX_NET_WIRE": wire}, iters=3)
+    """raw-frames: the answers to pulls in raw frames too (FMX_NET_BULK=wire)."""
+    env = {"FMX_NET_WIRE": wire.split("-")[0]}
+    if wire == "raw-frames":
+        env["FMX_NET_BULK"] = "wire"
+    out = perf(pair1500, "pingpong", SIZES + ",16M", env, iters=3)
     assert len(rows(out)) == len(SIZES.split(",")) + 1, out
 
 
@@ -128,7 +215,8 @@ def test_loss_and_duplication(pair1500, wire):
     """10% loss on b's ingress, 10% duplication on a's egress (NET-NOTES):
     every byte arrives exactly once (--verify), and the counters... the
     rules' own counters show packets were dropped and duplicated."""
-    match = ["ether", "type", "0x86df"] if wire == "raw" else ["meta", "l4proto", "udp"]
+    # The raw wire's pulls are answered over UDP: both lose and double.
+    match = ["ether", "type", "!=", "arp"] if wire == "raw" else ["meta", "l4proto", "udp"]
     nft(pair1500.b, "add", "table", "netdev", "t")
     nft(pair1500.b, "add", "chain", "netdev", "t", "c",
         "{ type filter hook ingress device %s priority 0; }" % pair1500.vb)
@@ -139,8 +227,10 @@ def test_loss_and_duplication(pair1500, wire):
         "{ type filter hook egress device %s priority 0; }" % pair1500.va)
     nft(pair1500.a, "add", "rule", "netdev", "t", "e", *match, "meta", "mark", "!=", "0x1", "numgen", "random",
         "mod", "100", "<", "10", "meta", "mark", "set", "0x1", "counter", "dup", "to", pair1500.va)
-    out = perf(pair1500, "pingpong", "0,8,1K,4K,64K,1M", {"FMX_NET_WIRE": wire, "FMX_NET_RTO_US": "500"}, iters=10)
-    assert len(rows(out)) == 6, out
+    out = perf(pair1500, "pingpong", "0,8,1K,4K,64K,1M,16M", {"FMX_NET_WIRE": wire, "FMX_NET_RTO_US": "500"},
+               iters=10, extra=["--counters"], want_err=True)
+    assert len(rows(out)) == 7, out
+    assert "pulled frames asked for again" in out, out  # lost answers to pulls were asked again
     dropped = sh("ip", "netns", "exec", pair1500.b, "nft", "list", "ruleset").stdout
     dup = sh("ip", "netns", "exec", pair1500.a, "nft", "list", "ruleset").stdout
     assert "packets 0 " not in dropped and "counter packets" in dropped, dropped

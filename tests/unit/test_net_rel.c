@@ -264,6 +264,45 @@ static void test_edges(void) {
   net_rel_fini(&r);
 }
 
+/* The resend wait measured from round trips: within [rto_min_ns, rto_ns],
+ * never from a packet sent twice (Karn), backed off from there. */
+static void test_measured_rto(void) {
+  struct net_rel r;
+  struct net_rel_cfg c = cfg;
+  c.rto_min_ns = 20000;
+  CHECK_EQ(net_rel_init(&r, &c, 1, 1), 0);
+  uint8_t b[NET_HDR_LEN + 4] = {0};
+  CHECK_EQ(r.rto_ns, c.rto_ns); /* nothing measured: the first guess */
+  uint64_t t = 1000000;
+  for (int i = 0; i < 20; i++) { /* round trips of 10 us */
+    CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
+    t += 10000;
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
+  }
+  CHECK(r.srtt_ns >= 9000 && r.srtt_ns <= 11000);
+  CHECK_EQ(r.rto_ns, c.rto_min_ns); /* 10 us + 4 x variation is below the least */
+  for (int i = 0; i < 40; i++) { /* round trips of 100 us */
+    CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
+    t += 100000;
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
+  }
+  CHECK(r.rto_ns > c.rto_min_ns && r.rto_ns < c.rto_ns);
+  uint64_t before = r.srtt_ns;
+  /* A packet resent, then acked much later: its time is not taken. */
+  CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
+  emit_to = 0;
+  CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, emit, NULL), 1);
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 150000000, emit, NULL), 0);
+  CHECK_EQ(r.srtt_ns, before);
+  for (int i = 0; i < 40; i++) { /* round trips of 10 ms: capped at rto_ns */
+    CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
+    t += 10000000;
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
+  }
+  CHECK_EQ(r.rto_ns, c.rto_ns);
+  net_rel_fini(&r);
+}
+
 /* ---- the format -------------------------------------------------------- */
 
 static void test_wire(void) {
@@ -401,6 +440,7 @@ int main(void) {
   test_wire();
   test_record();
   test_edges();
+  test_measured_rto();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();

@@ -86,6 +86,21 @@ static bool f_test(struct perf_comm *c, perf_req_t *req, const char *what, uint6
   return done != 0;
 }
 
+/* The endpoint's counters that are not zero, on stderr (--counters). */
+static void print_counters(fmx_endpoint_t ep, int rank)
+{
+  uint32_t n = 0;
+  uint64_t v[128];
+  if (fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n) != FMX_SUCCESS || n > 128 ||
+      fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v)) != FMX_SUCCESS)
+    return;
+  for (uint32_t i = 0; i < n; i++) {
+    char l[128] = "";
+    if (v[i] && fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l) == FMX_SUCCESS)
+      fprintf(stderr, "%s: rank %d: %-70s %llu\n", perf_opt.prog, rank, l, (unsigned long long)v[i]);
+  }
+}
+
 /* The endpoint's "rendezvous messages received" counter. */
 static uint64_t rndv_received(fmx_endpoint_t ep)
 {
@@ -285,6 +300,8 @@ void comm_fmx_open(struct perf_comm *c, int rank, int np, uint32_t want_eid,
 void comm_fmx_close(struct perf_comm *c)
 {
   struct fmx_comm *f = priv(c);
+  if (perf_opt.counters)
+    print_counters(f->ep, c->rank);
   check(fmx_close_endpoint(f->ep), "fmx_close_endpoint");
   check(fmx_finalize(), "fmx_finalize");
   free(f->peers);

@@ -42,6 +42,7 @@ struct perf_opts {
   int cores[PERF_MAX_NP];
   int ncores;
   bool no_spawn;
+  bool counters; /* --counters: print the endpoint's counters at the end */
   int rank;
   long endpoint_id;
   /* Across hosts: --server (rank 1, waits for a client) or --client

@@ -99,7 +99,9 @@ static void usage(FILE *f, bool native)
             "                   client (kernel, sizes and iterations come from it)\n"
             "  --client HOST[:EP]  across hosts: run rank 0 here against the server's\n"
             "                   endpoint EP (default 0) on HOST: a peer-table name\n"
-            "                   (FMX_PEERS), a MAC or a NIC id\n");
+            "                   (FMX_PEERS), a MAC or a NIC id\n"
+            "  --counters       at the end, each rank prints its endpoint's counters that\n"
+            "                   are not zero (retransmits, pulls, drops...) on stderr\n");
   if (!native)
     fprintf(f, "  --mem mpi|malloc where the message buffers come from (default malloc):\n"
                "                   MPI_Alloc_mem, or posix_memalign\n");
@@ -226,7 +228,7 @@ static void check_native(void)
 
 /* getopt_long codes of the long options. */
 enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
-       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_HELP };
+       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_COUNTERS, O_HELP };
 
 /* copylimit, cachepollution: one process, no ranks; refuse what has no
  * meaning there, default the sizes and the cores. */
@@ -271,7 +273,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {"rank", required_argument, 0, O_RANK},     {"endpoint-id", required_argument, 0, O_EID},
       {"np", required_argument, 0, O_NP},         {"mem", required_argument, 0, O_MEM},
       {"server", no_argument, 0, O_SERVER},       {"client", required_argument, 0, O_CLIENT},
-      {"help", no_argument, 0, O_HELP},
+      {"counters", no_argument, 0, O_COUNTERS},   {"help", no_argument, 0, O_HELP},
       {0, 0, 0, 0}};
   uint32_t given = 0; /* bit (option - O_SIZES) per option seen */
   perf_opt.prog = prog;
@@ -295,7 +297,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   int c;
   while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
     if (!native && (c == O_ENGINE || c == O_CORES || c == O_NOSPAWN || c == O_RANK ||
-                    c == O_EID || c == O_NP || c == O_SERVER || c == O_CLIENT))
+                    c == O_EID || c == O_NP || c == O_SERVER || c == O_CLIENT || c == O_COUNTERS))
       usage_error("option '%s' is fmx_perf's; under MPI, mpirun sets ranks and binding",
                   argv[optind - 1]);
     if (c >= O_SIZES && c <= O_HELP)
@@ -323,6 +325,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     case O_EID: perf_opt.endpoint_id = parse_int("--endpoint-id", optarg, 0, 0x7ffffffe); break;
     case O_NP: perf_opt.np = (int)parse_int("--np", optarg, 2, PERF_MAX_NP); break;
     case O_SERVER: perf_opt.server = true; break;
+    case O_COUNTERS: perf_opt.counters = true; break;
     case O_CLIENT:
       if (!*optarg || strlen(optarg) > 127)
         usage_error("--client: want HOST[:EP] (a peer-table name, a MAC or a NIC id)");
