@@ -11,30 +11,6 @@
 #include "base/config.h"
 #include "net/wire.h"
 
-int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
-  memset(s, 0, sizeof *s);
-  s->fd = -1;
-  s->ifc = *ifc;
-  s->eid = eid;
-  s->port_base = (uint16_t)fmx_cfg.net_port;
-  s->rx_buf = NET_RX_BUF;
-  const char *w = fmx_cfg.net_wire ? fmx_cfg.net_wire : "auto";
-  int r = -EPERM;
-  if (strcmp(w, "udp") != 0) {
-    s->wire = &net_wire_raw;
-    r = s->wire->open(s, ifc, eid);
-    if (r == 0 || strcmp(w, "raw") == 0) goto out;
-    if (s->fd >= 0) close(s->fd);
-    s->fd = -1;
-  }
-  s->wire = &net_wire_udp;
-  r = s->wire->open(s, ifc, eid);
-out:
-  if (r == 0 && !(s->rxmem = malloc((size_t)NET_RX_BATCH * s->rx_buf))) r = -ENOMEM;
-  if (r < 0) net_sock_close(s);
-  return r;
-}
-
 int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w) {
   memset(s, 0, sizeof *s);
   s->fd = -1;
@@ -47,6 +23,15 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
   if (r == 0 && !(s->rxmem = malloc((size_t)NET_RX_BATCH * s->rx_buf))) r = -ENOMEM;
   if (r < 0) net_sock_close(s);
   return r;
+}
+
+int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
+  const char *w = fmx_cfg.net_wire ? fmx_cfg.net_wire : "auto";
+  if (strcmp(w, "udp") != 0) {
+    int r = net_sock_open_wire(s, ifc, eid, &net_wire_raw);
+    if (r == 0 || strcmp(w, "raw") == 0) return r;
+  }
+  return net_sock_open_wire(s, ifc, eid, &net_wire_udp);
 }
 
 void net_sock_close(struct net_sock *s) {
