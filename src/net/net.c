@@ -16,17 +16,14 @@
  * waiter that sleeps polls the socket (ops.wait_fd) until a packet or a
  * timer is due. While the endpoint has no partner here the socket is read
  * every NET_IDLE_PASSES passes only, so an endpoint that talks to its host
- * alone pays one system call in that many.
+ * alone pays one system call in that many. The board and an endpoint's
+ * sockets (open, close, what a waiter polls) are net_ep.c's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -36,7 +33,7 @@
 
 #define NET_IDLE_PASSES 256
 
-static struct net_rel_cfg rel_cfg(void) {
+static struct net_rel_cfg rel_cfg(const struct net_ep *ne) {
   struct net_rel_cfg c = {
       .window = (uint32_t)fmx_cfg.net_window,
       .rto_ns = fmx_cfg.net_rto_us * 1000ull,
@@ -45,34 +42,9 @@ static struct net_rel_cfg rel_cfg(void) {
       .ack_delay_ns = fmx_cfg.net_ack_delay_us * 1000ull,
       .ack_every = (uint32_t)fmx_cfg.net_ack_every,
   };
-  /* Measured waits no shorter than the timers can tell (two steps). */
-  uint64_t step = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
-  c.rto_min_ns = step * 1000ull;
+  c.rto_min_ns = ne->rto_min_ns;
   if (c.rto_max_ns < c.rto_ns) c.rto_max_ns = c.rto_ns;
   return c;
-}
-
-/* ---- the board ---------------------------------------------------------- */
-
-static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
-
-/* The interface that is board 0, picked once per process (MX's boards
- * are fixed at init): 0, or -ENODEV. */
-static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER;
-static int board_picked;
-static struct net_iface board;
-
-static int net_board(struct net_iface *out) {
-  pthread_mutex_lock(&board_lock);
-  if (!board_picked && want_net() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
-  *out = board;
-  pthread_mutex_unlock(&board_lock);
-  return board_picked ? 0 : -ENODEV;
-}
-
-static uint64_t net_nic(void) {
-  struct net_iface f;
-  return net_board(&f) == 0 ? f.nic : 0;
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -207,7 +179,7 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   struct transport_peer *t = transport_peer(p);
-  struct net_rel_cfg c = rel_cfg();
+  struct net_rel_cfg c = rel_cfg(ne);
   if (net_rel_init(&np->rel, &c, tx_start, rx_start) < 0) return -ENOMEM;
   np->rel_ok = 1;
   np->addr = *addr;
@@ -234,12 +206,6 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
 void net_peer_bulk(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port) {
   struct net_peer *np = transport_state(p);
   if (net_ep(ep)->bulk_own && ip && port) np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
-}
-
-void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port) {
-  struct net_ep *ne = net_ep(ep);
-  *ip = ne->bulk_own ? ntohl(ne->bsock.ifc.ip) : 0;
-  *port = ne->bulk_own ? (uint16_t)(ne->bsock.port_base + ne->bsock.eid) : 0;
 }
 
 /* Add what the partner's stream counted since the last look. */
@@ -407,106 +373,6 @@ static void net_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
   (void)ep, (void)p, (void)deliver; /* net_progress takes every partner's packets */
 }
 
-/* With no partner here the waiter sleeps on its wake word as before (shm
- * peers write it) and looks for a connect every NET_IDLE_LOOK_NS. */
-#define NET_IDLE_LOOK_NS 10000000ull
-static int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
-  struct net_ep *ne = net_ep(ep);
-  if (!ne->on) return -1;
-  ne->look = 1; /* back from the sleep: read the socket at once */
-  if (!ne->npeers && !ne->pend.busy) {
-    *max_ns = NET_IDLE_LOOK_NS;
-    return -1;
-  }
-  if (ne->timers_ns) {
-    uint64_t now = sys_now_ns();
-    *max_ns = ne->timers_ns > now ? ne->timers_ns - now : 0;
-  }
-  return ne->bulk_own && ne->pulling && ne->epfd >= 0 ? ne->epfd : ne->sock.fd;
-}
-
-/* ---- lifecycle ---------------------------------------------------------- */
-
-/* The bulk socket: the UDP wire's own socket, or beside the raw wire one
- * of UDP where the interface has an address (FMX_NET_BULK). */
-static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid) {
-  if (ne->sock.wire != &net_wire_raw) {
-    ne->bulk = &ne->sock;
-    return;
-  }
-  ne->bulk = NULL;
-  if (strcmp(fmx_cfg.net_bulk, "udp") != 0 || !f->ip) return;
-  if (net_sock_open_wire(&ne->bsock, f, eid, &net_wire_udp) < 0) {
-    log_info("FMX-NET-BULK", "endpoint %u: no UDP socket for bulk (port %u taken?): pulls on raw frames", eid,
-             (unsigned)(fmx_cfg.net_port + eid));
-    return;
-  }
-  ne->epfd = epoll_create1(EPOLL_CLOEXEC);
-  struct epoll_event ev = {.events = EPOLLIN};
-  if (ne->epfd >= 0 && (epoll_ctl(ne->epfd, EPOLL_CTL_ADD, ne->sock.fd, &ev) < 0 ||
-                        epoll_ctl(ne->epfd, EPOLL_CTL_ADD, ne->bsock.fd, &ev) < 0)) {
-    close(ne->epfd);
-    ne->epfd = -1;
-  }
-  if (ne->epfd < 0) {
-    net_sock_close(&ne->bsock);
-    return;
-  }
-  ne->bulk = &ne->bsock;
-  ne->bulk_own = 1;
-}
-
-static int net_open(struct fmx_endpoint *ep) {
-  struct net_ep *ne = net_ep(ep);
-  if (!want_net()) return -ENODEV;
-  struct net_iface f;
-  int r = net_board(&f);
-  if (r < 0) {
-    if (fmx_cfg.net_iface && fmx_cfg.net_iface[0])
-      log_warn("FMX-NET-IFACE", "FMX_NET_IFACE=%s: no such Ethernet interface", fmx_cfg.net_iface);
-    return r;
-  }
-  ne->epfd = -1;
-  if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
-  bulk_open(ne, &f, transport_ep(ep)->eid);
-  ne->pkt_max = net_sock_packet_max(&ne->sock);
-  uint64_t step = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
-  ne->timer_step = step * 500ull + 1; /* half the shortest wait a timer may have, in ns */
-  if (ne->pkt_max < NET_HDR_LEN + NET_RECORD_HDR + TRANSPORT_MIN_PAYLOAD) {
-    net_sock_close(&ne->sock);
-    return -EMSGSIZE;
-  }
-  /* A pull asks for no more than half what the socket may hold received:
-   * the rest is room for the others' packets. */
-  ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
-  ne->conn_seq = (uint32_t)sys_random64();
-  ne->on = 1;
-  return 0;
-}
-
-/* Closing: what we sent (the CLOSE records among it) is acked, or the
- * partners fail, before the socket goes: an eager send completes before
- * the peer has it, and the process may exit right after. */
-static void net_close(struct fmx_endpoint *ep) {
-  struct net_ep *ne = net_ep(ep);
-  if (!ne->on) return;
-  uint64_t end = sys_now_ns() + fmx_cfg.net_timeout_ms * 1000000ull;
-  for (;;) {
-    transport_up->lock(ep);
-    transport_up->progress(ep);
-    int busy = 0;
-    for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p && !busy;
-         p = transport_up->peer_next(ep, &net_transport, p)) {
-      struct net_peer *np = transport_state(p);
-      busy = np->rel_ok && !net_rel_idle(&np->rel) && transport_peer(p)->state == PARTNER_ALIVE;
-    }
-    transport_up->unlock(ep);
-    if (!busy || sys_now_ns() >= end) break;
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL);
-  }
-}
-
 static struct bulk_conn *net_conn(struct partner *p) { return &((struct net_peer *)transport_state(p))->lend; }
 
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {
@@ -515,16 +381,6 @@ static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   net_pull_fini(p);
   if (np->rel_ok) net_rel_fini(&np->rel);
   np->rel_ok = 0;
-}
-
-static void net_ep_fini(struct fmx_endpoint *ep) {
-  struct net_ep *ne = net_ep(ep);
-  if (ne->on || ne->sock.rxmem) net_sock_close(&ne->sock);
-  if (ne->bulk_own) net_sock_close(&ne->bsock);
-  if (ne->epfd > 0) close(ne->epfd);
-  ne->bulk_own = 0;
-  ne->epfd = -1;
-  ne->on = 0;
 }
 
 const struct fmx_transport_ops net_transport = {

@@ -27,13 +27,12 @@ struct net_ep {
   int on;                  /* the socket is open */
   struct net_sock sock;
   /* Where the answers to our pulls come: sock itself on the UDP wire; a
-   * UDP socket of its own beside the raw wire (bulk_own), whose GSO trains
-   * move bulk faster than frames one by one (docs/protocol.md); NULL: on
-   * sock, one frame at a time. */
-  struct net_sock *bulk;
+   * UDP socket of its own beside the raw wire (bsock, bulk_own), whose GSO
+   * trains move bulk faster than frames one by one (docs/protocol.md);
+   * without it, raw frames one at a time. */
   struct net_sock bsock;
   int bulk_own;
-  int epfd;                /* sock and bsock, for a waiter while we pull (bulk_own) */
+  int epfd;                /* sock and bsock, for a waiter while we pull (with bulk_own only) */
   uint32_t pulling;        /* pulls that have begun and not ended */
   uint32_t pkt_max;        /* the largest packet, header included */
   uint32_t npeers;         /* partners alive at the last timer pass, or made since */
@@ -41,6 +40,7 @@ struct net_ep {
   int look;                /* read the socket at the next pass */
   uint64_t timers_ns;      /* when the partners' timers are due next; 0: nothing pending */
   uint64_t timer_step;     /* how soon after something becomes pending */
+  uint64_t rto_min_ns;     /* the least a measured resend wait may be */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
   uint32_t conn_seq;       /* the last connect's number */
   struct {                 /* our connect in flight (one at a time: ep->connect_lock) */
@@ -94,6 +94,13 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
  * host order; 0: none), and ours to tell it. */
 void net_peer_bulk(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port);
 void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
+
+/* net_ep.c: the board and an endpoint's sockets (ops of the table). */
+uint64_t net_nic(void);
+int net_open(struct fmx_endpoint *ep);
+void net_close(struct fmx_endpoint *ep);
+int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns);
+void net_ep_fini(struct fmx_endpoint *ep);
 
 /* Timers are due soon: something is pending. */
 void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);

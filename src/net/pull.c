@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "bulk/engine.h"
 #include "net/net_int.h"
+#include "platform/copy.h"
 #include "platform/sys.h"
 
 struct pull_block {
@@ -139,42 +140,12 @@ static void ask_lost(struct net_peer *np, struct net_pull *pl, uint32_t stamp, u
     }
 }
 
-/* Copy n bytes from offset off of local segments to dst: the bytes copied. */
-static size_t bulk_gather(const fmx_seg_t *segs, uint32_t nseg, uint64_t off, size_t n, uint8_t *dst) {
-  struct iovec iov[8];
-  size_t done = 0;
-  while (done < n) {
-    int k = bulk_iov_local(segs, nseg, off + done, n - done, iov, 8);
-    if (k <= 0) break;
-    for (int i = 0; i < k; i++) {
-      memcpy(dst + done, iov[i].iov_base, iov[i].iov_len);
-      done += iov[i].iov_len;
-    }
-  }
-  return done;
-}
-
-/* Copy n bytes to offset off of the transfer's local segments. */
-static void place(struct bulk_xfer *x, uint64_t off, const uint8_t *src, size_t n) {
-  struct iovec iov[8];
-  while (n) {
-    int k = bulk_iov_local(x->segs, x->nseg, off, n, iov, 8);
-    if (k <= 0) return;
-    for (int i = 0; i < k; i++) {
-      memcpy(iov[i].iov_base, src, iov[i].iov_len);
-      src += iov[i].iov_len;
-      off += iov[i].iov_len;
-      n -= iov[i].iov_len;
-    }
-  }
-}
-
 /* How long after asking a block we wait before asking again: three times
- * what a block asked once took to come whole (smoothed, Karn's rule), at
- * least two timer steps (the timers' resolution), at most FMX_NET_RTO_US,
- * the first guess. */
+ * what a block asked once took to come whole (smoothed, Karn's rule), no
+ * shorter than the timers can tell (rto_min_ns, as rel.c's), at most
+ * FMX_NET_RTO_US, the first guess. */
 static uint64_t pull_wait(const struct net_peer *np) {
-  uint64_t rto = fmx_cfg.net_rto_us * 1000ull, least = 2 * net_ep(np->ep)->timer_step;
+  uint64_t rto = fmx_cfg.net_rto_us * 1000ull, least = net_ep(np->ep)->rto_min_ns;
   if (!np->pull_srtt_ns) return rto;
   uint64_t w = 3 * np->pull_srtt_ns;
   return w < least ? least : w > rto ? rto : w;
@@ -215,7 +186,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
     TRANSPORT_CNT(ep, NET_DROPPED);
     return;
   }
-  place(pl->x, off, pk->body + NET_PULL_REPLY_HDR, n);
+  copy_segs(pl->x->segs, pl->x->nseg, off, (void *)(pk->body + NET_PULL_REPLY_HDR), n, 1, NULL);
   pl->x->done += n;
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   uint64_t now = sys_now_ns();
@@ -379,7 +350,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
       batch = 0;
       iov[0] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
       iov[1] = (struct iovec){ne->pkt, len};
-      if (bulk_gather(x->segs, x->nseg, off, len, ne->pkt) != len) break; /* shorter than it said */
+      copy_segs(x->segs, x->nseg, off, ne->pkt, len, 0, NULL); /* x->want is within them (rndv_on_cts) */
       k = 1;
     }
     n += 1 + k;
@@ -409,20 +380,22 @@ static void pull_free(struct net_peer *np, struct net_pull *pl) {
   free(pl);
 }
 
-static void pull_end(void *arg, struct bulk_xfer *x) {
-  struct net_peer *np = arg;
+/* Forget transfer x (NULL: every one) of np's, both ways. */
+static void drop(struct net_peer *np, const struct bulk_xfer *x) {
   struct list_node *pos, *tmp;
   list_for_each_safe(pos, tmp, &np->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
-    if (pl->x == x) pull_free(np, pl);
+    if (!x || pl->x == x) pull_free(np, pl);
   }
   list_for_each_safe(pos, tmp, &np->exports) {
     struct net_export *e = list_entry(pos, struct net_export, node);
-    if (e->x != x) continue;
+    if (x && e->x != x) continue;
     list_del(&e->node);
     free(e);
   }
 }
+
+static void pull_end(void *arg, struct bulk_xfer *x) { drop(arg, x); }
 
 static const struct bulk_pull_ops pull_ops = {
     .recv_start = pull_recv_start,
@@ -444,14 +417,5 @@ void net_pull_init(struct fmx_endpoint *ep, struct partner *p) {
 
 void net_pull_fini(struct partner *p) {
   struct net_peer *np = transport_state(p);
-  if (!np->self) return;
-  struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &np->pulls) {
-    pull_free(np, list_entry(pos, struct net_pull, node));
-  }
-  list_for_each_safe(pos, tmp, &np->exports) {
-    struct net_export *e = list_entry(pos, struct net_export, node);
-    list_del(&e->node);
-    free(e);
-  }
+  if (np->self) drop(np, NULL);
 }

@@ -86,8 +86,8 @@ static bool f_test(struct perf_comm *c, perf_req_t *req, const char *what, uint6
   return done != 0;
 }
 
-/* The endpoint's counters that are not zero, on stderr (--counters). */
-static void print_counters(fmx_endpoint_t ep, int rank)
+/* Each counter of the endpoint: fn(label, value, arg). */
+static void each_counter(fmx_endpoint_t ep, void (*fn)(const char *label, uint64_t v, void *arg), void *arg)
 {
   uint32_t n = 0;
   uint64_t v[128];
@@ -96,25 +96,29 @@ static void print_counters(fmx_endpoint_t ep, int rank)
     return;
   for (uint32_t i = 0; i < n; i++) {
     char l[128] = "";
-    if (v[i] && fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l) == FMX_SUCCESS)
-      fprintf(stderr, "%s: rank %d: %-70s %llu\n", perf_opt.prog, rank, l, (unsigned long long)v[i]);
+    if (fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l) == FMX_SUCCESS)
+      fn(l, v[i], arg);
   }
+}
+
+/* --counters: those not zero, on stderr. */
+static void print_counter(const char *label, uint64_t v, void *arg)
+{
+  if (v)
+    fprintf(stderr, "%s: rank %d: %-70s %llu\n", perf_opt.prog, *(int *)arg, label, (unsigned long long)v);
+}
+
+static void take_rndv(const char *label, uint64_t v, void *arg)
+{
+  if (!strcmp(label, "rendezvous messages received"))
+    *(uint64_t *)arg = v;
 }
 
 /* The endpoint's "rendezvous messages received" counter. */
 static uint64_t rndv_received(fmx_endpoint_t ep)
 {
-  uint32_t n = 0;
-  uint64_t v[128], r = 0;
-  if (fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n) != FMX_SUCCESS || n > 128 ||
-      fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v)) != FMX_SUCCESS)
-    return 0;
-  for (uint32_t i = 0; i < n; i++) {
-    char l[128] = "";
-    if (fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l) == FMX_SUCCESS &&
-        !strcmp(l, "rendezvous messages received"))
-      r = v[i];
-  }
+  uint64_t r = 0;
+  each_counter(ep, take_rndv, &r);
   return r;
 }
 
@@ -301,7 +305,7 @@ void comm_fmx_close(struct perf_comm *c)
 {
   struct fmx_comm *f = priv(c);
   if (perf_opt.counters)
-    print_counters(f->ep, c->rank);
+    each_counter(f->ep, print_counter, &c->rank);
   check(fmx_close_endpoint(f->ep), "fmx_close_endpoint");
   check(fmx_finalize(), "fmx_finalize");
   free(f->peers);

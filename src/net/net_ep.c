@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The net transport's board and an endpoint's sockets: which interface is
+ * board 0 (once per process), opening the wire's socket and, beside the
+ * raw wire, the UDP socket the answers to our pulls come on; what a
+ * sleeping waiter polls; closing once what we sent is acked.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "net/net_int.h"
+#include "platform/sys.h"
+
+/* ---- the board ---------------------------------------------------------- */
+
+static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
+
+/* The interface that is board 0, picked once per process (MX's boards
+ * are fixed at init): 0, or -ENODEV. */
+static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER;
+static int board_picked;
+static struct net_iface board;
+
+static int net_board(struct net_iface *out) {
+  pthread_mutex_lock(&board_lock);
+  if (!board_picked && want_net() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
+  *out = board;
+  pthread_mutex_unlock(&board_lock);
+  return board_picked ? 0 : -ENODEV;
+}
+
+uint64_t net_nic(void) {
+  struct net_iface f;
+  return net_board(&f) == 0 ? f.nic : 0;
+}
+
+void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port) {
+  struct net_ep *ne = net_ep(ep);
+  *ip = ne->bulk_own ? ntohl(ne->bsock.ifc.ip) : 0;
+  *port = ne->bulk_own ? (uint16_t)(ne->bsock.port_base + ne->bsock.eid) : 0;
+}
+
+/* Beside the raw wire, a UDP socket for the answers to our pulls where
+ * the interface has an address (FMX_NET_BULK), and an epoll set of both
+ * for a waiter; bulk_own says both are there. (On the UDP wire the answers
+ * come on its socket.) */
+static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid) {
+  if (ne->sock.wire != &net_wire_raw || strcmp(fmx_cfg.net_bulk, "udp") != 0 || !f->ip) return;
+  if (net_sock_open_wire(&ne->bsock, f, eid, &net_wire_udp) < 0) {
+    log_info("FMX-NET-BULK", "endpoint %u: no UDP socket for bulk (port %u taken?): pulls on raw frames", eid,
+             (unsigned)(fmx_cfg.net_port + eid));
+    return;
+  }
+  int fd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN};
+  if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, ne->sock.fd, &ev) < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, ne->bsock.fd, &ev) < 0) {
+    if (fd >= 0) close(fd);
+    net_sock_close(&ne->bsock);
+    return;
+  }
+  ne->epfd = fd;
+  ne->bulk_own = 1;
+}
+
+int net_open(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  if (!want_net()) return -ENODEV;
+  struct net_iface f;
+  int r = net_board(&f);
+  if (r < 0) {
+    if (fmx_cfg.net_iface && fmx_cfg.net_iface[0])
+      log_warn("FMX-NET-IFACE", "FMX_NET_IFACE=%s: no such Ethernet interface", fmx_cfg.net_iface);
+    return r;
+  }
+  if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
+  ne->pkt_max = net_sock_packet_max(&ne->sock);
+  if (ne->pkt_max < NET_HDR_LEN + NET_RECORD_HDR + TRANSPORT_MIN_PAYLOAD) {
+    net_sock_close(&ne->sock);
+    return -EMSGSIZE;
+  }
+  bulk_open(ne, &f, transport_ep(ep)->eid);
+  /* The shortest wait a timer may have (the ack delay, or the resend wait
+   * if shorter): measured waits are no shorter, and timers run at half of
+   * it. */
+  uint64_t least = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
+  ne->rto_min_ns = least * 1000ull;
+  ne->timer_step = least * 500ull + 1;
+  /* A pull asks for no more than half what the socket may hold received:
+   * the rest is room for the others' packets. */
+  ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
+  ne->conn_seq = (uint32_t)sys_random64();
+  ne->on = 1;
+  return 0;
+}
+
+/* Closing: what we sent (the CLOSE records among it) is acked, or the
+ * partners fail, before the socket goes: an eager send completes before
+ * the peer has it, and the process may exit right after. */
+void net_close(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  if (!ne->on) return;
+  uint64_t end = sys_now_ns() + fmx_cfg.net_timeout_ms * 1000000ull;
+  for (;;) {
+    transport_up->lock(ep);
+    transport_up->progress(ep);
+    int busy = 0;
+    for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p && !busy;
+         p = transport_up->peer_next(ep, &net_transport, p)) {
+      struct net_peer *np = transport_state(p);
+      busy = np->rel_ok && !net_rel_idle(&np->rel) && transport_peer(p)->state == PARTNER_ALIVE;
+    }
+    transport_up->unlock(ep);
+    if (!busy || sys_now_ns() >= end) break;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* With no partner here the waiter sleeps on its wake word as before (shm
+ * peers write it) and looks for a connect every NET_IDLE_LOOK_NS. */
+#define NET_IDLE_LOOK_NS 10000000ull
+int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
+  struct net_ep *ne = net_ep(ep);
+  if (!ne->on) return -1;
+  ne->look = 1; /* back from the sleep: read the socket at once */
+  if (!ne->npeers && !ne->pend.busy) {
+    *max_ns = NET_IDLE_LOOK_NS;
+    return -1;
+  }
+  if (ne->timers_ns) {
+    uint64_t now = sys_now_ns();
+    *max_ns = ne->timers_ns > now ? ne->timers_ns - now : 0;
+  }
+  return ne->bulk_own && ne->pulling ? ne->epfd : ne->sock.fd;
+}
+
+void net_ep_fini(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  if (ne->on || ne->sock.rxmem) net_sock_close(&ne->sock);
+  if (ne->bulk_own) {
+    net_sock_close(&ne->bsock);
+    close(ne->epfd);
+  }
+  ne->bulk_own = 0;
+  ne->on = 0;
+}
