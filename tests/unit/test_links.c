@@ -59,7 +59,11 @@ static void test_second_connect_shares_the_channel(void) {
  * with a and asks for one: the connect succeeds with a new link, and
  * the newcomer counts one connection. */
 static void test_stale_partner_gets_a_new_channel(void) {
-  fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 21), b = open_ep(FMX_ANY_ENDPOINT, 22);
+  /* b's id is reused below: a high one, which the other tests' endpoints
+   * (any id: the lowest free) do not take meanwhile under ctest -j2 (at
+   * the lowest free id, another test took it between close and reopen:
+   * FMX_BUSY, once in CI). */
+  fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 21), b = open_ep(241, 22);
   uint32_t eb = eid_of(b);
   fmx_endpoint_addr_t b_to_a, a_to_b2;
   CHECK_EQ(fmx_connect(b, FMX_ANY_NIC, eid_of(a), 21, 1000, &b_to_a), FMX_SUCCESS);
