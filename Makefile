@@ -15,6 +15,10 @@ REPS       ?= 3
 IMPI_VENV  ?= /opt/fmx-bench/impi
 OMPI5_VENV ?= /opt/fmx-bench/ompi5
 MPICH_VENV ?= /opt/fmx-bench/mpich
+# Tests and benches ask nothing on the host's own interfaces: no discovery
+# broadcast (only namespaces the tests make carry traffic; test_net turns
+# it on inside them).
+export FMX_NET_DISCOVER_MS ?= 0
 MPI_VENVS   = IMPI_VENV=$(IMPI_VENV) OMPI5_VENV=$(OMPI5_VENV) MPICH_VENV=$(MPICH_VENV)
 
 .PHONY: all deps build build-asan build-tsan build-fuzz demo check check-layers check-unit check-system clean \

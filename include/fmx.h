@@ -163,7 +163,49 @@ enum fmx_info_key {
   FMX_INFO_COPY_ROUTINE_COUNT = 17, /* out: uint32_t, copy routines built in */
   FMX_INFO_COPY_ROUTINE = 18,    /* in: uint32_t index < COPY_ROUTINE_COUNT;
                                     out: fmx_copy_routine_t */
+  /* Other hosts (the net transport). */
+  FMX_INFO_IFACE_COUNT = 19,     /* out: uint32_t, the host's interfaces with a
+                                    link-layer address */
+  FMX_INFO_IFACE = 20,           /* in: uint32_t index < IFACE_COUNT; out: fmx_iface_t */
+  FMX_INFO_PEER_COUNT = 21,      /* out: uint32_t, entries of the peer table now
+                                    (asks nothing on the wire) */
+  FMX_INFO_PEER = 22,            /* in: uint32_t index < PEER_COUNT; out: fmx_peer_t */
+  FMX_INFO_DISCOVER = 23,        /* out: int32_t, boards that answered a query
+                                    broadcast now (takes FMX_NET_DISCOVER_MS; 0
+                                    when FMX_PEERS names a file), or -errno */
 };
+
+/* An interface (FMX_INFO_IFACE). Board 0 is the one the net transport
+ * uses (FMX_NET_IFACE, else the first Ethernet interface that is up); its
+ * MAC is this host's NIC id. */
+typedef struct fmx_iface {
+  char name[16];
+  uint64_t nic_id; /* the MAC, 48 bits */
+  uint32_t mtu;
+  uint32_t ipv4;   /* network byte order; 0: none */
+  uint32_t flags;  /* FMX_IFACE_* */
+  uint32_t reserved;
+} fmx_iface_t;
+
+#define FMX_IFACE_UP 0x01       /* up and running */
+#define FMX_IFACE_LOOPBACK 0x02
+#define FMX_IFACE_ETHER 0x04    /* Ethernet: a 6-byte MAC */
+#define FMX_IFACE_BOARD 0x08    /* board 0 */
+#define FMX_IFACE_RAW 0x10      /* the raw wire: this process may open a packet socket */
+#define FMX_IFACE_UDP 0x20      /* the UDP wire: an IPv4 address */
+
+/* A peer-table entry (FMX_INFO_PEER): a board's NIC id and name
+ * ("host:board"), and where the entry came from. */
+typedef struct fmx_peer {
+  uint64_t nic_id;
+  char name[80];
+  uint32_t source; /* FMX_PEER_* */
+  uint32_t reserved;
+} fmx_peer_t;
+
+#define FMX_PEER_LOCAL 1      /* this host's board 0, named "<nodename>:0" */
+#define FMX_PEER_FILE 2       /* the FMX_PEERS file */
+#define FMX_PEER_DISCOVERED 3 /* answered a query on the wire */
 
 /* A bulk engine's cost spec (FMX_INFO_COST_TIME), the value of a
  * FMX_COST_<ENGINE> tunable ("LEVEL[@FROM]:STARTUP_US:MBPS;...", docs/tuning.md),

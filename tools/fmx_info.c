@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #define MAX_ENGINES 16
+#define MAX_IFACES 32
+#define MAX_PEERS 4096
 
 /* Everything through fmx_get_info: this tool uses the public API only. */
 struct facts {
@@ -27,6 +29,11 @@ struct facts {
   char engine_status[MAX_ENGINES][256];
   char ofi[4096]; /* where libfabric would load libfmx-fi.so from; "" = nowhere */
   const char *ofi_how; /* "FI_PROVIDER_PATH" or "installed" */
+  int nifaces;
+  fmx_iface_t iface[MAX_IFACES];
+  int npeers;
+  fmx_peer_t *peer;   /* npeers */
+  int32_t discovered; /* boards that answered the query; -1: not asked */
 };
 
 #ifndef FMX_FI_DIR
@@ -68,12 +75,41 @@ static void for_each_item(void (*fn)(const fmx_config_item_t *it, void *arg), vo
 static void usage(FILE *f)
 {
   fprintf(f,
-          "usage: fmx_info [--config] [--json] [--help]\n"
+          "usage: fmx_info [--config] [--json] [--no-discover] [--help]\n"
           "  Print what fmx sees on this host: version, NIC id, CPU and caches,\n"
-          "  and whether each bulk copy engine can run here (or why not).\n"
-          "  --config  also print the tunables (FMX_* variables, tuning file)\n"
-          "  --json    print the same facts as one JSON object\n"
-          "  --help    this text\n");
+          "  whether each bulk copy engine can run here (or why not), the network\n"
+          "  interfaces (board 0 is the one fmx uses to reach other hosts) and the\n"
+          "  peer table. Without a peer file (FMX_PEERS) the table is filled by a\n"
+          "  query broadcast on board 0, answered by every host where an fmx\n"
+          "  endpoint is open (FMX_NET_DISCOVER_MS).\n"
+          "  --config       also print the tunables (FMX_* variables, tuning file)\n"
+          "  --json         print the same facts as one JSON object\n"
+          "  --no-discover  print the peer table as it is, asking nothing on the wire\n"
+          "  --help         this text\n");
+}
+
+/* The interfaces and the peer table, after a query on the wire when
+ * discover is set (and no peer file is given). */
+static void gather_net(struct facts *fx, int discover)
+{
+  uint32_t n = 0;
+  fmx_get_info(NULL, FMX_INFO_IFACE_COUNT, NULL, 0, &n, sizeof n);
+  fx->nifaces = 0;
+  for (uint32_t i = 0; i < n && fx->nifaces < MAX_IFACES; i++)
+    if (fmx_get_info(NULL, FMX_INFO_IFACE, &i, sizeof i, &fx->iface[fx->nifaces], sizeof fx->iface[0]) == FMX_SUCCESS)
+      fx->nifaces++;
+  fx->discovered = -1;
+  if (discover)
+    fmx_get_info(NULL, FMX_INFO_DISCOVER, NULL, 0, &fx->discovered, sizeof fx->discovered);
+  n = 0;
+  fmx_get_info(NULL, FMX_INFO_PEER_COUNT, NULL, 0, &n, sizeof n);
+  if (n > MAX_PEERS)
+    n = MAX_PEERS;
+  fx->peer = calloc(n ? n : 1, sizeof *fx->peer);
+  fx->npeers = 0;
+  for (uint32_t i = 0; fx->peer && i < n; i++)
+    if (fmx_get_info(NULL, FMX_INFO_PEER, &i, sizeof i, &fx->peer[fx->npeers], sizeof fx->peer[0]) == FMX_SUCCESS)
+      fx->npeers++;
 }
 
 static void gather(struct facts *fx)
@@ -122,6 +158,38 @@ static const char *fmt_size(uint64_t v, char *buf, size_t len)
   return buf;
 }
 
+static const char *mac_str(uint64_t nic, char *buf, size_t len)
+{
+  snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(nic >> 40) & 0xff, (unsigned)(nic >> 32) & 0xff,
+           (unsigned)(nic >> 24) & 0xff, (unsigned)(nic >> 16) & 0xff, (unsigned)(nic >> 8) & 0xff,
+           (unsigned)nic & 0xff);
+  return buf;
+}
+
+static const char *ip_str(uint32_t ip, char *buf, size_t len)
+{
+  const unsigned char *b = (const unsigned char *)&ip; /* network order */
+  if (!ip)
+    snprintf(buf, len, "-");
+  else
+    snprintf(buf, len, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+  return buf;
+}
+
+static const char *wires_str(uint32_t flags, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s%s%s", flags & FMX_IFACE_RAW ? "raw" : "",
+           (flags & FMX_IFACE_RAW) && (flags & FMX_IFACE_UDP) ? "," : "", flags & FMX_IFACE_UDP ? "udp" : "");
+  if (!buf[0] || !(flags & FMX_IFACE_ETHER) || (flags & FMX_IFACE_LOOPBACK))
+    snprintf(buf, len, "none");
+  return buf;
+}
+
+static const char *peer_source(uint32_t s)
+{
+  return s == FMX_PEER_LOCAL ? "this host" : s == FMX_PEER_FILE ? "file" : "discovered";
+}
+
 /* --- text ----------------------------------------------------------------- */
 
 static void print_cache(const char *name, const fmx_cache_info_t *c)
@@ -168,6 +236,26 @@ static void print_text(const struct facts *fx, int config)
   printf("engines:\n");
   for (int i = 0; i < fx->nengines; i++)
     printf("  %-12s %s\n", fx->engine[i], fx->engine_status[i]);
+  char a[32], b[32], w[16];
+  printf("interfaces:\n");
+  for (int i = 0; i < fx->nifaces; i++) {
+    const fmx_iface_t *f = &fx->iface[i];
+    printf("  %-10s %s  mtu %-5u  ipv4 %-15s  %-4s  wires %-7s%s\n", f->name, mac_str(f->nic_id, a, sizeof a), f->mtu,
+           ip_str(f->ipv4, b, sizeof b), f->flags & FMX_IFACE_UP ? "up" : "down", wires_str(f->flags, w, sizeof w),
+           f->flags & FMX_IFACE_BOARD ? "  board 0" : "");
+  }
+  const char *how = getenv("FMX_PEERS");
+  if (how && how[0])
+    printf("peer table: %d entr%s, from %s\n", fx->npeers, fx->npeers == 1 ? "y" : "ies", how);
+  else if (fx->discovered >= 0)
+    printf("peer table: %d entr%s; %d answer%s to a query on the wire\n", fx->npeers, fx->npeers == 1 ? "y" : "ies",
+           fx->discovered, fx->discovered == 1 ? "" : "s");
+  else
+    printf("peer table: %d entr%s (not discovered%s)\n", fx->npeers, fx->npeers == 1 ? "y" : "ies",
+           fx->discovered == -1 ? "" : ": no board");
+  for (int i = 0; i < fx->npeers; i++)
+    printf("  %d) %s %s (%s)\n", i, mac_str(fx->peer[i].nic_id, a, sizeof a), fx->peer[i].name,
+           peer_source(fx->peer[i].source));
   if (config) {
     printf("config:\n%-24s %-22s %-12s %s\n", "tunable", "value", "source", "meaning");
     for_each_item(print_item, NULL);
@@ -260,6 +348,24 @@ static void print_json(const struct facts *fx, int config)
   printf("  },\n");
   if (config)
     json_config();
+  char a[32], b[32];
+  printf("  \"interfaces\": [");
+  for (int i = 0; i < fx->nifaces; i++) {
+    const fmx_iface_t *f = &fx->iface[i];
+    printf("%s\n    {\"name\": ", i ? "," : "");
+    json_str(f->name);
+    printf(", \"mac\": \"%s\", \"mtu\": %u, \"ipv4\": \"%s\", \"up\": %s, \"board\": %s, \"raw\": %s, \"udp\": %s}",
+           mac_str(f->nic_id, a, sizeof a), f->mtu, ip_str(f->ipv4, b, sizeof b),
+           f->flags & FMX_IFACE_UP ? "true" : "false", f->flags & FMX_IFACE_BOARD ? "true" : "false",
+           f->flags & FMX_IFACE_RAW ? "true" : "false", f->flags & FMX_IFACE_UDP ? "true" : "false");
+  }
+  printf("\n  ],\n  \"discovered\": %d,\n  \"peers\": [", fx->discovered);
+  for (int i = 0; i < fx->npeers; i++) {
+    printf("%s\n    {\"mac\": \"%s\", \"name\": ", i ? "," : "", mac_str(fx->peer[i].nic_id, a, sizeof a));
+    json_str(fx->peer[i].name);
+    printf(", \"source\": \"%s\"}", peer_source(fx->peer[i].source));
+  }
+  printf("\n  ],\n");
   printf("  \"engines\": {");
   for (int i = 0; i < fx->nengines; i++) {
     printf("%s\n    ", i ? "," : "");
@@ -272,12 +378,14 @@ static void print_json(const struct facts *fx, int config)
 
 int main(int argc, char **argv)
 {
-  int config = 0, json = 0;
+  int config = 0, json = 0, discover = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--config") == 0) {
       config = 1;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = 1;
+    } else if (strcmp(argv[i], "--no-discover") == 0) {
+      discover = 0;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -295,10 +403,12 @@ int main(int argc, char **argv)
   }
   struct facts fx;
   gather(&fx);
+  gather_net(&fx, discover);
   if (json)
     print_json(&fx, config);
   else
     print_text(&fx, config);
+  free(fx.peer);
   fmx_finalize();
   return 0;
 }

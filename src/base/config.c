@@ -143,7 +143,10 @@ static struct cfg_entry table[] = {
         "bytes one pull asks for at once; 0 = half the socket's receive buffer"),
     STR("FMX_PEERS", "", NULL, peers,
         "the peer table: a file of 'MAC hostname:board' lines (Open-MX's omx_init_peers format) naming other "
-        "hosts' boards"),
+        "hosts' boards; when none is given, names are found on the wire (FMX_NET_DISCOVER_MS)"),
+    NUM("FMX_NET_DISCOVER_MS", CFG_INT, "300", 0, 60000, net_discover_ms,
+        "without FMX_PEERS, a name missing from the peer table is asked for by broadcast, and the answers "
+        "collected this long (3 queries, a third apart); 0 = never"),
     NUM("FMX_FAULT_ALLOC", CFG_INT, "0", 0, UINT32_MAX, fault_alloc,
         "for tests: the Nth allocation on a message path fails (each must become an error completion on both "
         "sides); 0 = none"),

@@ -54,6 +54,7 @@ struct fmx_config {
   uint64_t net_pull_threshold; /* FMX_NET_PULL_THRESHOLD */
   uint64_t net_pull_window;    /* FMX_NET_PULL_WINDOW */
   const char *peers;           /* FMX_PEERS */
+  uint64_t net_discover_ms;    /* FMX_NET_DISCOVER_MS */
   uint64_t fault_alloc;        /* FMX_FAULT_ALLOC (tests) */
   const char *tuning_file;  /* FMX_TUNING_FILE */
 };

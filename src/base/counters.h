@@ -55,7 +55,8 @@
   X(BULK_PULL, "large messages pulled from another host")                  \
   X(BULK_PULL_BYTES, "bytes pulled from other hosts")                      \
   X(NET_PULL_REASKED, "net: pulled frames asked for again (lost or late)")  \
-  X(NET_PULL_SERVED, "net: frames sent for peers' pulls")
+  X(NET_PULL_SERVED, "net: frames sent for peers' pulls")                  \
+  X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

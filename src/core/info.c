@@ -9,6 +9,9 @@
 #include "bulk/engine.h"
 #include "core/fmx_int.h"
 #include "core/transport.h"
+#include "net/iface.h"
+#include "net/peers.h"
+#include "net/sock.h"
 #include "platform/copy.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
@@ -106,10 +109,52 @@ static fmx_return_t copy_routine(uint32_t i, void *out, uint32_t out_len) {
   return info_put(out, out_len, &o, sizeof o);
 }
 
+static fmx_return_t iface(uint32_t i, void *out, uint32_t out_len) {
+  struct net_iface f, b;
+  if (net_iface_at(i, &f) < 0) return FMX_BAD_INFO_KEY;
+  fmx_iface_t o;
+  memset(&o, 0, sizeof o);
+  TEXT(o.name, f.name);
+  o.nic_id = f.nic;
+  o.mtu = f.mtu;
+  o.ipv4 = f.ip;
+  o.flags = (f.up ? FMX_IFACE_UP : 0) | (f.loopback ? FMX_IFACE_LOOPBACK : 0) | (f.ether ? FMX_IFACE_ETHER : 0) |
+            (f.ip ? FMX_IFACE_UDP : 0);
+  if (f.ether && net_raw_permitted()) o.flags |= FMX_IFACE_RAW;
+  if (net_board(&b) == 0 && b.index == f.index) o.flags |= FMX_IFACE_BOARD;
+  return info_put(out, out_len, &o, sizeof o);
+}
+
+static fmx_return_t peer(uint32_t i, void *out, uint32_t out_len) {
+  struct net_peer_entry e;
+  if (net_peer_at(i, &e) < 0) return FMX_BAD_INFO_KEY;
+  fmx_peer_t o;
+  memset(&o, 0, sizeof o);
+  o.nic_id = e.nic;
+  TEXT(o.name, e.name);
+  o.source = e.source == NET_PEER_LOCAL ? FMX_PEER_LOCAL : e.source == NET_PEER_FILE ? FMX_PEER_FILE : FMX_PEER_DISCOVERED;
+  return info_put(out, out_len, &o, sizeof o);
+}
+
+static uint32_t count_of(int (*at)(uint32_t, void *)) {
+  union {
+    struct net_iface f;
+    struct net_peer_entry e;
+  } any;
+  uint32_t n = 0;
+  while (at(n, &any) == 0) n++;
+  return n;
+}
+
+static int iface_at(uint32_t i, void *o) { return net_iface_at(i, o); }
+static int peer_at(uint32_t i, void *o) { return net_peer_at(i, o); }
+
 static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *out, uint32_t out_len, fmx_return_t *rc) {
   uint32_t n, i = 0;
   size_t nrt;
-  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM || key == FMX_INFO_COPY_ROUTINE;
+  int32_t found;
+  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM || key == FMX_INFO_COPY_ROUTINE ||
+                key == FMX_INFO_IFACE || key == FMX_INFO_PEER;
   if (indexed) {
     if (!in || in_len < sizeof i) {
       *rc = FMX_BAD_INFO_LENGTH;
@@ -148,6 +193,21 @@ static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *
       return 1;
     case FMX_INFO_COPY_ROUTINE:
       *rc = copy_routine(i, out, out_len);
+      return 1;
+    case FMX_INFO_IFACE_COUNT:
+    case FMX_INFO_PEER_COUNT:
+      n = count_of(key == FMX_INFO_IFACE_COUNT ? iface_at : peer_at);
+      *rc = info_put(out, out_len, &n, sizeof n);
+      return 1;
+    case FMX_INFO_IFACE:
+      *rc = iface(i, out, out_len);
+      return 1;
+    case FMX_INFO_PEER:
+      *rc = peer(i, out, out_len);
+      return 1;
+    case FMX_INFO_DISCOVER:
+      found = net_peers_discover();
+      *rc = info_put(out, out_len, &found, sizeof found);
       return 1;
     default:
       return 0;

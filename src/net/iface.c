@@ -3,6 +3,7 @@
 #include "net/iface.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <ifaddrs.h>
 #include <net/if_arp.h>
 #include <netinet/in.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/config.h"
 
 #define MAX_IFACES 64
 
@@ -55,11 +58,12 @@ static int collect(struct net_iface *out, int max) {
   return n;
 }
 
-int net_iface_each(void (*fn)(const struct net_iface *ifc, void *arg), void *arg) {
+int net_iface_at(uint32_t i, struct net_iface *out) {
   struct net_iface f[MAX_IFACES];
   int n = collect(f, MAX_IFACES);
-  for (int i = 0; i < n; i++) fn(&f[i], arg);
-  return n < 0 ? 0 : n;
+  if (n < 0 || i >= (uint32_t)n) return -ENOENT;
+  *out = f[i];
+  return 0;
 }
 
 int net_iface_find(const char *name, struct net_iface *out) {
@@ -94,4 +98,20 @@ void net_mac_str(uint64_t nic, char *buf, unsigned len) {
   snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(nic >> 40) & 0xff, (unsigned)(nic >> 32) & 0xff,
            (unsigned)(nic >> 24) & 0xff, (unsigned)(nic >> 16) & 0xff, (unsigned)(nic >> 8) & 0xff,
            (unsigned)nic & 0xff);
+}
+
+static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
+
+/* The interface that is board 0, picked once per process (MX's boards
+ * are fixed at init): 0, or -ENODEV. */
+static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER;
+static int board_picked;
+static struct net_iface board;
+
+int net_board(struct net_iface *out) {
+  pthread_mutex_lock(&board_lock);
+  if (!board_picked && want_net() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
+  *out = board;
+  pthread_mutex_unlock(&board_lock);
+  return board_picked ? 0 : -ENODEV;
 }

@@ -20,11 +20,16 @@ struct net_iface {
   int up, loopback, ether;
 };
 
-/* Call fn for every interface (index order); the count. */
-int net_iface_each(void (*fn)(const struct net_iface *ifc, void *arg), void *arg);
+/* The i-th interface with a link-layer address, as getifaddrs orders
+ * them: 0, or -ENOENT past the last. */
+int net_iface_at(uint32_t i, struct net_iface *out);
 /* The interface called name (NULL or "": the first Ethernet interface that
  * is up, loopback aside): 0 and *out, or -ENODEV. */
 int net_iface_find(const char *name, struct net_iface *out);
+
+/* The interface that is board 0, picked once per process (MX's boards
+ * are fixed at init): 0 and *out, or -ENODEV (none, or FMX_NET=off). */
+int net_board(struct net_iface *out);
 
 /* "aa:bb:cc:dd:ee:ff" <-> NIC id. Parse: 0, or -EINVAL. */
 int net_mac_parse(const char *s, uint64_t *nic);

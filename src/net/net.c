@@ -27,6 +27,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "net/discover.h"
 #include "net/net.h"
 #include "net/net_int.h"
 #include "platform/sys.h"
@@ -269,6 +270,10 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
     log_debug("FMX-NET-RX", "endpoint %u: %s from endpoint %u session %08x to session %08x, seq %u ack %u, %u B",
               te->eid, net_type_str(pk.h.type), pk.h.src_ep, pk.h.src_session, pk.h.dst_session, pk.h.seq, pk.h.ack,
               pk.h.len);
+  if (why == NET_OK && pk.h.type == NET_HOST_QUERY && pk.h.dst_ep == NET_EP_ANY && !bulk) {
+    net_discover_answer(ep, &pk, &rx->from);
+    return;
+  }
   if (why != NET_OK || pk.h.dst_ep != te->eid) {
     TRANSPORT_CNT(ep, NET_DROPPED);
     return;

@@ -20,22 +20,6 @@
 
 /* ---- the board ---------------------------------------------------------- */
 
-static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
-
-/* The interface that is board 0, picked once per process (MX's boards
- * are fixed at init): 0, or -ENODEV. */
-static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER;
-static int board_picked;
-static struct net_iface board;
-
-static int net_board(struct net_iface *out) {
-  pthread_mutex_lock(&board_lock);
-  if (!board_picked && want_net() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
-  *out = board;
-  pthread_mutex_unlock(&board_lock);
-  return board_picked ? 0 : -ENODEV;
-}
-
 uint64_t net_nic(void) {
   struct net_iface f;
   return net_board(&f) == 0 ? f.nic : 0;
@@ -71,7 +55,7 @@ static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid
 
 int net_open(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
-  if (!want_net()) return -ENODEV;
+  if (fmx_cfg.net && strcmp(fmx_cfg.net, "off") == 0) return -ENODEV;
   struct net_iface f;
   int r = net_board(&f);
   if (r < 0) {

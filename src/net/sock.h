@@ -77,6 +77,9 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
 /* Open s on wire w: 0, or -errno. */
 int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w);
 void net_sock_close(struct net_sock *s);
+/* Whether this process may open the raw wire (CAP_NET_RAW in its network
+ * namespace). */
+int net_raw_permitted(void);
 /* Shared by the wires: large socket buffers (forced where the process may);
  * and one batch of recvmmsg, message i into rxmem + i * rx_buf (its
  * length in mm[i].msg_len), its source address written to names (name_len

@@ -29,15 +29,23 @@ static void mac_bytes(uint64_t nic, unsigned char *b) {
   for (int i = 0; i < 6; i++) b[i] = (unsigned char)(nic >> (40 - 8 * i));
 }
 
+int net_raw_permitted(void) {
+  int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(NET_ETHERTYPE));
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
+
 static int raw_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
   s->fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(NET_ETHERTYPE));
   if (s->fd < 0) return -errno;
   /* Offsets are from our header (a datagram socket sees no Ethernet one). */
   struct sock_filter code[] = {
       BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NET_MAGIC, 0, 3),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NET_MAGIC, 0, 4),
       BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 4),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, eid, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, eid, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NET_EP_ANY, 0, 1), /* a HOST_QUERY, for anyone */
       BPF_STMT(BPF_RET | BPF_K, 0xffff),
       BPF_STMT(BPF_RET | BPF_K, 0),
   };

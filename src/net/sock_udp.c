@@ -21,17 +21,19 @@
 #include <unistd.h>
 
 #include "net/sock.h"
+#include "net/wire.h"
 
 static int udp_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
   if (!ifc->ip) return -EADDRNOTAVAIL; /* no IPv4 address on the interface */
-  if ((uint32_t)s->port_base + eid > 65535) return -ERANGE;
+  /* NET_EP_ANY: no endpoint (a querier, net/discover.c), any free port. */
+  uint16_t port = eid == NET_EP_ANY ? 0 : (uint16_t)(s->port_base + eid);
+  if (eid != NET_EP_ANY && (uint32_t)s->port_base + eid > 65535) return -ERANGE;
   s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->fd < 0) return -errno;
   int one = 1;
   setsockopt(s->fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one);
   net_sock_buffers(s->fd);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(s->port_base + eid)),
-                           .sin_addr.s_addr = htonl(INADDR_ANY)};
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_ANY)};
   if (bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0) return -errno;
   /* GRO needs room for a train in each receive buffer. */
   if (setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0) s->rx_buf = 65536;

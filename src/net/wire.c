@@ -7,6 +7,7 @@
  * at least one byte. */
 static const uint16_t body_len[NET_TYPE_MAX] = {
     [NET_CONNECT] = 36, [NET_CONNECT_REPLY] = 20, [NET_ACK] = 8, [NET_NACK] = 4, [NET_PULL] = 28,
+    [NET_HOST_QUERY] = 8,
 };
 
 int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
@@ -40,6 +41,16 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
     out->u.reply_data.index = net_get32(b + 8);
     return NET_OK;
   }
+  if (h->type == NET_HOST_REPLY) {
+    if (h->len <= NET_HOST_REPLY_HDR || h->len > NET_HOST_REPLY_HDR + NET_NAME_MAX) return NET_BAD_LENGTH;
+    if (h->flags) return NET_BAD_FLAGS;
+    for (const uint8_t *c = b + NET_HOST_REPLY_HDR; c < b + h->len; c++)
+      if (*c <= ' ' || *c > '~') return NET_BAD_LENGTH; /* a name: printable, no spaces */
+    out->u.host.nonce = net_get64(b);
+    out->u.host.nic = net_get64(b + 8);
+    out->u.host.name_len = h->len - NET_HOST_REPLY_HDR;
+    return NET_OK;
+  }
   if (h->len != body_len[h->type]) return NET_BAD_LENGTH;
   if (h->flags) return NET_BAD_FLAGS;
   switch (h->type) {
@@ -69,6 +80,9 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
       out->u.pull.first = net_get32(b + 20);
       out->u.pull.count = net_get32(b + 24);
       break;
+    case NET_HOST_QUERY:
+      out->u.query.nonce = net_get64(b);
+      break;
     default: /* NET_NACK */
       out->u.nack.reason = net_get32(b);
       break;
@@ -88,6 +102,18 @@ void net_put_hdr(uint8_t *buf, const struct net_hdr *h) {
   net_set32(buf + 20, h->ack);
   net_set16(buf + 24, h->len);
   net_set16(buf + 26, h->flags);
+}
+
+size_t net_put_query(uint8_t *buf, uint64_t nonce) {
+  net_set64(buf, nonce);
+  return 8;
+}
+
+size_t net_put_host(uint8_t *buf, uint64_t nonce, uint64_t nic, const char *name, size_t len) {
+  net_set64(buf, nonce);
+  net_set64(buf + 8, nic);
+  for (size_t i = 0; i < len; i++) buf[NET_HOST_REPLY_HDR + i] = (uint8_t)name[i];
+  return NET_HOST_REPLY_HDR + len;
 }
 
 void net_patch_ack(uint8_t *buf, uint32_t ack) { net_set32(buf + 20, ack); }
@@ -172,6 +198,6 @@ const char *net_bad_str(int why) {
 }
 
 const char *net_type_str(unsigned type) {
-  static const char *const s[] = {"?", "CONNECT", "CONNECT_REPLY", "DATA", "ACK", "NACK", "PULL", "PULL_REPLY"};
+  static const char *const s[] = {"?", "CONNECT", "CONNECT_REPLY", "DATA", "ACK", "NACK", "PULL", "PULL_REPLY", "HOST_QUERY", "HOST_REPLY"};
   return type < NET_TYPE_MAX ? s[type] : "?";
 }

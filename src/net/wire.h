@@ -29,6 +29,12 @@
 /* The most one packet's body may hold: a jumbo frame less our header
  * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */
 #define NET_BODY_MAX (9000 - NET_HDR_LEN)
+/* dst_ep of a packet for whichever endpoint reads it (HOST_QUERY), and
+ * src_ep of a querier that is no endpoint. */
+#define NET_EP_ANY 0xffff
+/* The longest board name a HOST_REPLY carries (MX's MX_MAX_HOSTNAME_LEN
+ * less its NUL). */
+#define NET_NAME_MAX 79
 
 enum net_type {
   NET_CONNECT = 1,       /* body: u64 nic, u64 dst_nic, u32 key, u32 conn_seq, u32 start_seq, u32 bulk_ip,
@@ -41,6 +47,9 @@ enum net_type {
   NET_PULL = 6,          /* body: u64 sreq, u64 rreq, u32 frame, u32 first, u32 count (28 B): send frames
                           * first..first+count-1 of the sender's transfer sreq, frame bytes each */
   NET_PULL_REPLY = 7,    /* body: u64 rreq, u32 index, then the frame's bytes (at least 1) */
+  NET_HOST_QUERY = 8,    /* body: u64 nonce (8 B); to dst_ep NET_EP_ANY, broadcast: who is there? */
+  NET_HOST_REPLY = 9,    /* body: u64 nonce, u64 nic, then the board's name "host:board" (1 to
+                          * NET_NAME_MAX bytes, printable, no NUL) */
   NET_TYPE_MAX
 };
 
@@ -80,6 +89,8 @@ struct net_pkt {
     struct { uint32_t reason; } nack;
     struct { uint64_t sreq, rreq; uint32_t frame, first, count; } pull;
     struct { uint64_t rreq; uint32_t index; } reply_data; /* the bytes: body + NET_PULL_REPLY_HDR */
+    struct { uint64_t nonce; } query;
+    struct { uint64_t nonce, nic; uint32_t name_len; } host; /* the name: body + NET_HOST_REPLY_HDR */
   } u;
 };
 
@@ -108,6 +119,11 @@ size_t net_put_pull(uint8_t *buf, uint64_t sreq, uint64_t rreq, uint32_t frame, 
 /* A PULL_REPLY body's head; the frame's bytes follow it. */
 #define NET_PULL_REPLY_HDR 12
 size_t net_put_pull_reply(uint8_t *buf, uint64_t rreq, uint32_t index);
+size_t net_put_query(uint8_t *buf, uint64_t nonce);
+/* A HOST_REPLY body: its head, then the name (len bytes, at most
+ * NET_NAME_MAX; the caller's to check). */
+#define NET_HOST_REPLY_HDR 16
+size_t net_put_host(uint8_t *buf, uint64_t nonce, uint64_t nic, const char *name, size_t len);
 /* Patch the ack field of a header already written (a resent packet
  * carries the ack of when it is resent). */
 void net_patch_ack(uint8_t *buf, uint32_t ack);

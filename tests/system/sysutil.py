@@ -5,6 +5,10 @@ hang into a failure."""
 import os
 import subprocess
 
+# No discovery broadcast on the host's own interfaces (test_net turns it on
+# inside the namespaces it makes).
+os.environ.setdefault("FMX_NET_DISCOVER_MS", "0")
+
 BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 
 

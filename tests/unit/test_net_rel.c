@@ -306,7 +306,7 @@ static void test_measured_rto(void) {
 /* ---- the format -------------------------------------------------------- */
 
 static void test_wire(void) {
-  uint8_t b[NET_HDR_LEN + 64];
+  uint8_t b[NET_HDR_LEN + 128];
   struct net_pkt p;
   struct net_hdr h = {.type = NET_CONNECT, .dst_ep = 3, .src_ep = 65535, .dst_session = 0xdeadbeef,
                       .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 36};
@@ -384,6 +384,34 @@ static void test_wire(void) {
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 1, &p), NET_BAD_FLAGS);
   CHECK(strcmp(net_type_str(NET_PULL_REPLY), "PULL_REPLY") == 0);
+  /* Discovery: a query of 8 bytes; a reply with a printable name. */
+  h = (struct net_hdr){.type = NET_HOST_QUERY, .dst_ep = NET_EP_ANY, .src_ep = NET_EP_ANY, .len = 8};
+  net_put_hdr(b, &h);
+  net_put_query(b + NET_HDR_LEN, 0x3132333435363738ull);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_OK);
+  CHECK_EQ(p.u.query.nonce, (long long)0x3132333435363738ull);
+  CHECK_EQ(p.h.dst_ep, NET_EP_ANY);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 7, &p), NET_BAD_LENGTH);
+  h = (struct net_hdr){.type = NET_HOST_REPLY, .len = NET_HOST_REPLY_HDR + 7};
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_put_host(b + NET_HDR_LEN, 0x41ull, 0x020000000001ull, "node1:0", 7), NET_HOST_REPLY_HDR + 7);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_HOST_REPLY_HDR + 7, &p), NET_OK);
+  CHECK_EQ(p.u.host.nonce, 0x41);
+  CHECK_EQ(p.u.host.nic, (long long)0x020000000001ull);
+  CHECK_EQ(p.u.host.name_len, 7);
+  CHECK(memcmp(p.body + NET_HOST_REPLY_HDR, "node1:0", 7) == 0);
+  b[NET_HDR_LEN + NET_HOST_REPLY_HDR + 2] = ' '; /* a space: not a name */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_HOST_REPLY_HDR + 7, &p), NET_BAD_LENGTH);
+  b[NET_HDR_LEN + NET_HOST_REPLY_HDR + 2] = 0; /* a NUL neither */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_HOST_REPLY_HDR + 7, &p), NET_BAD_LENGTH);
+  h.len = NET_HOST_REPLY_HDR; /* no name */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_HOST_REPLY_HDR, &p), NET_BAD_LENGTH);
+  h.len = NET_HOST_REPLY_HDR + NET_NAME_MAX + 1; /* a name too long */
+  net_put_hdr(b, &h);
+  memset(b + NET_HDR_LEN + NET_HOST_REPLY_HDR, 'x', NET_NAME_MAX + 1);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + h.len, &p), NET_BAD_LENGTH);
+  CHECK(strcmp(net_type_str(NET_HOST_REPLY), "HOST_REPLY") == 0);
   h.len = 5; /* a NACK is 4 bytes */
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 5, &p), NET_BAD_LENGTH);
