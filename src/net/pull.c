@@ -56,7 +56,7 @@ struct net_pull {
   uint32_t low;              /* every block before it is complete */
   uint32_t open;             /* blocks asked and not complete */
   uint32_t stamp;            /* requests sent */
-  uint32_t window;           /* blocks asked at once at most */
+  uint32_t bbytes;           /* bytes a block's answers take in the socket's buffer */
   int started;
   uint64_t heard_ns;         /* when a frame last came (or the pull began) */
   uint32_t silences;         /* re-asks in a row with nothing heard between them (backoff) */
@@ -117,9 +117,20 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
   }
 }
 
+/* The blocks a pull may have asked at once: its share of the endpoint's
+ * window (FMX_NET_PULL_WINDOW), which every pull's answers fill in one
+ * socket buffer (a bw of 16 messages of 1 MiB, each asking the whole
+ * window, served 1.5 frames per frame received), at least one block. */
+static uint32_t window(const struct net_peer *np, const struct net_pull *pl) {
+  const struct net_ep *ne = net_ep(np->ep);
+  uint64_t w = ne->pull_window / (ne->pulling ? ne->pulling : 1) / pl->bbytes;
+  return w < 1 ? 1 : w > pl->nblocks ? pl->nblocks : (uint32_t)w;
+}
+
 /* Ask for new blocks while the window has room. */
 static void ask_more(struct net_peer *np, struct net_pull *pl, uint64_t now) {
-  while (pl->open < pl->window && pl->next < pl->nblocks) {
+  uint32_t w = window(np, pl);
+  while (pl->open < w && pl->next < pl->nblocks) {
     uint32_t b = pl->next++;
     pl->blk[b].missing = block_mask(pl, b);
     pl->blk[b].asked_ns = now;
@@ -213,8 +224,7 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
   if (pl->bframes > 64) pl->bframes = 64;
   if (pl->bframes < 1) pl->bframes = 1;
   pl->nblocks = (pl->nframes + pl->bframes - 1) / pl->bframes;
-  uint64_t window = net_ep(np->ep)->pull_window / ((uint64_t)pl->bframes * per);
-  pl->window = window < 1 ? 1 : window > pl->nblocks ? pl->nblocks : (uint32_t)window;
+  pl->bbytes = pl->bframes * per;
   pl->blk = calloc(pl->nblocks, sizeof *pl->blk);
   if ((uint64_t)pl->nframes * pl->frame < x->want || !pl->blk) { /* beyond 2^32 frames, or no memory */
     free(pl->blk);
