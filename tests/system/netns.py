@@ -52,6 +52,41 @@ class Pair:
                                 stderr=subprocess.PIPE, text=True)
 
 
+class Chain:
+    """Namespaces a and b (va 10.99.9.1, vb .2), each joined by a veth to a
+    namespace m in the middle (fa, fb) where a frame forwarder of ours
+    (fwd.py) moves frames between fa and fb, with delay and reordering.
+    Offloads are off on all four ends: GSO trains and checksums left to the
+    device would reach the forwarder unsegmented and unfilled."""
+
+    def __init__(self, mtu):
+        tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
+        self.a, self.m, self.b = "fxa" + tag, "fxm" + tag, "fxb" + tag
+        self.va, self.fa, self.fb, self.vb = "fva" + tag, "ffa" + tag, "ffb" + tag, "fvb" + tag
+        for ns in (self.a, self.m, self.b):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        for ns, dev, peer in ((self.a, self.va, self.fa), (self.b, self.vb, self.fb)):
+            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer)
+            sh("ip", "link", "set", dev, "netns", ns)
+            sh("ip", "link", "set", peer, "netns", self.m)
+        for ns, dev, ip in ((self.a, self.va, "10.99.9.1/24"), (self.b, self.vb, "10.99.9.2/24"),
+                            (self.m, self.fa, None), (self.m, self.fb, None)):
+            if ip:
+                sh("ip", "-n", ns, "addr", "add", ip, "brd", "+", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
+            for feature in ("tx", "tso", "gso", "gro", "tx-udp-segmentation"):
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, feature, "off", check=False)
+        self.mac_a = Pair.mac(self.a, self.va)
+        self.mac_b = Pair.mac(self.b, self.vb)
+
+    popen = Pair.popen
+
+    def close(self):
+        for ns in (self.a, self.m, self.b):
+            sh("ip", "netns", "del", ns, check=False)
+
+
 class Bridge:
     """Namespaces n0..n{k-1}, each with a veth to a bridge in a namespace of
     its own (10.99.8.i+1/24): hosts on one Ethernet segment."""
