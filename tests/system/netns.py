@@ -36,6 +36,7 @@ class Pair:
             sh("ip", "-n", ns, "link", "set", "lo", "up")
         self.mac_a = self.mac(self.a, self.va)
         self.mac_b = self.mac(self.b, self.vb)
+        self.ip_a, self.ip_b = "10.99.7.1", "10.99.7.2"
 
     @staticmethod
     def mac(ns, dev):

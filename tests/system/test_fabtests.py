@@ -16,6 +16,7 @@ turn a node and a service into a peer's address. Left out, with the reason:
     destination address from a node and a service, as above; the run must
     fail those two and nothing else."""
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -63,18 +64,25 @@ def free_port():
         return s.getsockname()[1]
 
 
-def pair(test, args, timeout=120):
-    """Server, then client, on an out-of-band port of their own."""
+def pair(test, args, timeout=120, hosts=None):
+    """Server, then client, on an out-of-band port of their own; with
+    hosts (a netns.Pair), the server in its namespace b and the client in
+    a: fmx's net transport between them."""
     b = fabtests()
-    argv = [os.path.join(b, test), "-p", "fmx"] + args + ["-E=%d" % free_port(), "-s", "127.0.0.1"]
+    port = "-E=%d" % free_port()
+    argv = [os.path.join(b, test), "-p", "fmx"] + args + [port]
+    srv_argv, cli_argv = argv + ["-s", "127.0.0.1"], argv + ["-s", "127.0.0.1", "127.0.0.1"]
+    if hosts:
+        srv_argv = ["ip", "netns", "exec", hosts.b] + argv + ["-s", hosts.ip_b]
+        cli_argv = ["ip", "netns", "exec", hosts.a] + argv + ["-s", hosts.ip_a, hosts.ip_b]
     env = dict(os.environ, **ENV)
-    srv = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    srv = subprocess.Popen(srv_argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True)
     try:
         time.sleep(0.3)
         cli = None
         for _ in range(20):  # the server may not listen yet
-            cli = subprocess.run(argv + ["127.0.0.1"], env=env, capture_output=True, text=True, timeout=timeout)
+            cli = subprocess.run(cli_argv, env=env, capture_output=True, text=True, timeout=timeout)
             if cli.returncode == 0 or "Connection refused" not in cli.stdout + cli.stderr:
                 break
             time.sleep(0.3)
@@ -97,6 +105,26 @@ PAIRS = [
 @pytest.mark.parametrize("test,args", PAIRS, ids=[t for t, _ in PAIRS])
 def test_client_server(test, args):
     srv_rc, srv_out, cli = pair(test, args)
+    assert srv_rc == 0 and cli.returncode == 0, \
+        "server %d: %s\nclient %d: %s" % (srv_rc, srv_out[-1500:], cli.returncode, (cli.stdout + cli.stderr)[-1500:])
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    """Two network namespaces joined by a veth pair (as root)."""
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("network namespaces need root and iproute2")
+    from netns import Pair
+    p = Pair(1500)
+    yield p
+    p.close()
+
+
+@pytest.mark.parametrize("test,args", PAIRS, ids=[t for t, _ in PAIRS])
+def test_client_server_across_hosts(hosts, test, args):
+    """The same list between two namespaces: the provider over fmx's net
+    transport (raw frames, the answers to pulls over UDP)."""
+    srv_rc, srv_out, cli = pair(test, args, hosts=hosts)
     assert srv_rc == 0 and cli.returncode == 0, \
         "server %d: %s\nclient %d: %s" % (srv_rc, srv_out[-1500:], cli.returncode, (cli.stdout + cli.stderr)[-1500:])
 

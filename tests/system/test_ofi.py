@@ -107,3 +107,35 @@ def test_openmpi_rank_killed_mid_transfer_ends_the_job():
     p = ompi(2, [SEMANTICS, "kill"], timeout=120)  # a hang is a timeout: a failure
     assert p.returncode != 0
     assert "ok kill" not in p.stdout
+
+
+@provider
+@openmpi
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="network namespaces need root and iproute2")
+@pytest.mark.parametrize("kernel,np_", [("pingpong", 2), ("bw", 2), ("alltoall", 4)])
+def test_openmpi_across_hosts(tmp_path, kernel, np_):
+    """Open MPI + fmx between two namespaces (NET-NOTES: mpirun inside one
+    of them, PMIx open to remote connections, each rank started in its
+    namespace by a wrapper): the first half of the ranks in a, the rest in
+    b. With 4 ranks, shm inside each namespace and net across, in one
+    communicator; every byte verified, 0 B to 16 MiB."""
+    from netns import Pair
+    hosts = Pair(1500)
+    try:
+        wrap = tmp_path / "wrap.sh"
+        wrap.write_text('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" -lt $((OMPI_COMM_WORLD_SIZE / 2)) ]; then exec "$@"; '
+                        'fi\nexec ip netns exec %s "$@"\n' % hosts.b)
+        wrap.chmod(0o755)
+        cmd = ["ip", "netns", "exec", hosts.a, MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+               "-np", str(np_), "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include",
+               "fmx", "--mca", "oob_tcp_if_include", "10.99.7.0/24", "-x", "FI_PROVIDER_PATH", "-x", "FI_PROVIDER",
+               str(wrap), PERF_MPI, kernel, "--sizes", "0,1,8,1K,4K,64K,1M,4M,16M", "--iters", "4", "--verify",
+               "--json", "--quiet"]
+        env = dict(FI_ENV, PMIX_MCA_ptl_tcp_remote_connections="1", PMIX_MCA_ptl_tcp_if_include=hosts.va,
+                   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+        p = run(cmd, env, timeout=300)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        assert len(rows) == 9, p.stdout
+    finally:
+        hosts.close()
