@@ -87,6 +87,7 @@ bench: build bench-deps
 	$(BENCH_PY) bench/run.py --build $(BUILD) --impi $(IMPI_VENV) --ompi5 $(OMPI5_VENV) --mpich $(MPICH_VENV) \
 	  --reps $(REPS) \
 	  $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(CHECK)),--check)
+	$(BENCH_PY) bench/net.py --build $(BUILD) --reps $(REPS) $(if $(filter-out 0,$(QUICK)),--quick)
 
 check-bench:
 	$(MAKE) --no-print-directory bench QUICK=1
