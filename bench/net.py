@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K, M = 1 << 10, 1 << 20
 SIZES = {"full": [8, M, 4 * M, 16 * M], "quick": [8, M]}
@@ -277,19 +280,6 @@ def render(data):
     return "\n".join(lines)
 
 
-def update_docs(docs, section):
-    with open(docs) as f:
-        text = f.read()
-    block = BEGIN + "\n\n" + section + "\n" + END
-    i, j = text.find(BEGIN), text.find(END)
-    if i >= 0 and j > i:
-        text = text[:i] + block + text[j + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n## Across hosts (`make bench`, bench/net.py)\n\n" + block + "\n"
-    with open(docs, "w") as f:
-        f.write(text)
-
-
 def main(argv=None):
     if argv is None:
         argv = sys.argv[1:]
@@ -368,7 +358,8 @@ def main(argv=None):
     with open(base + ".md", "w") as f:
         f.write("# fmx across hosts: %s %s\n\n%s" % (data["host"], data["date"], md))
     if docs:
-        update_docs(docs, md + "\nRaw runs: `%s`.\n" % os.path.relpath(base + ".json", ROOT))
+        report.update_docs(docs, md + "\nRaw runs: `%s`.\n" % os.path.relpath(base + ".json", ROOT), BEGIN, END,
+                           "Across hosts (`make bench`, bench/net.py)")
     print(md)
     shutil.rmtree(work, ignore_errors=True)
     fmx_ok = [r for r in data["runs"] if r["peer"].startswith("fmx") and r.get("lat_us")]

@@ -352,18 +352,20 @@ def render(data, stats, figs, fig_note, rel):
     return "\n".join(out) + "\n"
 
 
-def update_docs(docs, section):
+def update_docs(docs, section, begin=BEGIN, end=END, heading="Peer comparison (`make bench`)"):
+    """Replace what lies between the markers begin and end in docs (or add
+    them, under heading, at its end)."""
     try:
         with open(docs) as f:
             text = f.read()
     except OSError:
         text = "# Performance\n"
-    block = BEGIN + "\n\n" + section + "\n" + END
-    i, j = text.find(BEGIN), text.find(END)
+    block = begin + "\n\n" + section + "\n" + end
+    i, j = text.find(begin), text.find(end)
     if i >= 0 and j > i:
-        text = text[:i] + block + text[j + len(END):]
+        text = text[:i] + block + text[j + len(end):]
     else:
-        text = text.rstrip("\n") + "\n\n## Peer comparison (`make bench`)\n\n" + block + "\n"
+        text = text.rstrip("\n") + "\n\n## " + heading + "\n\n" + block + "\n"
     with open(docs, "w") as f:
         f.write(text)
 
