@@ -17,6 +17,9 @@
 
 void net_discover_answer(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
+  uint64_t now = sys_now_ns();
+  if (now - ne->query_ns < 1000000) return; /* one answer a millisecond: no reflector for forged sources */
+  ne->query_ns = now;
   char name[NET_PEER_NAME];
   net_board_name(name, sizeof name);
   size_t len = strlen(name);
@@ -66,12 +69,17 @@ static void collect(struct net_sock *s, uint64_t nonce, struct seen *sn) {
   int n;
   while ((n = s->wire->recv(s, rx, NET_RX_BATCH)) > 0) {
     for (int i = 0; i < n; i++) {
-      struct net_pkt pk;
-      if (net_parse(rx[i].buf, rx[i].len, &pk) != NET_OK || pk.h.type != NET_HOST_REPLY ||
-          pk.h.dst_ep != NET_EP_ANY || pk.u.host.nonce != nonce)
-        continue;
-      const char *name = (const char *)pk.body + NET_HOST_REPLY_HDR;
-      if (net_peers_learn(pk.u.host.nic, name, pk.u.host.name_len) == 0) saw(sn, pk.u.host.nic);
+      /* One answer, or a train of them (UDP GRO) at its stride. */
+      size_t step = rx[i].seg ? rx[i].seg : rx[i].len;
+      for (size_t off = 0; off < rx[i].len; off += step) {
+        struct net_pkt pk;
+        size_t len = rx[i].len - off < step ? rx[i].len - off : step;
+        if (net_parse(rx[i].buf + off, len, &pk) != NET_OK || pk.h.type != NET_HOST_REPLY ||
+            pk.h.dst_ep != NET_EP_ANY || pk.u.host.nonce != nonce)
+          continue;
+        const char *name = (const char *)pk.body + NET_HOST_REPLY_HDR;
+        if (net_peers_learn(pk.u.host.nic, name, pk.u.host.name_len) == 0) saw(sn, pk.u.host.nic);
+      }
     }
     if (n < NET_RX_BATCH) break;
   }

@@ -42,6 +42,7 @@ struct net_ep {
   uint64_t timer_step;     /* how soon after something becomes pending */
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
+  uint64_t query_ns;       /* when we last answered a HOST_QUERY (as often at most) */
   uint32_t conn_seq;       /* the last connect's number */
   struct {                 /* our connect in flight (one at a time: ep->connect_lock) */
     int busy;
