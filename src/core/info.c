@@ -136,19 +136,6 @@ static fmx_return_t peer(uint32_t i, void *out, uint32_t out_len) {
   return info_put(out, out_len, &o, sizeof o);
 }
 
-static uint32_t count_of(int (*at)(uint32_t, void *)) {
-  union {
-    struct net_iface f;
-    struct net_peer_entry e;
-  } any;
-  uint32_t n = 0;
-  while (at(n, &any) == 0) n++;
-  return n;
-}
-
-static int iface_at(uint32_t i, void *o) { return net_iface_at(i, o); }
-static int peer_at(uint32_t i, void *o) { return net_peer_at(i, o); }
-
 static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *out, uint32_t out_len, fmx_return_t *rc) {
   uint32_t n, i = 0;
   size_t nrt;
@@ -196,7 +183,7 @@ static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *
       return 1;
     case FMX_INFO_IFACE_COUNT:
     case FMX_INFO_PEER_COUNT:
-      n = count_of(key == FMX_INFO_IFACE_COUNT ? iface_at : peer_at);
+      n = (uint32_t)(key == FMX_INFO_IFACE_COUNT ? net_iface_count() : net_peers_count());
       *rc = info_put(out, out_len, &n, sizeof n);
       return 1;
     case FMX_INFO_IFACE:

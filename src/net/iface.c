@@ -58,6 +58,12 @@ static int collect(struct net_iface *out, int max) {
   return n;
 }
 
+int net_iface_count(void) {
+  struct net_iface f[MAX_IFACES];
+  int n = collect(f, MAX_IFACES);
+  return n < 0 ? 0 : n;
+}
+
 int net_iface_at(uint32_t i, struct net_iface *out) {
   struct net_iface f[MAX_IFACES];
   int n = collect(f, MAX_IFACES);
@@ -100,7 +106,7 @@ void net_mac_str(uint64_t nic, char *buf, unsigned len) {
            (unsigned)nic & 0xff);
 }
 
-static int want_net(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
+int net_wanted(void) { return !fmx_cfg.net || strcmp(fmx_cfg.net, "off") != 0; }
 
 /* The interface that is board 0, picked once per process (MX's boards
  * are fixed at init): 0, or -ENODEV. */
@@ -110,7 +116,7 @@ static struct net_iface board;
 
 int net_board(struct net_iface *out) {
   pthread_mutex_lock(&board_lock);
-  if (!board_picked && want_net() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
+  if (!board_picked && net_wanted() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;
   *out = board;
   pthread_mutex_unlock(&board_lock);
   return board_picked ? 0 : -ENODEV;

@@ -20,6 +20,8 @@ struct net_iface {
   int up, loopback, ether;
 };
 
+/* How many interfaces net_iface_at has now. */
+int net_iface_count(void);
 /* The i-th interface with a link-layer address, as getifaddrs orders
  * them: 0, or -ENOENT past the last. */
 int net_iface_at(uint32_t i, struct net_iface *out);
@@ -30,6 +32,8 @@ int net_iface_find(const char *name, struct net_iface *out);
 /* The interface that is board 0, picked once per process (MX's boards
  * are fixed at init): 0 and *out, or -ENODEV (none, or FMX_NET=off). */
 int net_board(struct net_iface *out);
+/* Whether the net transport may run at all (FMX_NET is not off). */
+int net_wanted(void);
 
 /* "aa:bb:cc:dd:ee:ff" <-> NIC id. Parse: 0, or -EINVAL. */
 int net_mac_parse(const char *s, uint64_t *nic);

@@ -7,7 +7,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -55,7 +54,7 @@ static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid
 
 int net_open(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
-  if (fmx_cfg.net && strcmp(fmx_cfg.net, "off") == 0) return -ENODEV;
+  if (!net_wanted()) return -ENODEV;
   struct net_iface f;
   int r = net_board(&f);
   if (r < 0) {

@@ -20,7 +20,7 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct net_peer_entry *table; /* PEERS_MAX; NULL when out of memory */
-static int ntable, nbad;
+static int ntable;
 
 static int valid_name(const char *name, size_t len) {
   if (len == 0 || len >= NET_PEER_NAME || !memchr(name, ':', len)) return 0;
@@ -78,6 +78,7 @@ static void load_file(const char *path) {
     return;
   }
   char *text = calloc(1, PEERS_FILE_MAX + 1);
+  int nbad = 0;
   if (text) {
     size_t got = fread(text, 1, PEERS_FILE_MAX, f);
     text[got] = '\0';
@@ -118,12 +119,10 @@ static int find_nic(uint64_t nic, char *buf, unsigned len) {
   return r;
 }
 
-/* Whether a miss may ask the wire: no file given, and asking is on. */
-static int may_discover(void) { return !(fmx_cfg.peers && fmx_cfg.peers[0]) && fmx_cfg.net_discover_ms > 0; }
-
 int net_peers_discover(void) {
   pthread_once(&once, load);
-  if (!may_discover()) return 0;
+  /* The wire is asked only without a file, and while asking is on. */
+  if ((fmx_cfg.peers && fmx_cfg.peers[0]) || fmx_cfg.net_discover_ms == 0) return 0;
   return net_discover((uint32_t)fmx_cfg.net_discover_ms);
 }
 
@@ -142,15 +141,13 @@ int net_peer_lookup(const char *name, uint64_t *nic) {
   char full[NET_PEER_NAME + 8];
   snprintf(full, sizeof full, strchr(name, ':') ? "%s" : "%s:0", name);
   if (find_name(full, nic) == 0) return 0;
-  if (!may_discover() || net_peers_discover() <= 0) return -ENOENT;
-  return find_name(full, nic);
+  return net_peers_discover() > 0 ? find_name(full, nic) : -ENOENT;
 }
 
 int net_peer_name(uint64_t nic, char *buf, unsigned len) {
   pthread_once(&once, load);
   if (find_nic(nic, buf, len) == 0) return 0;
-  if (!may_discover() || net_peers_discover() <= 0) return -ENOENT;
-  return find_nic(nic, buf, len);
+  return net_peers_discover() > 0 ? find_nic(nic, buf, len) : -ENOENT;
 }
 
 int net_peers_learn(uint64_t nic, const char *name, unsigned len) {
@@ -161,11 +158,11 @@ int net_peers_learn(uint64_t nic, const char *name, unsigned len) {
   int i = 0;
   while (i < ntable && table[i].nic != nic) i++;
   int r = 0;
-  if (i < ntable && table[i].source != NET_PEER_FOUND) {
-    r = 0; /* this host's board, or the file's word: kept */
-  } else if (i == ntable && ntable == PEERS_MAX) {
+  if (i == ntable && ntable == PEERS_MAX) {
     r = -ENOSPC;
-  } else {
+  } else if (i == ntable || table[i].source == NET_PEER_FOUND) {
+    /* New, or found before (renamed); this host's board and the file's
+     * entries are kept as they are. */
     if (i == ntable) ntable++;
     table[i] = (struct net_peer_entry){.nic = nic, .source = NET_PEER_FOUND};
     memcpy(table[i].name, name, len);
@@ -173,6 +170,14 @@ int net_peers_learn(uint64_t nic, const char *name, unsigned len) {
   }
   pthread_mutex_unlock(&lock);
   return r;
+}
+
+int net_peers_count(void) {
+  pthread_once(&once, load);
+  pthread_mutex_lock(&lock);
+  int n = ntable;
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 int net_peer_at(uint32_t i, struct net_peer_entry *out) {

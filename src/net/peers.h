@@ -33,6 +33,8 @@ int net_peers_parse(const char *text, struct net_peer_entry *out, int max, int *
 int net_peer_lookup(const char *name, uint64_t *nic);
 /* The name of a NIC id in the table: 0, or -ENOENT. */
 int net_peer_name(uint64_t nic, char *buf, unsigned len);
+/* The entries now (this host's, the file's and those found). */
+int net_peers_count(void);
 /* The entry at index i (this host's board first, then the file's in its
  * order, then those found): 0, or -ENOENT. */
 int net_peer_at(uint32_t i, struct net_peer_entry *out);
