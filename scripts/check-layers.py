@@ -20,7 +20,8 @@ layer must reach up, it does so through a callback the upper one gave it.
     platform    src/platform          (topology, syscalls, copy routines)
     base        src/base              (config table, log, lists: used by all)
 
-`include/fmx.h` (the public API) may be included anywhere.
+`include/fmx.h` (the public API, with `fmx_info.h`, the keys and types of
+fmx_get_info that it includes) may be included anywhere.
 
 A header named *_int.h is its folder's own: no other folder includes it.
 
@@ -118,7 +119,7 @@ def sources(top):
 
 def verdict(path, inc):
     """None if path may include inc, else why not."""
-    if inc == "fmx.h":
+    if inc in ("fmx.h", "fmx_info.h"):
         return None
     parts = path.split("/")
     there = inc.split("/")[0]
