@@ -119,6 +119,9 @@ static struct cfg_entry table[] = {
     STR("FMX_NET_WIRE", "auto", "auto raw udp", net_wire,
         "how packets travel: raw Ethernet frames (EtherType 0x86DF, needs CAP_NET_RAW), UDP datagrams, or auto "
         "(raw when the process may open a packet socket, else UDP); both ends must use the same wire"),
+    NUM("FMX_NET_RING", CFG_SIZE, "2M", 0, 64 * K * K, net_ring,
+        "raw wire: bytes of the receive ring each endpoint shares with the kernel (TPACKET_V2, a slot per frame "
+        "of the MTU); packets are read there without a system call; 0 = no ring, recvmmsg"),
     NUM("FMX_NET_PORT", CFG_INT, "18008", 1, 65535, net_port,
         "UDP wire: endpoint e listens on this port + e"),
     NUM("FMX_NET_WINDOW", CFG_INT, "256", 1, 4096, net_window,

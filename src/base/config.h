@@ -52,6 +52,7 @@ struct fmx_config {
   uint64_t net_ack_every;      /* FMX_NET_ACK_EVERY */
   const char *net_bulk;        /* FMX_NET_BULK */
   uint64_t net_pull_threshold; /* FMX_NET_PULL_THRESHOLD */
+  uint64_t net_ring;           /* FMX_NET_RING */
   uint64_t net_pull_window;    /* FMX_NET_PULL_WINDOW */
   const char *peers;           /* FMX_PEERS */
   uint64_t net_discover_ms;    /* FMX_NET_DISCOVER_MS */

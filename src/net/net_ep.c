@@ -75,9 +75,10 @@ int net_open(struct fmx_endpoint *ep) {
   uint64_t least = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
   ne->rto_min_ns = least * 1000ull;
   ne->timer_step = least * 500ull + 1;
-  /* A pull asks for no more than half what the socket may hold received:
-   * the rest is room for the others' packets. */
-  ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
+  /* A pull asks for no more than half what the socket its answers come to
+   * may hold received: the rest is room for the others' packets. */
+  ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window
+                                            : net_sock_rcvbuf(ne->bulk_own ? &ne->bsock : &ne->sock) / 2;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;

@@ -35,6 +35,7 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
 }
 
 void net_sock_close(struct net_sock *s) {
+  net_ring_close(s);
   if (s->fd >= 0) close(s->fd);
   s->fd = -1;
   free(s->rxmem);
@@ -58,6 +59,7 @@ void net_sock_buffers(int fd) {
 }
 
 uint32_t net_sock_rcvbuf(const struct net_sock *s) {
+  if (s->ring) return net_ring_bytes(s);
   int v = 0;
   socklen_t l = sizeof v;
   if (getsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &v, &l) < 0 || v <= 0) return 0;

@@ -67,6 +67,12 @@ struct net_sock {
   int gso;        /* UDP: the kernel takes GSO sends */
   uint32_t rx_buf; /* bytes of each receive buffer (NET_RX_BUF; 64 KiB with GRO) */
   uint8_t *rxmem;  /* NET_RX_BATCH buffers of rx_buf */
+  /* Raw wire: the receive ring the kernel writes into (sock_ring.c);
+   * NULL: none, packets read with recvmmsg into rxmem. */
+  uint8_t *ring;
+  size_t ring_len;
+  uint32_t ring_frame, ring_nr; /* bytes of a slot, slots */
+  uint32_t ring_head, ring_held; /* the next slot to look at; slots before it not given back yet */
 };
 
 extern const struct net_wire net_wire_raw, net_wire_udp;
@@ -91,6 +97,15 @@ uint32_t net_sock_rcvbuf(const struct net_sock *s);
 struct mmsghdr;
 int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, void *ctl,
                         unsigned ctl_len, int max);
+/* The raw wire's receive ring of about `bytes` (0: none; sock_ring.c):
+ * 0, or -errno. */
+int net_ring_open(struct net_sock *s, uint64_t bytes);
+void net_ring_close(struct net_sock *s);
+/* Up to max packets the kernel wrote into the ring, valid until the next
+ * call: their count, 0 when none. */
+int net_ring_recv(struct net_sock *s, struct net_rx *rx, int max);
+/* The packet bytes the ring holds. */
+uint32_t net_ring_bytes(const struct net_sock *s);
 /* The largest packet (header + body) the wire carries on this interface. */
 uint32_t net_sock_packet_max(const struct net_sock *s);
 

@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/config.h"
+#include "base/log.h"
 #include "net/sock.h"
 #include "net/wire.h"
 
@@ -54,6 +56,11 @@ static int raw_open(struct net_sock *s, const struct net_iface *ifc, uint32_t ei
   int one = 1;
   setsockopt(s->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
   net_sock_buffers(s->fd);
+  /* No ring (the kernel would not give one that large): recvmmsg. */
+  int r = net_ring_open(s, fmx_cfg.net_ring);
+  if (r < 0)
+    log_info("FMX-NET-RING", "endpoint %u: no receive ring of %llu bytes (%s): frames read with recvmmsg", eid,
+             (unsigned long long)fmx_cfg.net_ring, strerror(-r));
   struct sockaddr_ll sa = {.sll_family = AF_PACKET, .sll_protocol = htons(NET_ETHERTYPE), .sll_ifindex = ifc->index};
   if (bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0) return -errno;
   /* Frames queued between socket() and the filter's attach: drop them. */
@@ -76,6 +83,7 @@ static int raw_send(struct net_sock *s, const struct net_addr *to, uint32_t eid,
 }
 
 static int raw_recv(struct net_sock *s, struct net_rx *rx, int max) {
+  if (s->ring) return net_ring_recv(s, rx, max);
   struct mmsghdr mm[NET_RX_BATCH];
   struct sockaddr_ll from[NET_RX_BATCH];
   int n = net_sock_recv_batch(s, mm, from, sizeof from[0], NULL, 0, max);

@@ -46,12 +46,15 @@ def test_mixed_job(pair1500):
 SIZES = "0,1,8,63,64,1K,1431,1432,1433,4K,64K,1M,4M"
 
 
-@pytest.mark.parametrize("wire", ["raw", "udp", "raw-frames"])
+@pytest.mark.parametrize("wire", ["raw", "udp", "raw-frames", "raw-noring"])
 def test_pingpong_mtu1500(pair1500, wire):
-    """raw-frames: the answers to pulls in raw frames too (FMX_NET_BULK=wire)."""
+    """raw-frames: the answers to pulls in raw frames too (FMX_NET_BULK=wire);
+    raw-noring: frames read with recvmmsg, not from the receive ring."""
     env = {"FMX_NET_WIRE": wire.split("-")[0]}
     if wire == "raw-frames":
         env["FMX_NET_BULK"] = "wire"
+    if wire == "raw-noring":
+        env["FMX_NET_RING"] = "0"
     out = perf(pair1500, "pingpong", SIZES + ",16M", env, iters=3)
     assert len(rows(out)) == len(SIZES.split(",")) + 1, out
 
@@ -66,6 +69,17 @@ def test_bw_window(pair1500):
     """Windows of messages in flight: the send window fills and drains."""
     out = perf(pair1500, "bw", "8,4K,256K", {}, iters=20)
     assert len(rows(out)) == 3, out
+
+
+def test_ring_full(pair1500):
+    """The smallest receive ring (two blocks, 82 frames at MTU 1500) under
+    windows of messages and pulls answered in raw frames: the kernel drops
+    what finds no free slot, and fmx asks for it again; every byte
+    checked."""
+    env = {"FMX_NET_WIRE": "raw", "FMX_NET_RING": "1", "FMX_NET_BULK": "wire", "FMX_NET_RTO_US": "500"}
+    out = perf(pair1500, "bw", "8,4K,64K,1M", env, iters=20, extra=["--counters"], want_err=True)
+    assert len(rows(out)) == 4, out
+    assert "pulled frames asked for again" in out, out
 
 
 @pytest.mark.skipif(not shutil.which("nft"), reason="nftables not installed")
