@@ -56,7 +56,8 @@
   X(BULK_PULL_BYTES, "bytes pulled from other hosts")                      \
   X(NET_PULL_REASKED, "net: pulled frames asked for again (lost or late)")  \
   X(NET_PULL_SERVED, "net: frames sent for peers' pulls")                  \
-  X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)")
+  X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
+  X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

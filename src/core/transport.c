@@ -149,6 +149,8 @@ static int peer_lending(struct partner *p) {
   return 0;
 }
 
+static int peer_waited(struct partner *p) { return !list_empty(&p->pp.msgs); }
+
 static void progress(struct fmx_endpoint *ep) { ep_progress_locked(ep); }
 
 static const struct transport_core core_for_transports = {
@@ -163,6 +165,7 @@ static const struct transport_core core_for_transports = {
     .peer_down = ep_partner_down,
     .peer_next = peer_next,
     .peer_lending = peer_lending,
+    .peer_waited = peer_waited,
     .progress = progress,
 };
 

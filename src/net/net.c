@@ -53,7 +53,7 @@ static struct net_rel_cfg rel_cfg(const struct net_ep *ne) {
 /* The partners' timers are due within the shortest wait one may have
  * (something was sent, or received and not acked yet). */
 static void arm_timers(struct net_ep *ne, uint64_t now) {
-  if (!ne->timers_ns) ne->timers_ns = now + ne->timer_step;
+  if (!ne->timers_ns || ne->timers_ns > now + ne->timer_step) ne->timers_ns = now + ne->timer_step;
 }
 
 void net_arm_timers(struct fmx_endpoint *ep, uint64_t now) { arm_timers(net_ep(ep), now); }
@@ -129,29 +129,47 @@ static uint64_t net_eager_max(struct partner *p) {
   return (uint64_t)net_ep(np->ep)->sock.wire->pull_frames * net_max_payload(p);
 }
 
+/* The DATA packet whose body (len bytes) is written in ne->pkt, into p's
+ * stream and onto the wire: 0, or -errno (not sent). */
+static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, uint16_t flags, uint64_t now) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  struct net_hdr nh;
+  net_hdr_to(ep, p, &nh, NET_DATA);
+  nh.seq = np->rel.next_seq;
+  nh.ack = net_rel_ack_value(&np->rel);
+  nh.len = len;
+  nh.flags = flags;
+  net_put_hdr(ne->pkt, &nh);
+  int r = net_rel_queue(&np->rel, ne->pkt, NET_HDR_LEN + len, now);
+  if (r < 0) return r;
+  net_rel_acked(&np->rel); /* piggybacked */
+  net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + len);
+  arm_timers(ne, now);
+  return 0;
+}
+
 static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   if (h->len > net_max_payload(p)) return -EINVAL;
   if (!net_rel_can_send(&np->rel)) return -EAGAIN;
-  struct net_hdr nh;
-  net_hdr_to(ep, p, &nh, NET_DATA);
-  nh.seq = np->rel.next_seq;
-  nh.ack = net_rel_ack_value(&np->rel);
-  nh.len = (uint16_t)(NET_RECORD_HDR + h->len);
-  nh.flags = NET_F_FIRST | NET_F_LAST;
-  net_put_hdr(ne->pkt, &nh);
   net_put_record(ne->pkt + NET_HDR_LEN, h);
   record_gather(ne->pkt + NET_HDR_LEN + NET_RECORD_HDR, iov, iovcnt, h->len);
-  size_t len = NET_HDR_LEN + nh.len;
-  uint64_t now = sys_now_ns();
-  int r = net_rel_queue(&np->rel, ne->pkt, len, now);
-  if (r < 0) return r;
-  net_rel_acked(&np->rel); /* piggybacked */
-  net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, len);
-  arm_timers(ne, now);
-  return 0;
+  return send_data(ep, p, (uint16_t)(NET_RECORD_HDR + h->len), NET_F_FIRST | NET_F_LAST, sys_now_ns());
+}
+
+/* A partner we wait for (a rendezvous it has not pulled, a message it has
+ * not finished sending us) and that owes us no ack says nothing while it
+ * has nothing to say: one that died would leave us waiting forever. So
+ * when it has been silent for probe_step we send it a probe, a DATA packet
+ * with no byte, in its stream: acked like any packet, or resent until
+ * FMX_NET_TIMEOUT_MS fails the partner (net_rel_timers). */
+static void probe(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
+  struct net_peer *np = transport_state(p);
+  np->probe_ns = now;
+  if (net_rel_can_send(&np->rel) && send_data(ep, p, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES);
 }
 
 /* ---- partners ----------------------------------------------------------- */
@@ -188,6 +206,7 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   np->start = tx_start;
   np->peer_start = rx_start;
   np->pkt_max = ne->pkt_max;
+  np->heard_ns = sys_now_ns();
   np->baddr = (struct net_addr){0};
   net_pull_init(ep, p);
   t->nic = nic;
@@ -224,6 +243,7 @@ static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
 /* One record (a DATA body) to the protocol: nonzero once p is gone. */
 static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver, const uint8_t *b,
                         size_t n) {
+  if (n == 0) return 0; /* a probe: acked, nothing to deliver */
   struct proto_hdr h;
   if (net_get_record(b, n, &h) < 0) {
     TRANSPORT_CNT(ep, BAD_PACKET);
@@ -234,9 +254,9 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
   return deliver(ep, p, &((struct net_peer *)transport_state(p))->lend, &h, b + NET_RECORD_HDR);
 }
 
-static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver) {
+static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver,
+                    uint64_t now) {
   struct net_peer *np = transport_state(p);
-  uint64_t now = sys_now_ns();
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
   arm_timers(net_ep(ep), now); /* its ack is due */
   if (r != NET_REL_NEW) return;
@@ -301,9 +321,11 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   }
   struct net_peer *np = transport_state(p);
   struct emit_arg a = {ep, p};
-  net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, sys_now_ns(), emit, &a);
+  uint64_t now = sys_now_ns();
+  np->heard_ns = now;
+  net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
   switch (pk.h.type) {
-    case NET_DATA: on_data(ep, p, &pk, deliver); break;
+    case NET_DATA: on_data(ep, p, &pk, deliver, now); break;
     case NET_PULL: net_pull_on_pull(ep, p, &pk); break;
     case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk); break;
     default: break;
@@ -334,7 +356,7 @@ static void drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, tran
  * counted again (the protocol fails some itself: a CLOSE, a NACK). */
 static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
-  int next = 0;
+  int next = 0, waited = 0;
   uint32_t alive = 0;
   for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
        p = transport_up->peer_next(ep, &net_transport, p)) {
@@ -354,10 +376,16 @@ static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
     int pulls = net_pull_timers(ep, p, now);
     if (pulls < 0) continue; /* it failed */
     alive++;
+    if (transport_up->peer_waited(p) && net_rel_idle(&np->rel) && !pulls) {
+      waited = 1;
+      if (now - np->heard_ns >= ne->probe_step && now - np->probe_ns >= ne->probe_step) probe(ep, p, now);
+    }
     next |= !net_rel_idle(&np->rel) || np->rel.unacked || pulls;
   }
   ne->npeers = alive;
-  ne->timers_ns = next ? now + ne->timer_step : 0; /* nothing pending: no timer until something is */
+  /* Nothing pending: no timer until something is; only partners we wait
+   * for: a look at them now and then. */
+  ne->timers_ns = next ? now + ne->timer_step : waited ? now + ne->probe_step / 2 : 0;
 }
 
 static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) {

@@ -75,6 +75,7 @@ int net_open(struct fmx_endpoint *ep) {
   uint64_t least = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
   ne->rto_min_ns = least * 1000ull;
   ne->timer_step = least * 500ull + 1;
+  ne->probe_step = fmx_cfg.net_timeout_ms * 250000ull; /* a quarter of the timeout */
   /* A pull asks for no more than half what the socket its answers come to
    * may hold received: the rest is room for the others' packets. */
   ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window

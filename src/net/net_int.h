@@ -40,6 +40,7 @@ struct net_ep {
   int look;                /* read the socket at the next pass */
   uint64_t timers_ns;      /* when the partners' timers are due next; 0: nothing pending */
   uint64_t timer_step;     /* how soon after something becomes pending */
+  uint64_t probe_step;     /* how often a partner we wait for and that owes us no ack is probed */
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
   uint64_t query_ns;       /* when we last answered a HOST_QUERY (as often at most) */
@@ -73,6 +74,8 @@ struct net_peer {
   struct bulk_conn lend;
   struct list_node pulls, exports;
   uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
+  uint64_t probe_ns;     /* when we last probed it (net.c) */
+  uint64_t heard_ns;     /* when a packet of it last came */
 };
 
 extern const struct fmx_transport_ops net_transport;

@@ -30,8 +30,8 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
   const uint8_t *b = buf + NET_HDR_LEN;
   out->body = b;
   if (h->type == NET_DATA) {
-    if (h->len == 0) return NET_BAD_LENGTH;
     if (h->flags & ~NET_F_KNOWN) return NET_BAD_FLAGS;
+    if (h->len == 0 && h->flags) return NET_BAD_LENGTH; /* a probe has no byte and no flag */
     return NET_OK;
   }
   if (h->type == NET_PULL_REPLY) {

@@ -101,6 +101,9 @@ struct transport_core {
   /* A rendezvous we send to p is in flight: its engine may still use what
    * the connection we sent its RTS on lends (bulk/conn.h). */
   int (*peer_lending)(struct partner *p);
+  /* Something of ours waits for p: a send it has not completed, a receive
+   * from it not filled yet. */
+  int (*peer_waited)(struct partner *p);
   /* One progress pass on ep, its lock held (a transport that waits for a
    * handshake answer makes progress meanwhile: packets for its other
    * partners keep moving). */

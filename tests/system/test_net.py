@@ -7,6 +7,7 @@ killed mid-transfer. Names are unique per test run; every run is bounded."""
 import os
 import shutil
 import signal
+import subprocess
 import time
 
 import pytest
@@ -140,3 +141,31 @@ def test_peer_killed_mid_transfer(pair1500):
     assert cli.returncode != 0, out
     assert "unreachable" in err.lower() or "closed" in err.lower() or "session" in err.lower(), err
     assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_unmatched_send_receiver_killed(pair1500, wire):
+    """A 4 MiB send (rendezvous) that the receiver has seen and acked but
+    never matched, when the receiver dies: nothing is in flight, so only
+    the probes of a partner we wait for find out. The send fails with an
+    error (FMX_NET_TIMEOUT_MS 1 s: a probe after 250 ms of silence, failed
+    1 s later); it does not wait forever."""
+    places = [(pair1500.a, pair1500.mac_a), (pair1500.b, pair1500.mac_b)]
+    env = dict(os.environ, FMX_NET_WIRE=wire, FMX_NET_TIMEOUT_MS="1000",
+               FMX_SYS_NICS=",".join(m for _, m in places))
+    argv = ["unmatched", "--base", "60", "--size", str(4 << 20), "--nprocs", "2"]
+    procs = [subprocess.Popen(["ip", "netns", "exec", ns, SYS] + argv + ["--rank", str(r)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r, (ns, _) in enumerate(places)]
+    try:
+        assert procs[1].stdout.readline().strip() == "READY", procs[1].stderr.read()
+        time.sleep(0.6)  # probes answered while it lives, unanswered once it is gone
+        procs[1].send_signal(signal.SIGKILL)
+        procs[1].wait()
+        out, err = procs[0].communicate(timeout=60)
+        assert procs[0].returncode == 3, out + err
+        assert '"code":"Remote endpoint unreachable"' in out or "unreachable" in out.lower(), out + err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()

@@ -418,7 +418,11 @@ static void test_wire(void) {
 
   h = (struct net_hdr){.type = NET_DATA, .len = 0, .flags = NET_F_FIRST};
   net_put_hdr(b, &h);
-  CHECK_EQ(net_parse(b, NET_HDR_LEN, &p), NET_BAD_LENGTH); /* empty DATA */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN, &p), NET_BAD_LENGTH); /* empty DATA with a flag */
+  h.flags = 0;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN, &p), NET_OK); /* a probe */
+  h.flags = NET_F_FIRST;
   h.len = 10;
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 10, &p), NET_OK);

@@ -10,6 +10,10 @@
  *   fmx_sys lazysend --rank 0|1 --base B --size S     rank 0 sends, then stays out
  *                    of fmx for --late-recv MS; rank 1 receives, verifies and
  *                    prints the engine and the bytes it copied itself
+ *   fmx_sys unmatched --rank 0|1 --base B --size S   rank 0 sends S bytes that
+ *                    rank 1 sees (probe) but never receives; rank 1 prints READY
+ *                    and stays out of fmx until killed; rank 0 prints its
+ *                    send's result as JSON (exit 3 when it failed)
  *   fmx_sys issend   --rank 0|1 --base B
  *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
  *   fmx_sys connect  --base B --target EID --key K    (prints the result name; the
@@ -379,6 +383,30 @@ static void bigsend(void) {
 }
 
 
+/* A send its receiver has seen but not matched, when the receiver dies:
+ * the sender must learn it (the partner gone), not wait forever. */
+static void unmatched_send(void) {
+  fmx_endpoint_addr_t peer = connect_to((uint32_t)(base + 1 - rank));
+  uint8_t *buf = big_buf(big);
+  memset(buf, 7, big);
+  fmx_seg_t seg = {buf, big};
+  fmx_status_t st;
+  if (rank == 1) {
+    uint32_t seen = 0;
+    OK(fmx_probe(ep, WAIT_MS, 42, FMX_MATCH_MASK_NONE, &st, &seen));
+    if (!seen) FAIL("no message in %d ms", WAIT_MS);
+    printf("READY\n");
+    fflush(stdout);
+    sleep_ms(WAIT_MS); /* out of fmx: it is killed meanwhile */
+    exit(0);
+  }
+  fmx_request_t r;
+  OK(fmx_isend(ep, &seg, 1, peer, 42, NULL, &r));
+  wait_req(&r, &st, "send");
+  printf("{\"rank\":0,\"code\":\"%s\",\"t_ns\":%" PRIu64 "}\n", fmx_strerror(st.code), now_ns());
+  exit(st.code == FMX_SUCCESS ? 0 : 3);
+}
+
 /* The sender posts a large send and then stays out of the library (it
  * computes, or it is descheduled): the receiver must complete alone. */
 static void lazysend(void) {
@@ -585,6 +613,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "bigsend")) bigsend();
   else if (!strcmp(mode, "lazysend")) lazysend();
   else if (!strcmp(mode, "issend")) issend_test();
+  else if (!strcmp(mode, "unmatched")) unmatched_send();
   else if (!strcmp(mode, "token")) token();
   else if (!strcmp(mode, "connect")) connect_test();
   else if (!strcmp(mode, "serve")) serve();
