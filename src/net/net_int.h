@@ -37,6 +37,7 @@ struct net_ep {
   uint32_t pkt_max;        /* the largest packet, header included */
   uint32_t npeers;         /* partners alive at the last timer pass, or made since */
   uint32_t skipped;        /* progress passes that left the socket alone (no partner) */
+  uint32_t ticks;          /* progress passes (the clock is read every 8th) */
   int look;                /* read the socket at the next pass */
   uint64_t timers_ns;      /* when the partners' timers are due next; 0: nothing pending */
   uint64_t timer_step;     /* how soon after something becomes pending */

@@ -21,6 +21,16 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
   s->wire = w;
   int r = w->open(s, ifc, eid);
   if (r == 0 && !(s->rxmem = malloc((size_t)NET_RX_BATCH * s->rx_buf))) r = -ENOMEM;
+  if (r == 0 && !(s->rxq = calloc(1, sizeof *s->rxq))) r = -ENOMEM;
+  if (r == 0) {
+    struct net_rxq *q = s->rxq;
+    q->ctl_len = w == &net_wire_udp ? sizeof q->ctl[0] : 0;
+    for (int i = 0; i < NET_RX_BATCH; i++) {
+      q->iov[i] = (struct iovec){s->rxmem + (size_t)i * s->rx_buf, s->rx_buf};
+      q->mm[i].msg_hdr = (struct msghdr){.msg_iov = &q->iov[i], .msg_iovlen = 1};
+    }
+    q->dirty = NET_RX_BATCH;
+  }
   if (r < 0) net_sock_close(s);
   return r;
 }
@@ -40,6 +50,8 @@ void net_sock_close(struct net_sock *s) {
   s->fd = -1;
   free(s->rxmem);
   s->rxmem = NULL;
+  free(s->rxq);
+  s->rxq = NULL;
 }
 
 uint32_t net_sock_packet_max(const struct net_sock *s) {
@@ -66,19 +78,18 @@ uint32_t net_sock_rcvbuf(const struct net_sock *s) {
   return (uint32_t)v;
 }
 
-int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, void *ctl,
-                        unsigned ctl_len, int max) {
-  struct iovec iov[NET_RX_BATCH];
+int net_sock_recv_batch(struct net_sock *s, int max) {
+  struct net_rxq *q = s->rxq;
   if (max > NET_RX_BATCH) max = NET_RX_BATCH;
-  for (int i = 0; i < max; i++) {
-    iov[i] = (struct iovec){s->rxmem + (size_t)i * s->rx_buf, s->rx_buf};
-    mm[i].msg_hdr = (struct msghdr){.msg_name = (char *)names + (size_t)i * name_len,
-                                    .msg_namelen = name_len,
-                                    .msg_iov = &iov[i],
-                                    .msg_iovlen = 1,
-                                    .msg_control = ctl ? (char *)ctl + (size_t)i * ctl_len : NULL,
-                                    .msg_controllen = ctl ? ctl_len : 0};
+  for (int i = 0; i < q->dirty; i++) {
+    struct msghdr *m = &q->mm[i].msg_hdr;
+    m->msg_name = &q->from[i];
+    m->msg_namelen = sizeof q->from[i];
+    m->msg_control = q->ctl_len ? q->ctl[i].buf : NULL;
+    m->msg_controllen = q->ctl_len;
+    m->msg_flags = 0;
   }
-  int n = recvmmsg(s->fd, mm, (unsigned)max, MSG_DONTWAIT, NULL);
+  int n = recvmmsg(s->fd, q->mm, (unsigned)max, MSG_DONTWAIT, NULL);
+  q->dirty = n > 0 ? n : 1;
   return n < 0 ? 0 : n;
 }

@@ -9,8 +9,11 @@
 #ifndef FMX_NET_SOCK_H
 #define FMX_NET_SOCK_H
 
+#include <linux/if_packet.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "net/iface.h"
@@ -32,6 +35,23 @@ struct net_rx {
   size_t len;
   uint32_t seg; /* several packets of seg bytes each, the last shorter (UDP GRO); 0: one packet */
   struct net_addr from;
+};
+
+/* recvmmsg's arrays, kept from one call to the next: a look that finds
+ * nothing costs the system call alone, not 32 headers written again. */
+struct net_rxq {
+  struct mmsghdr mm[NET_RX_BATCH];
+  struct iovec iov[NET_RX_BATCH];
+  union {
+    struct sockaddr_ll ll;
+    struct sockaddr_in in;
+  } from[NET_RX_BATCH];
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl[NET_RX_BATCH];
+  unsigned ctl_len; /* bytes of ctl[i] the wire wants (0: none) */
+  int dirty;        /* entries the last call may have written */
 };
 
 struct net_sock;
@@ -67,6 +87,7 @@ struct net_sock {
   int gso;        /* UDP: the kernel takes GSO sends */
   uint32_t rx_buf; /* bytes of each receive buffer (NET_RX_BUF; 64 KiB with GRO) */
   uint8_t *rxmem;  /* NET_RX_BATCH buffers of rx_buf */
+  struct net_rxq *rxq;
   /* Raw wire: the receive ring the kernel writes into (sock_ring.c);
    * NULL: none, packets read with recvmmsg into rxmem. */
   uint8_t *ring;
@@ -87,16 +108,13 @@ void net_sock_close(struct net_sock *s);
  * namespace). */
 int net_raw_permitted(void);
 /* Shared by the wires: large socket buffers (forced where the process may);
- * and one batch of recvmmsg, message i into rxmem + i * rx_buf (its
- * length in mm[i].msg_len), its source address written to names (name_len
- * bytes apart) and its control messages to ctl (ctl_len bytes apart; NULL:
- * none): the count, 0 when none. */
+ * and one batch of recvmmsg into s->rxq, message i into rxmem + i * rx_buf
+ * (its length in rxq->mm[i].msg_len, its source in rxq->from[i], its
+ * control messages in rxq->ctl[i]): the count, 0 when none. */
 void net_sock_buffers(int fd);
 /* The bytes the socket may hold received (what the kernel granted). */
 uint32_t net_sock_rcvbuf(const struct net_sock *s);
-struct mmsghdr;
-int net_sock_recv_batch(struct net_sock *s, struct mmsghdr *mm, void *names, unsigned name_len, void *ctl,
-                        unsigned ctl_len, int max);
+int net_sock_recv_batch(struct net_sock *s, int max);
 /* The raw wire's receive ring of about `bytes` (0: none; sock_ring.c):
  * 0, or -errno. */
 int net_ring_open(struct net_sock *s, uint64_t bytes);

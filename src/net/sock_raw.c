@@ -84,15 +84,14 @@ static int raw_send(struct net_sock *s, const struct net_addr *to, uint32_t eid,
 
 static int raw_recv(struct net_sock *s, struct net_rx *rx, int max) {
   if (s->ring) return net_ring_recv(s, rx, max);
-  struct mmsghdr mm[NET_RX_BATCH];
-  struct sockaddr_ll from[NET_RX_BATCH];
-  int n = net_sock_recv_batch(s, mm, from, sizeof from[0], NULL, 0, max);
+  int n = net_sock_recv_batch(s, max);
   int k = 0;
   for (int i = 0; i < n; i++) {
-    if (from[i].sll_pkttype == PACKET_OUTGOING || from[i].sll_halen != 6) continue;
+    const struct sockaddr_ll *from = &s->rxq->from[i].ll;
+    if (from->sll_pkttype == PACKET_OUTGOING || from->sll_halen != 6) continue;
     uint64_t nic = 0;
-    for (int b = 0; b < 6; b++) nic = nic << 8 | from[i].sll_addr[b];
-    rx[k++] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf, .len = mm[i].msg_len, .from = {.nic = nic}};
+    for (int b = 0; b < 6; b++) nic = nic << 8 | from->sll_addr[b];
+    rx[k++] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf, .len = s->rxq->mm[i].msg_len, .from = {.nic = nic}};
   }
   return k;
 }

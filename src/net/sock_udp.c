@@ -96,21 +96,14 @@ static uint32_t gro_seg(struct msghdr *m, size_t len) {
   return 0;
 }
 
-#define UDP_CTL CMSG_SPACE(sizeof(int))
-
 static int udp_recv(struct net_sock *s, struct net_rx *rx, int max) {
-  struct mmsghdr mm[NET_RX_BATCH];
-  struct sockaddr_in from[NET_RX_BATCH];
-  union {
-    char buf[UDP_CTL];
-    struct cmsghdr align;
-  } ctl[NET_RX_BATCH];
-  int n = net_sock_recv_batch(s, mm, from, sizeof from[0], ctl, sizeof ctl[0], max);
+  struct net_rxq *q = s->rxq;
+  int n = net_sock_recv_batch(s, max);
   for (int i = 0; i < n; i++)
     rx[i] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf,
-                            .len = mm[i].msg_len,
-                            .seg = gro_seg(&mm[i].msg_hdr, mm[i].msg_len),
-                            .from = {.ip = from[i].sin_addr.s_addr, .port = from[i].sin_port}};
+                            .len = q->mm[i].msg_len,
+                            .seg = gro_seg(&q->mm[i].msg_hdr, q->mm[i].msg_len),
+                            .from = {.ip = q->from[i].in.sin_addr.s_addr, .port = q->from[i].in.sin_port}};
   return n;
 }
 
