@@ -10,6 +10,11 @@ Peers, each one process per side, each side's CPU time measured (wait4):
   libfabric tcp, udp    fi_pingpong -p tcp -e msg / -p udp -e dgram (udp:
                         one datagram at most, so 8 B only)
   UCX tcp               ucx_perftest -t tag_lat, UCX_TLS=tcp
+  bare AF_PACKET ring,  bench/wire_probe.c: frames of EtherType 0x86DF and
+  bare AF_XDP           nothing else, busy polled (a TPACKET_V2 receive
+                        ring; an AF_XDP socket behind generic XDP): the
+                        raw wire's floor at 8 B, and whether AF_XDP beats
+                        AF_PACKET here
   iperf3                one TCP stream for 3 s: the line's ceiling
 Every point is a half round trip (latency) and size / half round trip
 (bandwidth), the way fmx_perf and fi_pingpong count; CPU time per GB is
@@ -74,6 +79,7 @@ class Hosts:
             sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
         self.mac_b = sh("ip", "netns", "exec", self.b, "cat", "/sys/class/net/%s/address" % self.vb).stdout.strip()
+        self.mac_a = sh("ip", "netns", "exec", self.a, "cat", "/sys/class/net/%s/address" % self.va).stdout.strip()
 
     def close(self):
         for ns in (self.a, self.b):
@@ -193,6 +199,21 @@ def peers(ctx):
                                                      "-n", str(iters)], env)
         return parse_ucx(out), cs, cc
 
+    probe = os.path.join(ctx["work"], "wire_probe")
+    try:
+        built = subprocess.run(["cc", "-O2", "-o", probe, os.path.join(ROOT, "bench", "wire_probe.c")],
+                               capture_output=True, text=True, timeout=120)
+        probe_why = None if built.returncode == 0 else "building wire_probe: " + built.stderr[-200:]
+    except (OSError, subprocess.SubprocessError) as e:
+        probe_why = "building wire_probe: %s" % e
+
+    def wire(path):
+        def f(h, size, iters):
+            out, cs, cc = run.pair(h, [probe, path, h.vb, h.mac_a, "server", str(size), str(iters)],
+                                   [probe, path, h.va, h.mac_b, "client", str(size), str(iters)], {})
+            return float(out.split()[-1]), cs, cc
+        return f
+
     table = [("fmx_raw", "fmx raw frames", fmx("raw"), None),
              ("fmx_udp", "fmx UDP", fmx("udp"), None),
              ("ompi_tcp", "Open MPI TCP BTL", ompi, None if shutil.which("mpirun.openmpi") and os.path.exists(perf_mpi)
@@ -201,7 +222,9 @@ def peers(ctx):
               else "fi_pingpong missing (libfabric-bin)"),
              ("fi_udp", "libfabric udp (dgram)", fi("udp", "dgram"), None if shutil.which("fi_pingpong")
               else "fi_pingpong missing (libfabric-bin)"),
-             ("ucx_tcp", "UCX tcp", ucx, None if shutil.which("ucx_perftest") else "ucx_perftest missing")]
+             ("ucx_tcp", "UCX tcp", ucx, None if shutil.which("ucx_perftest") else "ucx_perftest missing"),
+             ("wire_packet", "bare AF_PACKET ring (the raw wire's floor)", wire("packet"), probe_why),
+             ("wire_xdp", "bare AF_XDP, generic XDP", wire("xdp-skb"), probe_why)]
     return table
 
 
@@ -323,8 +346,9 @@ def main(argv=None):
                         continue
                     for size in SIZES[mode]:
                         rec = {"peer": name, "mtu": mtu, "rep": rep, "size": size}
-                        if name == "fi_udp" and size > mtu - 100:
-                            rec["error"] = "a message is one datagram at most"
+                        if name == "fi_udp" and size > mtu - 100 or name.startswith("wire_") and size > 64:
+                            rec["error"] = ("a message is one datagram at most" if name == "fi_udp"
+                                            else "one frame each way: 8 B only")
                             data["runs"].append(rec)
                             continue
                         try:
