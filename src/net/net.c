@@ -206,6 +206,7 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   np->start = tx_start;
   np->peer_start = rx_start;
   np->pkt_max = ne->pkt_max;
+  np->mtu = net_mtu(ep);
   np->heard_ns = sys_now_ns();
   np->baddr = (struct net_addr){0};
   net_pull_init(ep, p);
@@ -223,9 +224,21 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   return 0;
 }
 
-void net_peer_bulk(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port) {
+uint16_t net_mtu(struct fmx_endpoint *ep) {
+  uint32_t m = net_ep(ep)->sock.ifc.mtu;
+  return (uint16_t)(m > 65535 ? 65535 : m);
+}
+
+void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port, uint16_t mtu) {
+  struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
-  if (net_ep(ep)->bulk_own && ip && port) np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
+  if (ne->bulk_own && ip && port) np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
+  /* A peer whose MTU is smaller than ours would drop our larger packets
+   * (and never see a pull's answers): we send it no more than it takes. */
+  if (mtu >= NET_MTU_MIN && mtu < np->mtu) {
+    np->mtu = mtu;
+    if (mtu - ne->sock.wire->overhead < np->pkt_max) np->pkt_max = mtu - ne->sock.wire->overhead;
+  }
 }
 
 /* Add what the partner's stream counted since the last look. */

@@ -34,7 +34,7 @@ static void send_connect(struct fmx_endpoint *ep) {
   uint16_t bport;
   net_bulk_addr(ep, &bip, &bport);
   h.len = (uint16_t)net_put_connect(ne->pkt + NET_HDR_LEN, transport_ep(ep)->nic, ne->pend.nic, ne->pend.key,
-                                    ne->pend.conn_seq, ne->pend.start, bip, bport);
+                                    ne->pend.conn_seq, ne->pend.start, bip, bport, net_mtu(ep));
   net_put_hdr(ne->pkt, &h);
   struct net_addr to = {.nic = ne->pend.nic};
   net_xmit(ep, &to, ne->pend.eid, ne->pkt, NET_HDR_LEN + h.len);
@@ -50,7 +50,8 @@ static void send_reply(struct fmx_endpoint *ep, const struct net_pkt *in, const 
   uint32_t bip = 0;
   uint16_t bport = 0;
   if (status == 0) net_bulk_addr(ep, &bip, &bport);
-  h.len = (uint16_t)net_put_reply(ne->pkt + NET_HDR_LEN, status, in->u.connect.conn_seq, start, bip, bport);
+  h.len = (uint16_t)net_put_reply(ne->pkt + NET_HDR_LEN, status, in->u.connect.conn_seq, start, bip, bport,
+                                  net_mtu(ep));
   net_put_hdr(ne->pkt, &h);
   net_xmit(ep, to, in->h.src_ep, ne->pkt, NET_HDR_LEN + h.len);
 }
@@ -106,7 +107,7 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
     send_reply(ep, pk, &to, FMX_NO_RESOURCES, 0);
     return;
   }
-  net_peer_bulk(ep, p, pk->u.connect.bulk_ip, pk->u.connect.bulk_port);
+  net_peer_link(ep, p, pk->u.connect.bulk_ip, pk->u.connect.bulk_port, pk->u.connect.mtu);
   TRANSPORT_CNT(ep, CONNECT_OK);
   send_reply(ep, pk, &to, 0, start);
 }
@@ -136,7 +137,7 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
     }
     TRANSPORT_CNT(ep, CONNECT_OK);
   }
-  net_peer_bulk(ep, p, pk->u.reply.bulk_ip, pk->u.reply.bulk_port);
+  net_peer_link(ep, p, pk->u.reply.bulk_ip, pk->u.reply.bulk_port, pk->u.reply.mtu);
   ne->pend.p = p;
   ne->pend.status = FMX_SUCCESS;
 }

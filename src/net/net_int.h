@@ -66,7 +66,8 @@ struct net_peer {
   struct net_addr baddr; /* where the answers to its pulls go (UDP); port 0: to addr, on our wire */
   uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
   uint32_t peer_start;   /* its first seq: a CONNECT with another is a new connection */
-  uint32_t pkt_max;
+  uint32_t pkt_max;      /* the largest packet to it: the smaller MTU of the two, our wire's share */
+  uint32_t mtu;          /* the smaller MTU of the two */
   uint64_t seen[5];      /* rel's counts already added to the endpoint's counters */
   /* The pull protocol (pull.c): what we lend the engine `pull`, the
    * transfers we pull from the partner and those it pulls from us. */
@@ -96,9 +97,12 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
                   const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
 /* What a CONNECT or its reply says of the peer's bulk socket (ip, port in
- * host order; 0: none), and ours to tell it. */
-void net_peer_bulk(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port);
+ * host order; 0: none) and of its MTU (0: not said), and ours to tell it. */
+void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port, uint16_t mtu);
 void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
+uint16_t net_mtu(struct fmx_endpoint *ep);
+/* An MTU a peer says below this is ignored (IPv4's least datagram). */
+#define NET_MTU_MIN 576
 
 /* net_ep.c: the board and an endpoint's sockets (ops of the table). */
 uint64_t net_nic(void);

@@ -74,10 +74,13 @@ struct net_export {
 /* ---- the receiver ------------------------------------------------------- */
 
 /* The largest answer to a pull between us and np: UDP's when both have a
- * bulk socket (the answers go there), else our wire's. */
+ * bulk socket (the answers go there), else our wire's; within the smaller
+ * MTU of the two. */
 static uint32_t reply_max(const struct net_peer *np) {
   struct net_ep *ne = net_ep(np->ep);
-  return ne->bulk_own && np->baddr.port ? net_sock_packet_max(&ne->bsock) : np->pkt_max;
+  if (!ne->bulk_own || !np->baddr.port) return np->pkt_max;
+  uint32_t m = net_sock_packet_max(&ne->bsock), peer = np->mtu - net_wire_udp.overhead;
+  return peer < m ? peer : m;
 }
 
 static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }

@@ -62,6 +62,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
       out->u.connect.start_seq = net_get32(b + 24);
       out->u.connect.bulk_ip = net_get32(b + 28);
       out->u.connect.bulk_port = net_get16(b + 32);
+      out->u.connect.mtu = net_get16(b + 34);
       break;
     case NET_CONNECT_REPLY:
       out->u.reply.status = net_get32(b);
@@ -69,6 +70,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
       out->u.reply.start_seq = net_get32(b + 8);
       out->u.reply.bulk_ip = net_get32(b + 12);
       out->u.reply.bulk_port = net_get16(b + 16);
+      out->u.reply.mtu = net_get16(b + 18);
       break;
     case NET_ACK:
       out->u.ack.sack = net_get64(b);
@@ -119,7 +121,7 @@ size_t net_put_host(uint8_t *buf, uint64_t nonce, uint64_t nic, const char *name
 void net_patch_ack(uint8_t *buf, uint32_t ack) { net_set32(buf + 20, ack); }
 
 size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t key, uint32_t conn_seq,
-                       uint32_t start_seq, uint32_t bulk_ip, uint16_t bulk_port) {
+                       uint32_t start_seq, uint32_t bulk_ip, uint16_t bulk_port, uint16_t mtu) {
   net_set64(buf, nic);
   net_set64(buf + 8, dst_nic);
   net_set32(buf + 16, key);
@@ -127,7 +129,7 @@ size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t ke
   net_set32(buf + 24, start_seq);
   net_set32(buf + 28, bulk_ip);
   net_set16(buf + 32, bulk_port);
-  net_set16(buf + 34, 0);
+  net_set16(buf + 34, mtu);
   return 36;
 }
 
@@ -157,13 +159,13 @@ int net_get_record(const uint8_t *buf, size_t n, struct proto_hdr *h) {
 }
 
 size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq, uint32_t bulk_ip,
-                     uint16_t bulk_port) {
+                     uint16_t bulk_port, uint16_t mtu) {
   net_set32(buf, status);
   net_set32(buf + 4, conn_seq);
   net_set32(buf + 8, start_seq);
   net_set32(buf + 12, bulk_ip);
   net_set16(buf + 16, bulk_port);
-  net_set16(buf + 18, 0);
+  net_set16(buf + 18, mtu);
   return 20;
 }
 

@@ -38,8 +38,8 @@
 
 enum net_type {
   NET_CONNECT = 1,       /* body: u64 nic, u64 dst_nic, u32 key, u32 conn_seq, u32 start_seq, u32 bulk_ip,
-                          * u16 bulk_port, u16 0 (36 B) */
-  NET_CONNECT_REPLY = 2, /* body: u32 status, u32 conn_seq, u32 start_seq, u32 bulk_ip, u16 bulk_port, u16 0
+                          * u16 bulk_port, u16 mtu (36 B) */
+  NET_CONNECT_REPLY = 2, /* body: u32 status, u32 conn_seq, u32 start_seq, u32 bulk_ip, u16 bulk_port, u16 mtu
                           * (20 B) */
   NET_DATA = 3,          /* body: bytes of the record stream (flags FIRST/LAST), sequenced */
   NET_ACK = 4,           /* body: u64 sack: bit i = seq ack+1+i is held (8 B) */
@@ -82,9 +82,10 @@ struct net_pkt {
   const uint8_t *body; /* h.len bytes, inside the buffer parsed */
   union {
     /* bulk_ip/bulk_port: where the sender takes the answers to its pulls
-     * (UDP, host order), 0 when only on the wire it connects on. */
-    struct { uint64_t nic, dst_nic; uint32_t key, conn_seq, start_seq, bulk_ip; uint16_t bulk_port; } connect;
-    struct { uint32_t status, conn_seq, start_seq, bulk_ip; uint16_t bulk_port; } reply;
+     * (UDP, host order), 0 when only on the wire it connects on; mtu: its
+     * interface's MTU (0: not said). */
+    struct { uint64_t nic, dst_nic; uint32_t key, conn_seq, start_seq, bulk_ip; uint16_t bulk_port, mtu; } connect;
+    struct { uint32_t status, conn_seq, start_seq, bulk_ip; uint16_t bulk_port, mtu; } reply;
     struct { uint64_t sack; } ack;
     struct { uint32_t reason; } nack;
     struct { uint64_t sreq, rreq; uint32_t frame, first, count; } pull;
@@ -102,7 +103,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out);
 void net_put_hdr(uint8_t *buf, const struct net_hdr *h);
 /* The bodies: write at buf, return their length. */
 size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t key, uint32_t conn_seq,
-                       uint32_t start_seq, uint32_t bulk_ip, uint16_t bulk_port);
+                       uint32_t start_seq, uint32_t bulk_ip, uint16_t bulk_port, uint16_t mtu);
 
 /* A DATA body is one record: its header (NET_RECORD_HDR bytes, big endian,
  * the fields of struct proto_hdr in its order) and its payload. */
@@ -112,7 +113,7 @@ void net_put_record(uint8_t *buf, const struct proto_hdr *h);
  * is shorter than a header or its payload is not the header's len. */
 int net_get_record(const uint8_t *buf, size_t n, struct proto_hdr *h);
 size_t net_put_reply(uint8_t *buf, uint32_t status, uint32_t conn_seq, uint32_t start_seq, uint32_t bulk_ip,
-                     uint16_t bulk_port);
+                     uint16_t bulk_port, uint16_t mtu);
 size_t net_put_ack(uint8_t *buf, uint64_t sack);
 size_t net_put_nack(uint8_t *buf, uint32_t reason);
 size_t net_put_pull(uint8_t *buf, uint64_t sreq, uint64_t rreq, uint32_t frame, uint32_t first, uint32_t count);

@@ -169,3 +169,15 @@ def test_unmatched_send_receiver_killed(pair1500, wire):
         for p in procs:
             if p.poll() is None:
                 p.kill()
+
+
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_mismatched_mtu(pair1500, wire):
+    """a's interface at MTU 9000, b's at 1500 (a misconfigured host): each
+    side tells its MTU when connecting and both send within the smaller,
+    so eager messages and pulls arrive; before, a's jumbo frames were
+    dropped by b's interface and the exchange timed out."""
+    sh("ip", "-n", pair1500.a, "link", "set", pair1500.va, "mtu", "9000")
+    out = perf(pair1500, "pingpong", "0,8,1433,4K,9000,64K,1M,16M",
+               {"FMX_NET_WIRE": wire, "FMX_NET_TIMEOUT_MS": "2000"}, iters=3)
+    assert len(rows(out)) == 8, out

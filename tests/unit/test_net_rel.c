@@ -311,7 +311,7 @@ static void test_wire(void) {
   struct net_hdr h = {.type = NET_CONNECT, .dst_ep = 3, .src_ep = 65535, .dst_session = 0xdeadbeef,
                       .src_session = 7, .seq = 0x01020304, .ack = 0xfffffffe, .len = 36};
   net_put_hdr(b, &h);
-  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x0000020000000001ull, 0x1234, 9, 77, 0x0a630001, 18009);
+  net_put_connect(b + NET_HDR_LEN, 0x0000a1b2c3d4e5f6ull, 0x0000020000000001ull, 0x1234, 9, 77, 0x0a630001, 18009, 9000);
   CHECK_EQ(b[0], 0x46);
   CHECK_EQ(b[1], 0x58);
   CHECK_EQ(b[16], 0x01); /* seq, big-endian */
@@ -329,6 +329,7 @@ static void test_wire(void) {
   CHECK_EQ(p.u.connect.start_seq, 77);
   CHECK_EQ(p.u.connect.bulk_ip, 0x0a630001);
   CHECK_EQ(p.u.connect.bulk_port, 18009);
+  CHECK_EQ(p.u.connect.mtu, 9000);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 40, &p), NET_OK); /* padding after the body is ignored */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 27, &p), NET_BAD_LENGTH);
   CHECK_EQ(net_parse(b, NET_HDR_LEN - 1, &p), NET_BAD_SHORT);
@@ -339,12 +340,13 @@ static void test_wire(void) {
 
   h = (struct net_hdr){.type = NET_CONNECT_REPLY, .len = 20};
   net_put_hdr(b, &h);
-  net_put_reply(b + NET_HDR_LEN, 11, 9, 1234, 0x0a630002, 18010);
+  net_put_reply(b + NET_HDR_LEN, 11, 9, 1234, 0x0a630002, 18010, 1500);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 20, &p), NET_OK);
   CHECK_EQ(p.u.reply.status, 11);
   CHECK_EQ(p.u.reply.start_seq, 1234);
   CHECK_EQ(p.u.reply.bulk_ip, 0x0a630002);
   CHECK_EQ(p.u.reply.bulk_port, 18010);
+  CHECK_EQ(p.u.reply.mtu, 1500);
   h = (struct net_hdr){.type = NET_ACK, .len = 8};
   net_put_hdr(b, &h);
   net_put_ack(b + NET_HDR_LEN, 0x8000000000000001ull);
