@@ -169,7 +169,7 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
 static void probe(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   np->probe_ns = now;
-  if (net_rel_can_send(&np->rel) && send_data(ep, p, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES);
+  if (send_data(ep, p, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES); /* else (no memory) at the next look */
 }
 
 /* ---- partners ----------------------------------------------------------- */

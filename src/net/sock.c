@@ -24,10 +24,13 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
   if (r == 0 && !(s->rxq = calloc(1, sizeof *s->rxq))) r = -ENOMEM;
   if (r == 0) {
     struct net_rxq *q = s->rxq;
-    q->ctl_len = w == &net_wire_udp ? sizeof q->ctl[0] : 0;
+    q->ctl_len = w->rx_ctl ? sizeof q->ctl[0] : 0;
     for (int i = 0; i < NET_RX_BATCH; i++) {
       q->iov[i] = (struct iovec){s->rxmem + (size_t)i * s->rx_buf, s->rx_buf};
-      q->mm[i].msg_hdr = (struct msghdr){.msg_iov = &q->iov[i], .msg_iovlen = 1};
+      q->mm[i].msg_hdr = (struct msghdr){.msg_name = &q->from[i],
+                                         .msg_iov = &q->iov[i],
+                                         .msg_iovlen = 1,
+                                         .msg_control = q->ctl_len ? q->ctl[i].buf : NULL};
     }
     q->dirty = NET_RX_BATCH;
   }
@@ -81,11 +84,10 @@ uint32_t net_sock_rcvbuf(const struct net_sock *s) {
 int net_sock_recv_batch(struct net_sock *s, int max) {
   struct net_rxq *q = s->rxq;
   if (max > NET_RX_BATCH) max = NET_RX_BATCH;
+  /* The kernel writes back these three of each message it filled. */
   for (int i = 0; i < q->dirty; i++) {
     struct msghdr *m = &q->mm[i].msg_hdr;
-    m->msg_name = &q->from[i];
     m->msg_namelen = sizeof q->from[i];
-    m->msg_control = q->ctl_len ? q->ctl[i].buf : NULL;
     m->msg_controllen = q->ctl_len;
     m->msg_flags = 0;
   }

@@ -59,6 +59,8 @@ struct net_wire {
   const char *name;
   /* Bytes of a packet's MTU the wire takes itself (UDP: IP and UDP headers). */
   uint32_t overhead;
+  /* A receive wants its control messages (UDP: GRO's segment size). */
+  int rx_ctl;
   /* Packets of a message sent eagerly that cost what pulling it costs
    * more (its two extra one-way trips), measured on veth at MTU 1500 and
    * 9000 alike (docs/protocol.md): the default FMX_NET_PULL_THRESHOLD. */

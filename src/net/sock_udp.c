@@ -110,6 +110,7 @@ static int udp_recv(struct net_sock *s, struct net_rx *rx, int max) {
 const struct net_wire net_wire_udp = {
     .name = "udp",
     .overhead = 28,
+    .rx_ctl = 1,
     .pull_frames = 5,
     .open = udp_open,
     .send = udp_send,
