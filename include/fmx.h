@@ -368,8 +368,40 @@ fmx_return_t fmx_region_read(fmx_endpoint_t endpoint, fmx_endpoint_addr_t owner,
 fmx_return_t fmx_region_write(fmx_endpoint_t endpoint, fmx_endpoint_addr_t owner, uint64_t cookie, uint64_t offset,
                               const fmx_seg_t *segs, uint32_t nsegs, fmx_status_t *status);
 
+/* --- counters of running endpoints ---------------------------------------- */
+
+/* An endpoint of a running process whose counters page (FMX_COUNTERS_PAGE)
+ * this caller can read: its own user's, or anyone's for root. */
+enum fmx_counters_state {
+  FMX_COUNTERS_OK = 0,         /* readable with fmx_counters_read */
+  FMX_COUNTERS_OTHER_BUILD = 1, /* an fmx build whose counters differ from this one's */
+  FMX_COUNTERS_MALFORMED = 2,  /* a page by that name that is not a valid one */
+};
+typedef struct fmx_counters_source {
+  int32_t pid;
+  int32_t fd;    /* the page's descriptor in that process */
+  uint32_t uid;  /* the process's user */
+  uint32_t state; /* enum fmx_counters_state */
+  uint32_t board, endpoint_id;
+  uint32_t count; /* counters on the page (the labels: FMX_INFO_COUNTER_LABEL) */
+  uint32_t pad;
+  uint64_t nic_id;
+  uint64_t opened_ns; /* when the endpoint opened, ns since the epoch */
+} fmx_counters_source_t;
+/* The counters pages of running endpoints (of process `pid`, or of every
+ * process when pid is 0), found through /proc: at most `max` into out,
+ * the number found into *found. Needs no fmx_init. FMX_BAD_INFO_LENGTH if
+ * out is NULL while max > 0. */
+fmx_return_t fmx_counters_list(int32_t pid, fmx_counters_source_t *out, uint32_t max, uint32_t *found);
+/* One snapshot of a listed endpoint's `count` values (count must be the
+ * source's). FMX_BAD_ENDPOINT when it has closed or its process has gone,
+ * FMX_ACCESS_DENIED when this caller may not read it, FMX_BAD_INFO_LENGTH
+ * for a wrong count, FMX_BAD_INFO_KEY for a page not FMX_COUNTERS_OK. */
+fmx_return_t fmx_counters_read(const fmx_counters_source_t *src, uint64_t *values, uint32_t count);
+
 /* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
- * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS). */
+ * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS, COUNTER_COUNT,
+ * COUNTER_LABEL). */
 fmx_return_t fmx_get_info(fmx_endpoint_t endpoint, uint32_t key, const void *in,
                           uint32_t in_len, void *out, uint32_t out_len);
 

@@ -2,10 +2,12 @@
 /*
  * fmx_counters - print an endpoint's event counters.
  *
- * Counters live in each endpoint of a process, so this tool opens its own
- * endpoint. Alone it lists the counters of a fresh endpoint (what exists);
- * with --self-test SIZE it first sends one SIZE-byte message to itself, so a
- * user sees which counters a message of that size moves.
+ * Alone it opens an endpoint of its own and lists its counters (what
+ * exists); with --self-test SIZE it first sends one SIZE-byte message to
+ * itself, so a user sees which counters a message of that size moves.
+ * With --running or --pid PID it reads the counters of the endpoints of
+ * running processes instead (fmx_counters_list: each endpoint's counters
+ * page, the caller's own user's or, for root, anyone's).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,7 +26,8 @@
 #define LABEL_LEN 64
 
 static struct {
-  bool json, all, self_test;
+  bool json, all, self_test, running;
+  int32_t pid;
   uint64_t size;
   const char *engine;
   uint32_t timeout_ms;
@@ -54,14 +57,20 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "Usage: fmx_counters [--json] [--all] [--self-test SIZE] [--engine NAME]\n"
-          "Open an endpoint and print its counters (label and value).\n\n"
+          "       fmx_counters [--json] [--all] --running | --pid PID\n"
+          "Open an endpoint and print its counters (label and value); or print the counters\n"
+          "of the endpoints of running processes.\n\n"
+          "  --running         every endpoint of a running process this user may read\n"
+          "                    (its own; root: everyone's)\n"
+          "  --pid PID         the endpoints of process PID\n"
           "  --self-test SIZE  first send one SIZE-byte message to this endpoint itself\n"
           "                    (suffixes K/M/G allowed) and check the bytes received\n"
           "  --engine NAME     force the bulk engine (sets FMX_BULK=NAME)\n"
           "  --all             also print counters that are zero\n"
-          "  --json            one JSON object: {\"endpoint\":N,...,\"counters\":{...}}\n"
+          "  --json            one JSON object: {\"endpoint\":N,...,\"counters\":{...}}; with\n"
+          "                    --running/--pid one per line, with \"pid\" and \"uid\"\n"
           "  --help            this text\n\n"
-          "Exit status: 0 ok, 1 error, 2 usage error.\n");
+          "Exit status: 0 ok, 1 error (--running/--pid: no readable endpoint), 2 usage error.\n");
 }
 
 static bool parse_size(const char *s, uint64_t *out)
@@ -92,12 +101,14 @@ static bool parse_size(const char *s, uint64_t *out)
 
 static void parse_args(int argc, char **argv)
 {
-  enum { O_JSON = 256, O_ALL, O_SELF, O_ENGINE, O_HELP };
+  enum { O_JSON = 256, O_ALL, O_SELF, O_ENGINE, O_HELP, O_RUNNING, O_PID };
   static const struct option lopts[] = {{"json", no_argument, 0, O_JSON},
                                         {"all", no_argument, 0, O_ALL},
                                         {"self-test", required_argument, 0, O_SELF},
                                         {"engine", required_argument, 0, O_ENGINE},
                                         {"help", no_argument, 0, O_HELP},
+                                        {"running", no_argument, 0, O_RUNNING},
+                                        {"pid", required_argument, 0, O_PID},
                                         {0, 0, 0, 0}};
   int c;
   opterr = 0;
@@ -116,6 +127,15 @@ static void parse_args(int argc, char **argv)
         usage_error("--engine: bad engine name '%s'", optarg);
       opt.engine = optarg;
       break;
+    case O_RUNNING: opt.running = true; break;
+    case O_PID: {
+      uint64_t v;
+      if (!parse_size(optarg, &v) || v == 0 || v > INT32_MAX || strpbrk(optarg, "kKmMgGB"))
+        usage_error("--pid: bad process id '%s'", optarg);
+      opt.pid = (int32_t)v;
+      opt.running = true;
+      break;
+    }
     case 'h':
     case O_HELP: usage(stdout); exit(0);
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -124,6 +144,8 @@ static void parse_args(int argc, char **argv)
   }
   if (optind < argc)
     usage_error("unexpected argument '%s'", argv[optind]);
+  if (opt.running && (opt.self_test || opt.engine))
+    usage_error("--running and --pid read other processes: no --self-test or --engine with them");
 }
 
 static void json_string(const char *s)
@@ -192,51 +214,32 @@ static void self_test(fmx_endpoint_t ep, char *engine, size_t engine_len)
   engine[engine_len - 1] = '\0';
 }
 
-int main(int argc, char **argv)
+/* The labels of this build's counters (fmx_init done). */
+static char (*load_labels(uint32_t *count, int *width))[LABEL_LEN]
 {
-  fmx_endpoint_t ep;
-  uint32_t count = 0, eid = 0;
-  char engine[64] = "";
-
-  parse_args(argc, argv);
-  if (opt.engine && setenv("FMX_BULK", opt.engine, 1) != 0)
-    die("setenv: %s", strerror(errno));
-  check(fmx_init(), "fmx_init");
-  check(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, COUNTERS_KEY, NULL, 0, &ep),
-        "fmx_open_endpoint");
-  if (fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &eid, sizeof eid) != FMX_SUCCESS)
-    eid = UINT32_MAX;
-  if (opt.self_test)
-    self_test(ep, engine, sizeof engine);
-
-  check(fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &count, sizeof count),
+  check(fmx_get_info(NULL, FMX_INFO_COUNTER_COUNT, NULL, 0, count, sizeof *count),
         "fmx_get_info(COUNTER_COUNT)");
-  uint64_t *values = calloc(count ? count : 1, sizeof *values);
-  char(*labels)[LABEL_LEN] = calloc(count ? count : 1, LABEL_LEN);
-  if (!values || !labels)
+  char(*labels)[LABEL_LEN] = calloc(*count ? *count : 1, LABEL_LEN);
+  if (!labels)
     die("out of memory");
-  /* Take the values in one snapshot, then the labels. */
-  if (count)
-    check(fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, values,
-                       (uint32_t)(count * sizeof *values)),
-          "fmx_get_info(COUNTER_VALUES)");
-  int width = 8;
-  for (uint32_t i = 0; i < count; i++) {
-    check(fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, labels[i], LABEL_LEN),
+  *width = 8;
+  for (uint32_t i = 0; i < *count; i++) {
+    check(fmx_get_info(NULL, FMX_INFO_COUNTER_LABEL, &i, sizeof i, labels[i], LABEL_LEN),
           "fmx_get_info(COUNTER_LABEL)");
     labels[i][LABEL_LEN - 1] = '\0';
-    if ((int)strlen(labels[i]) > width)
-      width = (int)strlen(labels[i]);
+    if ((int)strlen(labels[i]) > *width)
+      *width = (int)strlen(labels[i]);
   }
+  return labels;
+}
 
+/* One endpoint's counters: `json_head` opens the JSON object's fields,
+ * `text_head` the text form's comment line. */
+static void print_counters(const char *json_head, const char *text_head, const uint64_t *values,
+                           char (*labels)[LABEL_LEN], uint32_t count, int width)
+{
   if (opt.json) {
-    printf("{\"endpoint\":%" PRIu32, eid);
-    if (opt.self_test) {
-      printf(",\"self_test\":{\"size\":%" PRIu64 ",\"engine\":", opt.size);
-      json_string(engine);
-      putchar('}');
-    }
-    printf(",\"counters\":{");
+    printf("{%s,\"counters\":{", json_head);
     bool first = true;
     for (uint32_t i = 0; i < count; i++) {
       if (!values[i] && !opt.all)
@@ -248,22 +251,127 @@ int main(int argc, char **argv)
       printf(":%" PRIu64, values[i]);
     }
     printf("}}\n");
-  } else {
-    uint32_t shown = 0;
-    printf("# endpoint %" PRIu32 ": %" PRIu32 " counters", eid, count);
-    if (opt.self_test)
-      printf("; after one %" PRIu64 "-byte message to itself (engine: %s)", opt.size,
-             engine);
-    printf("\n");
-    for (uint32_t i = 0; i < count; i++) {
-      if (!values[i] && !opt.all)
-        continue;
-      printf("%-*s  %14" PRIu64 "\n", width, labels[i], values[i]);
-      shown++;
-    }
-    if (shown < count)
-      printf("# %" PRIu32 " zero counters hidden (--all shows them)\n", count - shown);
+    return;
   }
+  uint32_t shown = 0;
+  printf("# %s\n", text_head);
+  for (uint32_t i = 0; i < count; i++) {
+    if (!values[i] && !opt.all)
+      continue;
+    printf("%-*s  %14" PRIu64 "\n", width, labels[i], values[i]);
+    shown++;
+  }
+  if (shown < count)
+    printf("# %" PRIu32 " zero counters hidden (--all shows them)\n", count - shown);
+}
+
+/* --running / --pid: the counters pages of running endpoints. */
+static int show_running(void)
+{
+  uint32_t count, found = 0, shown = 0, cap = 64;
+  int width;
+  char(*labels)[LABEL_LEN] = load_labels(&count, &width);
+  fmx_counters_source_t *src = NULL;
+  for (;;) { /* list, growing the array until everything fits */
+    free(src);
+    if (!(src = calloc(cap, sizeof *src)))
+      die("out of memory");
+    check(fmx_counters_list(opt.pid, src, cap, &found), "fmx_counters_list");
+    if (found <= cap)
+      break;
+    cap = found + 16;
+  }
+  uint64_t *values = calloc(count ? count : 1, sizeof *values);
+  if (!values)
+    die("out of memory");
+  for (uint32_t i = 0; i < found; i++) {
+    fmx_counters_source_t *s = &src[i];
+    char jh[256], th[256];
+    if (s->state != FMX_COUNTERS_OK) {
+      msg("pid %d (uid %u), descriptor %d: %s", (int)s->pid, s->uid, (int)s->fd,
+          s->state == FMX_COUNTERS_OTHER_BUILD
+              ? "an endpoint of another fmx build (its counters differ from this one's): skipped"
+              : "named like a counters page but not one: skipped");
+      continue;
+    }
+    fmx_return_t rc = fmx_counters_read(s, values, count);
+    if (rc == FMX_BAD_ENDPOINT)
+      continue; /* closed since it was listed */
+    if (rc != FMX_SUCCESS) {
+      msg("pid %d endpoint %u: %s", (int)s->pid, s->endpoint_id, fmx_strerror(rc));
+      continue;
+    }
+    snprintf(jh, sizeof jh, "\"pid\":%d,\"uid\":%u,\"board\":%u,\"endpoint\":%u,\"nic_id\":\"%012" PRIx64 "\"",
+             (int)s->pid, s->uid, s->board, s->endpoint_id, s->nic_id);
+    snprintf(th, sizeof th, "pid %d (uid %u) endpoint %u (board %u, NIC id %012" PRIx64 "): %u counters",
+             (int)s->pid, s->uid, s->endpoint_id, s->board, s->nic_id, count);
+    print_counters(jh, th, values, labels, count, width);
+    shown++;
+  }
+  if (!shown) {
+    if (opt.pid)
+      msg("process %d has no endpoint whose counters this user can read (not an fmx process, "
+          "another user's, or FMX_COUNTERS_PAGE=0)", (int)opt.pid);
+    else
+      msg("no running endpoint whose counters this user can read");
+  }
+  free(values);
+  free(src);
+  free(labels);
+  return shown ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+  fmx_endpoint_t ep;
+  uint32_t count = 0, eid = 0;
+  int width;
+  char engine[64] = "", jh[256], th[256];
+
+  parse_args(argc, argv);
+  if (opt.engine && setenv("FMX_BULK", opt.engine, 1) != 0)
+    die("setenv: %s", strerror(errno));
+  /* This endpoint's own page would list it among the running ones. */
+  if (opt.running && setenv("FMX_COUNTERS_PAGE", "0", 1) != 0)
+    die("setenv: %s", strerror(errno));
+  check(fmx_init(), "fmx_init");
+  if (opt.running) {
+    int rc = show_running();
+    check(fmx_finalize(), "fmx_finalize");
+    return rc;
+  }
+  check(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, COUNTERS_KEY, NULL, 0, &ep),
+        "fmx_open_endpoint");
+  if (fmx_get_info(ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &eid, sizeof eid) != FMX_SUCCESS)
+    eid = UINT32_MAX;
+  if (opt.self_test)
+    self_test(ep, engine, sizeof engine);
+
+  char(*labels)[LABEL_LEN] = load_labels(&count, &width);
+  uint64_t *values = calloc(count ? count : 1, sizeof *values);
+  if (!values)
+    die("out of memory");
+  if (count)
+    check(fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, values,
+                       (uint32_t)(count * sizeof *values)),
+          "fmx_get_info(COUNTER_VALUES)");
+
+  int n = snprintf(jh, sizeof jh, "\"endpoint\":%" PRIu32, eid);
+  if (opt.self_test) {
+    char esc[80];
+    size_t k = 0;
+    for (const char *c = engine; *c && k + 3 < sizeof esc; c++) /* engine names are plain words */
+      if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
+        esc[k++] = *c;
+    esc[k] = '\0';
+    snprintf(jh + n, sizeof jh - (size_t)n, ",\"self_test\":{\"size\":%" PRIu64 ",\"engine\":\"%s\"}",
+             opt.size, esc);
+  }
+  n = snprintf(th, sizeof th, "endpoint %" PRIu32 ": %" PRIu32 " counters", eid, count);
+  if (opt.self_test)
+    snprintf(th + n, sizeof th - (size_t)n,
+             "; after one %" PRIu64 "-byte message to itself (engine: %s)", opt.size, engine);
+  print_counters(jh, th, values, labels, count, width);
   free(values);
   free(labels);
   check(fmx_close_endpoint(ep), "fmx_close_endpoint");

@@ -46,6 +46,9 @@ static struct cfg_entry table[] = {
     NUM("FMX_LOG_REPEAT_MS", CFG_INT, "10000", 0, 3600000, log_repeat_ms,
         "a warning of the same id within this many ms is counted, not printed; the next one printed says how many "
         "were held back; 0 = print every one"),
+    BOOL("FMX_COUNTERS_PAGE", "1", counters_page,
+         "each endpoint keeps its counters in a memory page of its own (a memfd) that fmx_counters --pid reads while "
+         "the job runs (same user or root, through /proc); 0 = counters only in the process"),
     NUM("FMX_RNDV_THRESHOLD", CFG_SIZE, "256K", 0, G, rndv_threshold,
         "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)"),
     NUM("FMX_RING_SIZE", CFG_SIZE, "256K", 4 * K, G, ring_size,
@@ -130,8 +133,9 @@ static struct cfg_entry table[] = {
         "a packet not acked this long is sent again; the wait doubles at each resend"),
     NUM("FMX_NET_RTO_MAX_US", CFG_INT, "200000", 10, 60000000, net_rto_max_us,
         "the longest the resend wait grows to"),
-    NUM("FMX_NET_TIMEOUT_MS", CFG_INT, "10000", 10, 3600000, net_timeout_ms,
-        "a partner that acks nothing this long while packets wait is gone: its requests fail"),
+    NUM("FMX_NET_TIMEOUT_MS", CFG_INT, "300000", 10, 3600000, net_timeout_ms,
+        "a partner that acks nothing this long while packets (or a probe) wait is gone: its requests fail; long, "
+        "because a rank that computes outside fmx acks nothing meanwhile (Open-MX: about 500 s)"),
     NUM("FMX_NET_ACK_DELAY_US", CFG_INT, "200", 1, 1000000, net_ack_delay_us,
         "a packet received is acked within this (piggybacked on data when some goes back)"),
     NUM("FMX_NET_ACK_EVERY", CFG_INT, "16", 1, 4096, net_ack_every,

@@ -40,6 +40,7 @@ struct fmx_config {
   uint64_t handshake_ms;       /* FMX_HANDSHAKE_MS */
   uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
   uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
+  int counters_page;           /* FMX_COUNTERS_PAGE */
   const char *net;             /* FMX_NET: auto, on, off */
   const char *net_iface;       /* FMX_NET_IFACE */
   const char *net_wire;        /* FMX_NET_WIRE: auto, raw, udp */

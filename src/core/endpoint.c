@@ -15,6 +15,7 @@
 #include "core/transport.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
+#include "core/counters_page.h"
 #include "core/fmx_int.h"
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -329,6 +330,7 @@ static void ep_free(struct fmx_endpoint *ep) {
   if (ep->t.desc_fd >= 0) close(ep->t.desc_fd);
   ep_lock_fini(&ep->lock);
   pthread_mutex_destroy(&ep->connect_lock);
+  counters_page_close(ep);
   free(ep);
 }
 
@@ -375,6 +377,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->t.session = (uint32_t)sys_random64();
   ep->t.bulk = &ep->pe.benv;
   ep->pe.benv.cpu = topo_home_cpu();
+  counters_page_open(ep);
   ep->pe.benv.counters = ep->counters;
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   const char *src = config_source("FMX_RNDV_THRESHOLD");
@@ -423,6 +426,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
     return FMX_NO_SYSTEM_RESOURCES;
   }
   transports_ep_open(ep);
+  counters_page_ready(ep);
   pthread_mutex_lock(&lib_lock);
   list_add_tail(&endpoints, &ep->link);
   pthread_mutex_unlock(&lib_lock);

@@ -91,7 +91,12 @@ struct fmx_endpoint {
   struct fmx_request *free_reqs;
   uint64_t next_seq;
 
-  uint64_t counters[CNT_MAX];
+  /* Its counters: in its published page (core/counters_page.h), or in
+   * counters_own when there is none. */
+  uint64_t *counters;
+  struct counters_page *cpage;
+  int cpage_fd;
+  uint64_t counters_own[CNT_MAX];
   /* The protocol's (proto/proto.h): matching, transfers in progress, the
    * bulk engines' view. */
   struct proto_ep pe;

@@ -225,6 +225,16 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
       e->probe(reason, sizeof reason);
       return info_put_str(out, out_len, reason);
     }
+    case FMX_INFO_COUNTER_COUNT: {
+      uint32_t n = CNT_MAX;
+      return info_put(out, out_len, &n, sizeof n);
+    }
+    case FMX_INFO_COUNTER_LABEL: {
+      uint32_t i;
+      if (!in || in_len < sizeof i) return FMX_BAD_INFO_LENGTH;
+      memcpy(&i, in, sizeof i);
+      return i < CNT_MAX ? info_put_str(out, out_len, counter_labels[i]) : FMX_BAD_INFO_KEY;
+    }
     default:
       break;
   }
@@ -232,23 +242,8 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
   fmx_return_t rc = FMX_SUCCESS;
   ep_lock(ep);
   switch (key) {
-    case FMX_INFO_COUNTER_COUNT: {
-      uint32_t n = CNT_MAX;
-      rc = info_put(out, out_len, &n, sizeof n);
-      break;
-    }
-    case FMX_INFO_COUNTER_LABEL: {
-      uint32_t i;
-      if (!in || in_len < sizeof i) {
-        rc = FMX_BAD_INFO_LENGTH;
-        break;
-      }
-      memcpy(&i, in, sizeof i);
-      rc = i < CNT_MAX ? info_put_str(out, out_len, counter_labels[i]) : FMX_BAD_INFO_KEY;
-      break;
-    }
     case FMX_INFO_COUNTER_VALUES:
-      rc = info_put(out, out_len, ep->counters, sizeof ep->counters);
+      rc = info_put(out, out_len, ep->counters, CNT_MAX * sizeof *ep->counters);
       break;
     case FMX_INFO_LAST_BULK_ENGINE:
       rc = info_put_str(out, out_len, ep->pe.last_engine[0] ? ep->pe.last_engine : "none");
