@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from test_counters import running
 from netns import PERF, SYS, Bridge, nft, sh, pair1500, pair9000, perf, rows, run_ranks  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"),
@@ -126,7 +127,8 @@ def test_wrong_key(pair1500):
 
 def test_peer_killed_mid_transfer(pair1500):
     """The server dies while 16 MiB messages stream: the client's requests
-    fail within FMX_NET_TIMEOUT_MS; it exits with an error, never hangs."""
+    fail within FMX_NET_TIMEOUT_MS; it exits with an error, never hangs.
+    While it streams, fmx_counters --pid reads its counters, growing."""
     env = {"FMX_NET_TIMEOUT_MS": "1000"}
     srv = pair1500.popen(pair1500.b, [PERF, "bw", "--sizes", "16M", "--iters", "100000", "--server",
                                       "--timeout", "120"], env)
@@ -134,6 +136,14 @@ def test_peer_killed_mid_transfer(pair1500):
     cli = pair1500.popen(pair1500.a, [PERF, "bw", "--sizes", "16M", "--iters", "100000", "--client",
                                       pair1500.mac_b, "--timeout", "120"], env)
     time.sleep(1.5)
+    # the client's counters, read while it streams (fmx_counters --pid)
+    sent = []
+    for _ in range(2):
+        rc, eps, err = running(cli.pid)
+        assert rc == 0 and len(eps) == 1, (eps, err)
+        sent.append(list(eps.values())[0]["counters"].get("net: frames sent for peers' pulls", 0))
+        time.sleep(0.2)
+    assert 0 < sent[0] < sent[1], sent
     srv.send_signal(signal.SIGKILL)
     srv.wait()
     t0 = time.monotonic()
