@@ -234,7 +234,8 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
 
 void bulk_recv_start(struct bulk_xfer *x) {
   x->tag = 0;
-  if (x->engine->recv_start && x->engine->recv_start(x) != 0) x->engine = x->engine->fallback;
+  x->start_err = x->engine->recv_start ? x->engine->recv_start(x) : 0;
+  if (x->start_err) x->engine = x->engine->fallback;
 }
 
 int bulk_progress(struct bulk_xfer *x) {

@@ -49,10 +49,10 @@ static void pull_end(struct bulk_xfer *x) {
   if (x->conn && x->conn->pull) x->conn->pull->end(x->conn->pull_arg, x);
 }
 
-/* A receive that finds no room for its state. */
+/* A receive whose pull could not start: the partner is gone (-ESRCH:
+ * unreachable), or no memory for its state. */
 static int pull_refused(struct bulk_xfer *x) {
-  (void)x;
-  return -ENOMEM;
+  return x->start_err ? x->start_err : -ENOMEM;
 }
 
 static const struct fmx_bulk_engine pull_failed = {

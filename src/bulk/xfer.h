@@ -100,6 +100,7 @@ struct bulk_xfer {
   uint8_t adapt;     /* adapt.c chose the engine: time the transfer */
   uint8_t offloaded; /* an offload channel moved (or helped move) it */
   uint32_t tag;      /* an engine's tag for this transfer, carried to the sender (coop: its generation) */
+  int start_err;     /* why the engine's recv_start refused it (its fallback reports it) */
   uint64_t id;       /* ours, unique on the endpoint while it runs */
   uint64_t peer_id;  /* the peer's id of it (a receiver's: the sender's; a
                       * sender's: the receiver's, which names ring slots) */

@@ -50,6 +50,7 @@ static int collect(struct net_iface *out, int max) {
     for (int i = 0; i < n; i++) {
       if (strcmp(out[i].name, a->ifa_name) != 0 || out[i].ip) continue;
       out[i].ip = ((const struct sockaddr_in *)a->ifa_addr)->sin_addr.s_addr;
+      if (a->ifa_netmask) out[i].mask = ((const struct sockaddr_in *)a->ifa_netmask)->sin_addr.s_addr;
       if ((a->ifa_flags & IFF_BROADCAST) && a->ifa_broadaddr)
         out[i].bcast = ((const struct sockaddr_in *)a->ifa_broadaddr)->sin_addr.s_addr;
     }

@@ -17,6 +17,7 @@ struct net_iface {
   uint64_t nic;      /* MAC, 48 bits */
   uint32_t mtu;
   uint32_t ip, bcast; /* IPv4, network order; 0: none */
+  uint32_t mask;      /* ip's netmask, network order */
   int up, loopback, ether;
 };
 

@@ -232,7 +232,22 @@ uint16_t net_mtu(struct fmx_endpoint *ep) {
 void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port, uint16_t mtu) {
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
-  if (ne->bulk_own && ip && port) np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
+  if (ne->bulk_own && ip && port) {
+    /* Its frames reached us on the link, so its address must be on our
+     * subnet too: one outside it would take the answers to its pulls
+     * where we cannot reach (a host on another subnet of the same
+     * Ethernet: the pull stalled until the timeout) or where it wants
+     * them not to go (a third party). Such a peer gets them in frames. */
+    uint32_t me = ntohl(ne->bsock.ifc.ip), mask = ntohl(ne->bsock.ifc.mask), host = ip & ~mask;
+    if (mask && ((ip ^ me) & mask) == 0 && ip != me && host != 0 && (host != ~mask || mask >= 0xfffffffeu))
+      np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
+    else
+      log_warn("FMX-NET-BULK-ADDR",
+               "endpoint %u: endpoint %u of board %012llx gives %u.%u.%u.%u for its pulls' answers, not a host of "
+               "our subnet: they go in frames",
+               transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic, ip >> 24,
+               ip >> 16 & 255, ip >> 8 & 255, ip & 255);
+  }
   /* A peer whose MTU is smaller than ours would drop our larger packets
    * (and never see a pull's answers): we send it no more than it takes. */
   if (mtu >= NET_MTU_MIN && mtu < np->mtu) {

@@ -80,6 +80,9 @@ int net_open(struct fmx_endpoint *ep) {
    * may hold received: the rest is room for the others' packets. */
   ne->pull_window = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window
                                             : net_sock_rcvbuf(ne->bulk_own ? &ne->bsock : &ne->sock) / 2;
+  /* A peer whose answers come on the wire (no UDP address of ours it may
+   * take, net_peer_link): the wire socket's share. */
+  ne->pull_window_wire = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;

@@ -54,6 +54,8 @@ struct net_ep {
     struct partner *p;
   } pend;
   uint64_t pull_window;     /* bytes a pull asks for at once (pull.c) */
+  uint64_t pull_window_wire; /* the same from a peer that answers on the wire (no UDP address: it has none
+                              * of ours it would take either, the subnet rule being the same both ways) */
   uint8_t pkt[NET_HDR_LEN + NET_BODY_MAX]; /* a packet being written */
   uint8_t hdrs[NET_PULL_FRAMES_MAX * (NET_HDR_LEN + NET_PULL_REPLY_HDR)]; /* the heads of a PULL's answers */
 };

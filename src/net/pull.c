@@ -126,7 +126,8 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
  * window, served 1.5 frames per frame received), at least one block. */
 static uint32_t window(const struct net_peer *np, const struct net_pull *pl) {
   const struct net_ep *ne = net_ep(np->ep);
-  uint64_t w = ne->pull_window / (ne->pulling ? ne->pulling : 1) / pl->bbytes;
+  uint64_t win = np->baddr.port ? ne->pull_window : ne->pull_window_wire;
+  uint64_t w = win / (ne->pulling ? ne->pulling : 1) / pl->bbytes;
   return w < 1 ? 1 : w > pl->nblocks ? pl->nblocks : (uint32_t)w;
 }
 

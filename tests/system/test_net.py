@@ -191,3 +191,17 @@ def test_mismatched_mtu(pair1500, wire):
     out = perf(pair1500, "pingpong", "0,8,1433,4K,9000,64K,1M,16M",
                {"FMX_NET_WIRE": wire, "FMX_NET_TIMEOUT_MS": "2000"}, iters=3)
     assert len(rows(out)) == 8, out
+
+
+def test_peers_on_two_subnets(pair1500):
+    """a at 10.98.x, b at 10.99.x on one Ethernet (raw frames cross, IP
+    does not): each refuses the other's UDP address for its pulls' answers
+    (not a host of its subnet; a third party's address would be refused the
+    same way) and sends them in raw frames. Before, 1 MiB and up stalled
+    until the timeout: the answers went to an address b could not reach."""
+    sh("ip", "-n", pair1500.a, "addr", "flush", "dev", pair1500.va)
+    sh("ip", "-n", pair1500.a, "addr", "add", "10.98.7.1/24", "dev", pair1500.va)
+    out = perf(pair1500, "pingpong", "0,8,64K,1M,4M", {"FMX_NET_WIRE": "raw", "FMX_NET_TIMEOUT_MS": "5000"}, iters=3,
+               want_err=True)
+    assert len(rows(out)) == 5, out
+    assert out.count("FMX-NET-BULK-ADDR") == 2 and "10.98.7.1 for its pulls' answers" in out, out
