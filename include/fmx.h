@@ -271,6 +271,9 @@ fmx_return_t fmx_test(fmx_endpoint_t endpoint, fmx_request_t *request, fmx_statu
  * On timeout or fmx_wakeup returns FMX_SUCCESS with *result = 0. */
 fmx_return_t fmx_wait(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t timeout_ms,
                       fmx_status_t *status, uint32_t *result);
+/* *result = 1 when *request is complete (a send: its buffer may be
+ * reused), without freeing it: fmx_test or fmx_wait still reports it. */
+fmx_return_t fmx_ibuffered(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t *result);
 /* Complete (and free) any finished request whose match info fits. */
 fmx_return_t fmx_test_any(fmx_endpoint_t endpoint, uint64_t match_info, uint64_t match_mask,
                           fmx_status_t *status, uint32_t *result);

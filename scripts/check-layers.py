@@ -21,7 +21,8 @@ layer must reach up, it does so through a callback the upper one gave it.
     base        src/base              (config table, log, lists: used by all)
 
 `include/fmx.h` (the public API, with `fmx_info.h`, the keys and types of
-fmx_get_info that it includes) may be included anywhere.
+fmx_get_info that it includes) may be included anywhere; the MX headers
+(`include/myriexpress.h`, `mx_extensions.h`) by the MX face and programs.
 
 A header named *_int.h is its folder's own: no other folder includes it.
 
@@ -121,6 +122,9 @@ def verdict(path, inc):
     """None if path may include inc, else why not."""
     if inc in ("fmx.h", "fmx_info.h"):
         return None
+    if inc in ("myriexpress.h", "mx_extensions.h"):  # the MX face's public headers (include/)
+        return None if path.startswith("src/mx/") or not path.startswith("src/") else \
+            "only the MX face (src/mx) includes the MX headers"
     parts = path.split("/")
     there = inc.split("/")[0]
     if parts[0] != "src":  # tools/, tests/system/progs/: their own headers, not the library's

@@ -153,7 +153,7 @@ static void reap(struct fmx_endpoint *ep, struct fmx_request *r, fmx_status_t *s
 }
 
 static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_t *status, uint32_t *result,
-                                int progress) {
+                                int progress, int take) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || !result) return FMX_BAD_REQUEST;
   ep_lock(ep);
@@ -164,7 +164,7 @@ static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_s
   }
   if (progress && r->m.state != MSG_DONE) ep_progress_locked(ep);
   *result = r->m.state == MSG_DONE;
-  if (*result) {
+  if (*result && take) {
     reap(ep, r, status);
     *request = NULL;
   }
@@ -173,7 +173,11 @@ static fmx_return_t test_common(fmx_endpoint_t ep, fmx_request_t *request, fmx_s
 }
 
 API fmx_return_t fmx_test(fmx_endpoint_t ep, fmx_request_t *request, fmx_status_t *status, uint32_t *result) {
-  return test_common(ep, request, status, result, 1);
+  return test_common(ep, request, status, result, 1, 1);
+}
+
+API fmx_return_t fmx_ibuffered(fmx_endpoint_t ep, fmx_request_t *request, uint32_t *result) {
+  return test_common(ep, request, NULL, result, 1, 0);
 }
 
 /* fmx_wait's check: the request is done (reaped here, under the lock that
