@@ -122,6 +122,8 @@ int main(int argc, char **argv) {
     }
     OK(mx_close_endpoint(ep), "mx_close_endpoint");
     OK(mx_finalize(), "mx_finalize");
+    free(buf);
+    free(rbuf);
     return 0;
   }
 
@@ -167,5 +169,7 @@ int main(int argc, char **argv) {
   wait_req(ep, &sreq, &st, "done");
   OK(mx_close_endpoint(ep), "mx_close_endpoint");
   OK(mx_finalize(), "mx_finalize");
+  free(buf);
+  free(rbuf);
   return 0;
 }

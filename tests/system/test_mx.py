@@ -109,7 +109,10 @@ int main(void) {
 }
 ''')
     exe = tmp_path / "conftest"
-    subprocess.run(["cc", str(src), "-I", os.path.join(ROOT, "include"), "-L", BUILD, "-lmyriexpress",
+    # a sanitizer build's library needs its runtime first in the program
+    deps = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
+    san = ["-fsanitize=address,undefined"] if "libasan" in deps else ["-fsanitize=thread"] if "libtsan" in deps else []
+    subprocess.run(["cc"] + san + [str(src), "-I", os.path.join(ROOT, "include"), "-L", BUILD, "-lmyriexpress",
                     "-Wl,-rpath," + os.path.abspath(BUILD), "-o", str(exe)], check=True)
     p = subprocess.run([str(exe)], env=ENV, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "Command Timeout" in p.stdout, p.stdout + p.stderr
