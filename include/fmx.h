@@ -402,6 +402,18 @@ fmx_return_t fmx_counters_list(int32_t pid, fmx_counters_source_t *out, uint32_t
  * for a wrong count, FMX_BAD_INFO_KEY for a page not FMX_COUNTERS_OK. */
 fmx_return_t fmx_counters_read(const fmx_counters_source_t *src, uint64_t *values, uint32_t count);
 
+/* --- for faces built over fmx (the MX face) ------------------------------- */
+
+/* The value in force of tunable `name` (the table fmx_info --config prints),
+ * as text, at most len bytes with the NUL; works before fmx_init.
+ * FMX_BAD_INFO_KEY for an unknown name, FMX_BAD_INFO_LENGTH if it does not
+ * fit. */
+fmx_return_t fmx_config_get(const char *name, char *value, uint32_t len);
+/* One line at error level through fmx's log (FMX_LOG decides whether it is
+ * printed; `id` is its message id): a face's message before it ends the
+ * process. */
+void fmx_log_error(const char *id, const char *text);
+
 /* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
  * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS, COUNTER_COUNT,
  * COUNTER_LABEL). */

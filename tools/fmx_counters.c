@@ -148,15 +148,23 @@ static void parse_args(int argc, char **argv)
     usage_error("--running and --pid read other processes: no --self-test or --engine with them");
 }
 
+/* s as the inside of a JSON string, cut to fit out (len > 0). */
+static void json_escape(char *out, size_t len, const char *s)
+{
+  size_t k = 0;
+  for (; *s && k + 3 < len; s++) {
+    if (*s == '"' || *s == '\\')
+      out[k++] = '\\';
+    out[k++] = (unsigned char)*s < 0x20 ? '?' : *s;
+  }
+  out[k] = '\0';
+}
+
 static void json_string(const char *s)
 {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      putchar('\\');
-    putchar((unsigned char)*s < 0x20 ? '?' : *s);
-  }
-  putchar('"');
+  char esc[2 * LABEL_LEN];
+  json_escape(esc, sizeof esc, s);
+  printf("\"%s\"", esc);
 }
 
 static void wait_one(fmx_endpoint_t ep, fmx_request_t *req, const char *what,
@@ -358,12 +366,8 @@ int main(int argc, char **argv)
 
   int n = snprintf(jh, sizeof jh, "\"endpoint\":%" PRIu32, eid);
   if (opt.self_test) {
-    char esc[80];
-    size_t k = 0;
-    for (const char *c = engine; *c && k + 3 < sizeof esc; c++) /* engine names are plain words */
-      if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
-        esc[k++] = *c;
-    esc[k] = '\0';
+    char esc[2 * sizeof engine];
+    json_escape(esc, sizeof esc, engine);
     snprintf(jh + n, sizeof jh - (size_t)n, ",\"self_test\":{\"size\":%" PRIu64 ",\"engine\":\"%s\"}",
              opt.size, esc);
   }

@@ -49,6 +49,9 @@ static struct cfg_entry table[] = {
     BOOL("FMX_COUNTERS_PAGE", "1", counters_page,
          "each endpoint keeps its counters in a memory page of its own (a memfd) that fmx_counters --pid reads while "
          "the job runs (same user or root, through /proc); 0 = counters only in the process"),
+    BOOL("FMX_MX_ERRORS_FATAL", "1", mx_errors_fatal,
+         "the MX face (libmyriexpress): an error ends the process (MX's default) unless the program sets a handler; "
+         "0 = calls return it; also read as OMX_FATAL_ERRORS, then MX_ERRORS_ARE_FATAL (not with OMX_IGNORE_MX_ENV)"),
     NUM("FMX_RNDV_THRESHOLD", CFG_SIZE, "256K", 0, G, rndv_threshold,
         "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)"),
     NUM("FMX_RING_SIZE", CFG_SIZE, "256K", 4 * K, G, ring_size,
@@ -243,6 +246,7 @@ static const char *apply(struct cfg_entry *e, const char *value, const char *sou
         *(int *)field = 0;
       else
         return "not a boolean (1, 0, yes, no, on, off, true, false)";
+      value = *(int *)field ? "1" : "0"; /* the text in force, as a reader of the table expects it */
       break;
     case CFG_STRING:
       if (strlen(value) >= sizeof e->text) return "too long";
@@ -278,6 +282,12 @@ int config_set(const char *name, const char *value, const char *source) {
 const char *config_source(const char *name) {
   struct cfg_entry *e = find(name);
   return e ? e->source : NULL;
+}
+
+const char *config_value(const char *name) {
+  config_load();
+  struct cfg_entry *e = find(name);
+  return e ? e->text : NULL;
 }
 
 void config_set_derived(const char *name, uint64_t value, const char *source) {
@@ -364,6 +374,15 @@ static void derive(void) {
   if (deriver) deriver();
 }
 
+/* Other names of tunables, in the order they are looked at. */
+static const struct {
+  const char *name, *alias;
+  int mx; /* an MX name (not an Open-MX one) */
+} aliases[] = {
+    {"FMX_MX_ERRORS_FATAL", "OMX_FATAL_ERRORS", 0},
+    {"FMX_MX_ERRORS_FATAL", "MX_ERRORS_ARE_FATAL", 1},
+};
+
 static void load_locked(void) {
   for (size_t i = 0; i < NENTRIES; i++) {
     char why[96];
@@ -376,6 +395,16 @@ static void load_locked(void) {
   for (size_t i = 0; i < NENTRIES; i++) {
     const char *v = getenv(table[i].name);
     if (v) apply_user(&table[i], v, "environment", "the environment");
+  }
+  /* Open-MX's and MX's names of a tunable, read when its own is unset
+   * (the first one set wins; MX's are ignored with OMX_IGNORE_MX_ENV, as
+   * Open-MX did). */
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+    struct cfg_entry *e = find(aliases[i].name);
+    const char *v = getenv(aliases[i].alias);
+    if (!e || !v || strcmp(e->source, "default") != 0) continue;
+    if (aliases[i].mx && getenv("OMX_IGNORE_MX_ENV")) continue;
+    apply_user(e, v, "environment", aliases[i].alias);
   }
   log_set_level(fmx_cfg.log);
   load_file(fmx_cfg.tuning_file);

@@ -41,6 +41,7 @@ struct fmx_config {
   uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
   uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
   int counters_page;           /* FMX_COUNTERS_PAGE */
+  int mx_errors_fatal;         /* FMX_MX_ERRORS_FATAL (also OMX_FATAL_ERRORS, MX_ERRORS_ARE_FATAL) */
   const char *net;             /* FMX_NET: auto, on, off */
   const char *net_iface;       /* FMX_NET_IFACE */
   const char *net_wire;        /* FMX_NET_WIRE: auto, raw, udp */
@@ -90,6 +91,9 @@ int config_set(const char *name, const char *value, const char *source);
 /* Where a tunable's value came from ("default", "topology", "environment",
  * "tuning file"), or NULL for an unknown name. */
 const char *config_source(const char *name);
+/* A tunable's value in force, as text (the table loaded first), or NULL
+ * for an unknown name. */
+const char *config_value(const char *name);
 /* The function that sets the defaults derived at run time (the core's,
  * from the topology), run once by config_load after the table is read. */
 void config_set_deriver(void (*fn)(void));

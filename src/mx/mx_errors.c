@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* MX's codes, strings and error handlers. Errors are fatal by default (the
- * handler prints and exits), as in MX; mx_set_error_handler(MX_ERRORS_RETURN),
- * MX_ERRORS_ARE_FATAL=0 or OMX_FATAL_ERRORS=0 make calls return them. */
+ * handler logs and exits), as in MX; mx_set_error_handler(MX_ERRORS_RETURN),
+ * FMX_MX_ERRORS_FATAL=0 (or MX_ERRORS_ARE_FATAL=0, OMX_FATAL_ERRORS=0)
+ * make calls return them. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,8 +145,9 @@ MX_FACE const char *mx_strstatus(mx_status_code_t status) {
 }
 
 static mx_return_t fatal_handler(char *str, mx_return_t ret) {
-  fprintf(stderr, "MX: %s: %s\n", str, mx_strerror(ret));
-  fflush(stderr);
+  char line[400];
+  snprintf(line, sizeof line, "MX: %s: %s", str, mx_strerror(ret));
+  fmx_log_error("FMX-MX-FATAL", line);
   exit(-1);
 }
 
@@ -161,10 +163,12 @@ MX_FACE const mx_error_handler_t MX_ERRORS_RETURN = return_handler;
  * the first error). */
 static mx_error_handler_t lib_handler;
 
+/* FMX_MX_ERRORS_FATAL, which the table also reads as OMX_FATAL_ERRORS and
+ * MX_ERRORS_ARE_FATAL. */
 static mx_error_handler_t default_handler(void) {
-  const char *v = getenv("OMX_FATAL_ERRORS");
-  if (!v && !getenv("OMX_IGNORE_MX_ENV")) v = getenv("MX_ERRORS_ARE_FATAL");
-  return v && v[0] == '0' && !v[1] ? return_handler : fatal_handler;
+  char v[8];
+  return fmx_config_get("FMX_MX_ERRORS_FATAL", v, sizeof v) == FMX_SUCCESS && !strcmp(v, "0") ? return_handler
+                                                                                               : fatal_handler;
 }
 
 MX_FACE mx_error_handler_t mx_set_error_handler(mx_error_handler_t handler) {

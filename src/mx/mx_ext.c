@@ -68,8 +68,9 @@ MX_FACE mx_return_t mx_register_unexp_handler(mx_endpoint_t e, mx_unexp_handler_
 }
 
 static void not_implemented(const char *what, const char *why) {
-  fprintf(stderr, "MX: %s is not implemented (%s)\n", what, why);
-  fflush(stderr);
+  char line[160];
+  snprintf(line, sizeof line, "MX: %s is not implemented (%s)", what, why);
+  fmx_log_error("FMX-MX-NOT-IMPLEMENTED", line);
   abort();
 }
 

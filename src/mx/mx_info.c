@@ -70,9 +70,9 @@ MX_FACE mx_return_t mx_get_info(mx_endpoint_t e, mx_get_info_key_t key, void *in
       return MX_SUCCESS;
     }
     case MX_MAX_NATIVE_ENDPOINTS: {
-      const char *s = getenv("FMX_ENDPOINT_MAX"); /* the tunable's default otherwise (config.c) */
-      long n = s ? strtol(s, NULL, 10) : 256;
-      return put_u32(e, out_val, out_len, n > 0 && n <= 65536 ? (uint32_t)n : 256, "MX_MAX_NATIVE_ENDPOINTS");
+      char n[24];
+      if (fmx_config_get("FMX_ENDPOINT_MAX", n, sizeof n) != FMX_SUCCESS) return mx_fail(e, MX_BAD_BAD_BAD, "FMX_ENDPOINT_MAX");
+      return put_u32(e, out_val, out_len, (uint32_t)strtoul(n, NULL, 10), "MX_MAX_NATIVE_ENDPOINTS");
     }
     case MX_NATIVE_REQUESTS:
       return put_u32(e, out_val, out_len, UINT32_MAX, "MX_NATIVE_REQUESTS");

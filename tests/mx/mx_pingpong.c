@@ -67,6 +67,14 @@ static void check(const unsigned char *b, uint32_t len, uint32_t iter) {
     }
 }
 
+static int finish(mx_endpoint_t ep, unsigned char *buf, unsigned char *rbuf) {
+  OK(mx_close_endpoint(ep), "mx_close_endpoint");
+  OK(mx_finalize(), "mx_finalize");
+  free(buf);
+  free(rbuf);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *host = NULL;
   uint32_t rid = 0, lid = MX_ANY_ENDPOINT, min = 0, max = 1 << 20, iters = 1000;
@@ -120,11 +128,7 @@ int main(int argc, char **argv) {
       OK(mx_isend(ep, &seg, 1, peer, st.match_info, NULL, &sreq), "mx_isend");
       wait_req(ep, &sreq, &st, "send");
     }
-    OK(mx_close_endpoint(ep), "mx_close_endpoint");
-    OK(mx_finalize(), "mx_finalize");
-    free(buf);
-    free(rbuf);
-    return 0;
+    return finish(ep, buf, rbuf);
   }
 
   uint64_t nic, mynic;
@@ -167,9 +171,5 @@ int main(int argc, char **argv) {
   seg.segment_length = 0;
   OK(mx_isend(ep, &seg, 1, peer, M_DONE, NULL, &sreq), "mx_isend(done)");
   wait_req(ep, &sreq, &st, "done");
-  OK(mx_close_endpoint(ep), "mx_close_endpoint");
-  OK(mx_finalize(), "mx_finalize");
-  free(buf);
-  free(rbuf);
-  return 0;
+  return finish(ep, buf, rbuf);
 }
