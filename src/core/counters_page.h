@@ -7,6 +7,7 @@
 #ifndef FMX_CORE_COUNTERS_PAGE_H
 #define FMX_CORE_COUNTERS_PAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define COUNTERS_PAGE_NAME "fmx-counters"
@@ -35,6 +36,11 @@ _Static_assert(sizeof(struct counters_page) == 64, "counters page header is 64 b
 /* A hash of the counter labels in order: a reader of another build
  * refuses a page whose layout differs from its own. */
 uint64_t counters_layout(void);
+
+/* A reader's check of a page header (core/counters_peek.c); see there. */
+struct fmx_counters_source;
+int counters_page_judge(const void *hdr, size_t hdr_len, uint64_t size, int32_t pid,
+                        struct fmx_counters_source *src);
 
 struct fmx_endpoint;
 /* Give ep a published page (FMX_COUNTERS_PAGE on), else its own array.

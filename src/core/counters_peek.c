@@ -47,29 +47,46 @@ static int page_open(int32_t pid, int32_t fd, uint64_t *size, uint32_t *uid) {
   return f;
 }
 
-/* Read and judge the header: 1 and *src filled (its state says whether it
- * is usable), or 0 for a page to pass over (not open yet, closed, or a
- * forked child's copy of its parent's). */
-static int page_judge(int f, uint64_t size, int32_t pid, int32_t fd, uint32_t uid, struct counters_page *h,
-                      fmx_counters_source_t *src) {
+/* Judge a page's first bytes (hdr, hdr_len of them; the file is `size`
+ * bytes): 1 and *src filled (its state says whether it is usable), or 0
+ * for a page to pass over (not open yet, closed, or a forked child's copy
+ * of its parent's). Only what the header says is read, each field checked
+ * before it is used (fuzz_counters). */
+int counters_page_judge(const void *hdr, size_t hdr_len, uint64_t size, int32_t pid, fmx_counters_source_t *src) {
+  struct counters_page h;
+  int32_t fd = src->fd;
+  uint32_t uid = src->uid;
   memset(src, 0, sizeof *src);
   src->pid = pid;
   src->fd = fd;
   src->uid = uid;
-  if (pread(f, h, sizeof *h, 0) != (ssize_t)sizeof *h || h->magic != COUNTERS_PAGE_MAGIC ||
-      h->header_size != sizeof *h || h->count > COUNTERS_PAGE_MAX ||
-      sizeof *h + (uint64_t)h->count * sizeof(uint64_t) > size) {
+  if (hdr_len < sizeof h) {
     src->state = FMX_COUNTERS_MALFORMED;
     return 1;
   }
-  if (h->state != CPAGE_OPEN || h->pid != (uint32_t)pid) return 0;
-  src->state = h->layout == counters_layout() ? FMX_COUNTERS_OK : FMX_COUNTERS_OTHER_BUILD;
-  src->board = h->board;
-  src->endpoint_id = h->eid;
-  src->count = h->count;
-  src->nic_id = h->nic;
-  src->opened_ns = h->opened_ns;
+  memcpy(&h, hdr, sizeof h);
+  if (h.magic != COUNTERS_PAGE_MAGIC || h.header_size != sizeof h || h.count > COUNTERS_PAGE_MAX ||
+      sizeof h + (uint64_t)h.count * sizeof(uint64_t) > size) {
+    src->state = FMX_COUNTERS_MALFORMED;
+    return 1;
+  }
+  if (h.state != CPAGE_OPEN || h.pid != (uint32_t)pid) return 0;
+  src->state = h.layout == counters_layout() ? FMX_COUNTERS_OK : FMX_COUNTERS_OTHER_BUILD;
+  src->board = h.board;
+  src->endpoint_id = h.eid;
+  src->count = h.count;
+  src->nic_id = h.nic;
+  src->opened_ns = h.opened_ns;
   return 1;
+}
+
+/* The same for the open page f. */
+static int page_judge(int f, uint64_t size, int32_t pid, int32_t fd, uint32_t uid, fmx_counters_source_t *src) {
+  struct counters_page h;
+  ssize_t n = pread(f, &h, sizeof h, 0);
+  src->fd = fd;
+  src->uid = uid;
+  return counters_page_judge(&h, n < 0 ? 0 : (size_t)n, size, pid, src);
 }
 
 /* A /proc directory name that is a number (a pid, a descriptor). */
@@ -98,11 +115,10 @@ static void scan_pid(int32_t pid, fmx_counters_source_t *out, uint32_t max, uint
     if (n != (ssize_t)strlen(LINK_NAME) || memcmp(link, LINK_NAME, (size_t)n) != 0) continue;
     uint64_t size;
     uint32_t uid;
-    struct counters_page h;
     fmx_counters_source_t src;
     int f = page_open(pid, fd, &size, &uid);
     if (f < 0) continue; /* gone since, or not ours */
-    int keep = page_judge(f, size, pid, fd, uid, &h, &src);
+    int keep = page_judge(f, size, pid, fd, uid, &src);
     close(f);
     if (!keep) continue;
     if (*found < max) out[*found] = src;
@@ -140,19 +156,18 @@ API fmx_return_t fmx_counters_read(const fmx_counters_source_t *src, uint64_t *v
   if (src->state != FMX_COUNTERS_OK) return FMX_BAD_INFO_KEY;
   uint64_t size;
   uint32_t uid;
-  struct counters_page h;
   fmx_counters_source_t now;
   int f = page_open(src->pid, src->fd, &size, &uid);
   if (f == -EACCES || f == -EPERM) return FMX_ACCESS_DENIED;
   if (f < 0) return FMX_BAD_ENDPOINT;
   fmx_return_t rc = FMX_SUCCESS;
   size_t len = (size_t)count * sizeof *values;
-  if (!page_judge(f, size, src->pid, src->fd, uid, &h, &now) || now.state != FMX_COUNTERS_OK ||
+  if (!page_judge(f, size, src->pid, src->fd, uid, &now) || now.state != FMX_COUNTERS_OK ||
       now.endpoint_id != src->endpoint_id || now.opened_ns != src->opened_ns || now.nic_id != src->nic_id)
     rc = FMX_BAD_ENDPOINT; /* closed, or the descriptor now holds another endpoint's page */
   else if (count != now.count)
     rc = FMX_BAD_INFO_LENGTH;
-  else if (pread(f, values, len, sizeof h) != (ssize_t)len)
+  else if (pread(f, values, len, sizeof(struct counters_page)) != (ssize_t)len)
     rc = FMX_BAD_ENDPOINT;
   close(f);
   return rc;
