@@ -164,7 +164,9 @@ fmx_return_t fmx_open_endpoint(uint32_t board, uint32_t endpoint_id, uint32_t ke
  * Other threads must have left their calls on this endpoint. */
 fmx_return_t fmx_close_endpoint(fmx_endpoint_t endpoint);
 /* Wake every thread blocked in wait/peek/probe on this endpoint; they
- * return FMX_SUCCESS with result 0. */
+ * return FMX_SUCCESS with result 0. A thread blocked in fmx_connect on it
+ * (waiting for an endpoint not open yet, or for a remote answer) returns
+ * FMX_TIMEOUT. */
 fmx_return_t fmx_wakeup(fmx_endpoint_t endpoint);
 /* Run one progress pass (the library also progresses inside every call). */
 fmx_return_t fmx_progress(fmx_endpoint_t endpoint);

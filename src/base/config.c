@@ -52,6 +52,18 @@ static struct cfg_entry table[] = {
     BOOL("FMX_MX_ERRORS_FATAL", "1", mx_errors_fatal,
          "the MX face (libmyriexpress): an error ends the process (MX's default) unless the program sets a handler; "
          "0 = calls return it; also read as OMX_FATAL_ERRORS, then MX_ERRORS_ARE_FATAL (not with OMX_IGNORE_MX_ENV)"),
+    BOOL("FMX_SELF", "1", self,
+         "messages from an endpoint to itself are copied in the process (the self path); 0 = they go through "
+         "shared memory like any other local peer's; also read, inverted, as OMX_DISABLE_SELF and MX_DISABLE_SELF"),
+    BOOL("FMX_SHM", "1", shm,
+         "peers on this host are reached through shared memory; 0 = through the net transport (its UDP wire: "
+         "raw frames do not come back to their sender), as between hosts; also read, inverted, as "
+         "OMX_DISABLE_SHARED and MX_DISABLE_SHMEM"),
+    STR("FMX_CONTEXT_IDS", "", NULL, context_ids,
+        "BITS,SHIFT: every endpoint opened without context ids of its own splits its matching space with these "
+        "(as FMX_PARAM_CONTEXT_ID: 1-16 bits, BITS+SHIFT <= 64); empty = none; also read as OMX_CTXIDS"),
+    NUM("FMX_ANY_ENDPOINT_FROM", CFG_INT, "0", 0, 65535, any_endpoint_from,
+        "FMX_ANY_ENDPOINT takes the first free endpoint id from this one on; also read as OMX_ANY_ENDPOINT"),
     NUM("FMX_RNDV_THRESHOLD", CFG_SIZE, "256K", 0, G, rndv_threshold,
         "messages of this size and above go rendezvous (bulk engine); default one L2 (64K-1M)"),
     NUM("FMX_RING_SIZE", CFG_SIZE, "256K", 4 * K, G, ring_size,
@@ -377,11 +389,26 @@ static void derive(void) {
 /* Other names of tunables, in the order they are looked at. */
 static const struct {
   const char *name, *alias;
-  int mx; /* an MX name (not an Open-MX one) */
+  int mx;     /* an MX name (not an Open-MX one) */
+  int invert; /* a boolean that means the opposite (DISABLE_...) */
 } aliases[] = {
-    {"FMX_MX_ERRORS_FATAL", "OMX_FATAL_ERRORS", 0},
-    {"FMX_MX_ERRORS_FATAL", "MX_ERRORS_ARE_FATAL", 1},
+    {"FMX_MX_ERRORS_FATAL", "OMX_FATAL_ERRORS", 0, 0},
+    {"FMX_MX_ERRORS_FATAL", "MX_ERRORS_ARE_FATAL", 1, 0},
+    {"FMX_SELF", "OMX_DISABLE_SELF", 0, 1},
+    {"FMX_SELF", "MX_DISABLE_SELF", 1, 1},
+    {"FMX_SHM", "OMX_DISABLE_SHARED", 0, 1},
+    {"FMX_SHM", "MX_DISABLE_SHMEM", 1, 1},
+    {"FMX_CONTEXT_IDS", "OMX_CTXIDS", 0, 0},
+    {"FMX_ANY_ENDPOINT_FROM", "OMX_ANY_ENDPOINT", 0, 0},
 };
+
+/* A boolean's text turned around ("1" -> "0"); anything else as it is, so
+ * the table refuses it with its own words. */
+static const char *inverted(const char *v) {
+  if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") || !strcasecmp(v, "true")) return "0";
+  if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off") || !strcasecmp(v, "false")) return "1";
+  return v;
+}
 
 static void load_locked(void) {
   for (size_t i = 0; i < NENTRIES; i++) {
@@ -404,7 +431,7 @@ static void load_locked(void) {
     const char *v = getenv(aliases[i].alias);
     if (!e || !v || strcmp(e->source, "default") != 0) continue;
     if (aliases[i].mx && getenv("OMX_IGNORE_MX_ENV")) continue;
-    apply_user(e, v, "environment", aliases[i].alias);
+    apply_user(e, aliases[i].invert ? inverted(v) : v, "environment", aliases[i].alias);
   }
   log_set_level(fmx_cfg.log);
   load_file(fmx_cfg.tuning_file);

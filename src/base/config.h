@@ -41,6 +41,10 @@ struct fmx_config {
   uint64_t handshakes_per_uid; /* FMX_HANDSHAKES_PER_UID */
   uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
   int counters_page;           /* FMX_COUNTERS_PAGE */
+  int self;                    /* FMX_SELF (also OMX_DISABLE_SELF, MX_DISABLE_SELF, inverted) */
+  int shm;                     /* FMX_SHM (also OMX_DISABLE_SHARED, MX_DISABLE_SHMEM, inverted) */
+  const char *context_ids;     /* FMX_CONTEXT_IDS "BITS,SHIFT" (also OMX_CTXIDS) */
+  uint64_t any_endpoint_from;  /* FMX_ANY_ENDPOINT_FROM (also OMX_ANY_ENDPOINT) */
   int mx_errors_fatal;         /* FMX_MX_ERRORS_FATAL (also OMX_FATAL_ERRORS, MX_ERRORS_ARE_FATAL) */
   const char *net;             /* FMX_NET: auto, on, off */
   const char *net_iface;       /* FMX_NET_IFACE */

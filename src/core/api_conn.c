@@ -82,13 +82,18 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   /* Another host's board: the transport that reaches other hosts, when it
    * runs on this endpoint. This host's: shm, whatever else runs. */
   const struct fmx_transport_ops *tp = transport_local();
-  if (nic_id != FMX_ANY_NIC && nic_id != ep->t.nic) {
-    tp = transport_remote();
-    if (!tp || !transport_on(ep, tp) || nic_id == 0 || nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
-  } else if (eid == ep->t.eid) {
+  int here = nic_id == FMX_ANY_NIC || nic_id == ep->t.nic;
+  /* FMX_SELF=0: to ourselves through shm, as to a peer (not with FMX_SHM=0:
+   * the net transport keeps one partner per endpoint id of a board). */
+  if (here && eid == ep->t.eid && (fmx_cfg.self || !fmx_cfg.shm)) {
     if (key != ep->t.key) return FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     *addr = ep_partner_addr(ep->self);
     return FMX_SUCCESS;
+  }
+  if (!here || !fmx_cfg.shm) { /* FMX_SHM=0: this host's peers as another host's */
+    if (here) nic_id = ep->t.nic;
+    tp = transport_remote();
+    if (!tp || !transport_on(ep, tp) || nic_id == 0 || nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
   }
   struct partner *p = NULL;
   pthread_mutex_lock(&ep->connect_lock);

@@ -354,6 +354,23 @@ static fmx_return_t apply_params(struct fmx_endpoint *ep, const fmx_endpoint_par
   return FMX_SUCCESS;
 }
 
+/* FMX_CONTEXT_IDS ("BITS,SHIFT", Open-MX's OMX_CTXIDS) for an endpoint
+ * opened without context ids of its own. */
+static fmx_return_t forced_context_ids(unsigned *ctx_bits, unsigned *ctx_shift) {
+  const char *v = fmx_cfg.context_ids;
+  if (!v || !*v || *ctx_bits) return FMX_SUCCESS;
+  unsigned bits, shift;
+  char end;
+  if (sscanf(v, "%u,%u%c", &bits, &shift, &end) != 2 || bits == 0 || bits > 16 || bits + shift > 64) {
+    log_warn_once("FMX-CFG-CTXIDS", "FMX_CONTEXT_IDS='%s' is not BITS,SHIFT with 1-16 bits and BITS+SHIFT <= 64: "
+                  "endpoints do not open", v);
+    return FMX_ENDPOINT_PARAM_BAD_VALUE;
+  }
+  *ctx_bits = bits;
+  *ctx_shift = shift;
+  return FMX_SUCCESS;
+}
+
 __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t board, uint32_t endpoint_id,
                                                                       uint32_t key,
                                                                       const fmx_endpoint_param_t *params,
@@ -388,6 +405,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   unsigned ctx_bits = 0, ctx_shift = 0;
   int r;
   fmx_return_t rc = apply_params(ep, params, nparams, &ctx_bits, &ctx_shift);
+  if (!rc) rc = forced_context_ids(&ctx_bits, &ctx_shift);
   if (rc) {
     ep_free(ep);
     return rc;
@@ -405,7 +423,8 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   const struct fmx_transport_ops *tp = transport_local();
   r = -EADDRINUSE;
   if (endpoint_id == FMX_ANY_ENDPOINT) {
-    for (uint32_t id = 0; id < fmx_cfg.endpoint_max && (r == -EADDRINUSE || r == -EACCES); id++) {
+    for (uint32_t id = (uint32_t)fmx_cfg.any_endpoint_from; id < fmx_cfg.endpoint_max && (r == -EADDRINUSE || r == -EACCES);
+         id++) {
       ep->t.eid = id;
       r = tp->listen(ep);
     }

@@ -153,6 +153,8 @@ static int peer_waited(struct partner *p) { return !list_empty(&p->pp.msgs); }
 
 static void progress(struct fmx_endpoint *ep) { ep_progress_locked(ep); }
 
+static uint32_t wakeups(struct fmx_endpoint *ep) { return __atomic_load_n(&ep->wakeup_gen, __ATOMIC_ACQUIRE); }
+
 static const struct transport_core core_for_transports = {
     .wake_own = wake_own,
     .lock = lock,
@@ -167,6 +169,7 @@ static const struct transport_core core_for_transports = {
     .peer_lending = peer_lending,
     .peer_waited = peer_waited,
     .progress = progress,
+    .wakeups = wakeups,
 };
 
 void transports_fini(void) {

@@ -58,6 +58,9 @@ mx_status_code_t mx_status_code(fmx_return_t rc) {
 
 void mx_status_from(mx_status_t *out, const fmx_status_t *in) {
   out->code = mx_status_code(in->code);
+  /* A send the receiver truncated (fmx tells a rendezvous or synchronous
+   * sender how much was taken): MX reports it to the sender as well. */
+  if (in->code == FMX_SUCCESS && in->xfer_length < in->msg_length) out->code = MX_STATUS_TRUNCATED;
   out->source = mx_from_fmx_addr(in->source);
   out->match_info = in->match_info;
   out->msg_length = in->msg_length > UINT32_MAX ? UINT32_MAX : (uint32_t)in->msg_length;

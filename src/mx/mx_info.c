@@ -110,7 +110,10 @@ MX_FACE mx_return_t mx_get_info(mx_endpoint_t e, mx_get_info_key_t key, void *in
       if (fmx_get_info(NULL, FMX_INFO_TINY_MAX, NULL, 0, &v, sizeof v) != FMX_SUCCESS) v = 0;
       return put_u32(e, out_val, out_len, (uint32_t)v, "MX_PIO_SEND_MAX");
     case MX_COPY_SEND_MAX:
-      if (fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &v, sizeof v) != FMX_SUCCESS) v = 0;
+      /* The longest message sent eagerly (copied): one below the rendezvous
+       * threshold, where the peer's transport does not say less. */
+      if (fmx_get_info(NULL, FMX_INFO_RNDV_THRESHOLD, NULL, 0, &v, sizeof v) != FMX_SUCCESS || v == 0) v = 1;
+      v--;
       return put_u32(e, out_val, out_len, v > UINT32_MAX ? UINT32_MAX : (uint32_t)v, "MX_COPY_SEND_MAX");
     case MX_NUMA_NODE:
       return put_u32(e, out_val, out_len, UINT32_MAX, "MX_NUMA_NODE"); /* a virtual board: no node of its own */

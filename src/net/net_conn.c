@@ -71,7 +71,11 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
   struct net_ep *ne = net_ep(ep);
   const struct transport_ep *te = transport_ep(ep);
   uint64_t nic = pk->u.connect.nic;
-  if (pk->u.connect.dst_nic != te->nic || nic == te->nic || (from->nic && from->nic != nic)) {
+  /* From our own board: only a process of this host, with FMX_SHM=0 (its
+   * local peers through us), and over UDP from our own address; on the
+   * wire such a source is forged. */
+  int own = nic == te->nic && !fmx_cfg.shm && !from->nic && from->ip && from->ip == ne->sock.ifc.ip;
+  if (pk->u.connect.dst_nic != te->nic || (nic == te->nic && !own) || (from->nic && from->nic != nic)) {
     TRANSPORT_CNT(ep, NET_DROPPED); /* a broadcast for another board, or a forged source */
     return;
   }
@@ -195,6 +199,7 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
   uint64_t wait = fmx_cfg.net_rto_us * 1000ull, resend = now;
   if (wait < 1000000) wait = 1000000; /* the peer may be busy computing: resend from 1 ms */
   fmx_return_t rc;
+  uint32_t woken = transport_up->wakeups(ep);
   for (;;) {
     transport_up->lock(ep);
     now = sys_now_ns();
@@ -212,7 +217,7 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
       rc = (fmx_return_t)status;
       break;
     }
-    if (now >= deadline) {
+    if (now >= deadline || transport_up->wakeups(ep) != woken) { /* out of time, or fmx_wakeup */
       rc = FMX_TIMEOUT;
       break;
     }

@@ -23,9 +23,12 @@
 
 /* Connect the socket to the name of (our uid, board, eid). An endpoint not
  * open yet is waited for (MX's mx_connect waits), up to `wait_ms`; a
- * listener whose backlog is full, up to the deadline. */
-static fmx_return_t dial(int fd, const struct sockaddr_un *sa, socklen_t sl, uint64_t wait_ns, uint64_t deadline) {
+ * listener whose backlog is full, up to the deadline; either wait ends
+ * at an fmx_wakeup on ep (FMX_TIMEOUT, as MX's connect has it). */
+static fmx_return_t dial(struct fmx_endpoint *ep, int fd, const struct sockaddr_un *sa, socklen_t sl,
+                         uint64_t wait_ns, uint64_t deadline) {
   uint64_t start = sys_now_ns();
+  uint32_t woken = transport_up->wakeups(ep);
   useconds_t nap = 500;
   for (;;) {
     if (connect(fd, (const struct sockaddr *)sa, sl) == 0) return FMX_SUCCESS;
@@ -39,6 +42,7 @@ static fmx_return_t dial(int fd, const struct sockaddr_un *sa, socklen_t sl, uin
     } else {
       return FMX_NO_SYSTEM_RESOURCES;
     }
+    if (transport_up->wakeups(ep) != woken) return FMX_TIMEOUT;
     usleep(nap);
     if (nap < 20000) nap *= 2;
   }
@@ -76,7 +80,7 @@ static fmx_return_t handshake(struct fmx_endpoint *ep, uint32_t eid, uint32_t ke
   }
   struct sockaddr_un sa;
   socklen_t sl = shm_addr(&sa, (unsigned)getuid(), transport_ep(ep)->board, eid);
-  fmx_return_t rc = dial(fd, &sa, sl, fmx_cfg.connect_wait_ms * 1000000ull, deadline);
+  fmx_return_t rc = dial(ep, fd, &sa, sl, fmx_cfg.connect_wait_ms * 1000000ull, deadline);
   if (rc != FMX_SUCCESS) {
     close(fd);
     return rc;

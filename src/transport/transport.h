@@ -108,6 +108,9 @@ struct transport_core {
    * handshake answer makes progress meanwhile: packets for its other
    * partners keep moving). */
   void (*progress)(struct fmx_endpoint *ep);
+  /* How many times fmx_wakeup was called on ep: a connect that waits
+   * reads it first and gives up (FMX_TIMEOUT) when it changes. */
+  uint32_t (*wakeups)(struct fmx_endpoint *ep);
 };
 extern const struct transport_core *transport_up; /* transport/seam.c */
 

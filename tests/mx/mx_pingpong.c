@@ -78,12 +78,15 @@ static int finish(mx_endpoint_t ep, unsigned char *buf, unsigned char *rbuf) {
 int main(int argc, char **argv) {
   const char *host = NULL;
   uint32_t rid = 0, lid = MX_ANY_ENDPOINT, min = 0, max = 1 << 20, iters = 1000;
-  int verify = 0, fatal = 0, c;
+  int verify = 0, fatal = 0, lid_set = 0, c;
   while ((c = getopt(argc, argv, "d:e:r:s:S:N:VFh")) != -1) {
     switch (c) {
       case 'd': host = optarg; break;
       case 'e': rid = (uint32_t)strtoul(optarg, NULL, 0); break;
-      case 'r': lid = (uint32_t)strtoul(optarg, NULL, 0); break;
+      case 'r':
+        lid = (uint32_t)strtoul(optarg, NULL, 0);
+        lid_set = 1;
+        break;
       case 's': min = (uint32_t)strtoul(optarg, NULL, 0); break;
       case 'S': max = (uint32_t)strtoul(optarg, NULL, 0); break;
       case 'N': iters = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -94,7 +97,7 @@ int main(int argc, char **argv) {
         return c == 'h' ? 0 : 2;
     }
   }
-  if (!host && lid == MX_ANY_ENDPOINT) lid = 0;
+  if (!host && !lid_set) lid = 0; /* a server is endpoint 0 unless told (-r 0xffffffff: any) */
   mx_endpoint_t ep;
   mx_endpoint_addr_t peer;
   mx_segment_t seg;

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from netns import pair1500  # noqa: F401 (fixture)
 from sysutil import BUILD, read_line
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -23,11 +24,12 @@ VERSIONED = {"mx_open_endpoint": "MX_0.9", "mx_decompose_endpoint_addr": "MX_0.9
              "mx_test": "MX_0.91", "mx_wait": "MX_0.91", "mx_iprobe": "MX_0.91", "mx__init_api": "MX_0.92"}
 
 
-def pingpong(client_args, server_args=()):
-    srv = subprocess.Popen([PINGPONG] + list(server_args), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def pingpong(client_args, server_args=(), env=None, ready="ready endpoint 0"):
+    env = dict(ENV, **(env or {}))
+    srv = subprocess.Popen([PINGPONG] + list(server_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert read_line(srv).startswith("ready endpoint 0"), srv.stderr.read()
-        cli = subprocess.run([PINGPONG] + client_args, env=ENV, capture_output=True, text=True, timeout=120)
+        assert read_line(srv).startswith(ready), srv.stderr.read()
+        cli = subprocess.run([PINGPONG] + client_args, env=env, capture_output=True, text=True, timeout=120)
         assert cli.returncode == 0, cli.stderr
         assert srv.wait(timeout=60) == 0, srv.stderr.read()
         return [l.split() for l in cli.stdout.splitlines()[1:]]
@@ -116,3 +118,129 @@ int main(void) {
                     "-Wl,-rpath," + os.path.abspath(BUILD), "-o", str(exe)], check=True)
     p = subprocess.run([str(exe)], env=ENV, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "Command Timeout" in p.stdout, p.stdout + p.stderr
+
+
+def mx_prog(name, *args, env=None, timeout=300):
+    """Run one of tests/mx's programs (each checks itself and prints
+    "<name>: ok"); return its stdout."""
+    p = subprocess.run([os.path.join(BUILD, "tests", "mx", name)] + list(args), env=dict(ENV, **(env or {})),
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0 and name + ": ok" in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-4000:])
+    return p.stdout
+
+
+def test_stream_every_byte():
+    """One-way streams 0 B to 4 MiB, 8 receives posted ahead, every byte
+    checked."""
+    out = mx_prog("mx_stream", "-V", "-N", "50")
+    rows = [l.split() for l in out.splitlines()[1:] if not l.startswith("mx_stream:")]
+    assert [int(r[0]) for r in rows] == [0, 8, 100, 4000, 16384, 65536, 300000, 1 << 20, 4 << 20], rows
+
+
+def test_loop_to_self():
+    """0 B to 4 MiB to one's own endpoint, expected and unexpected, send
+    and ssend, gathered and scattered; a burst of 32 in flight. On the self
+    path (no connection), and through shared memory with MX's and
+    Open-MX's names for FMX_SELF=0."""
+    out = mx_prog("mx_loop")
+    assert "24 sizes x 4 ways" in out and "connections 0" in out, out
+    for env in ({"MX_DISABLE_SELF": "1"}, {"OMX_DISABLE_SELF": "1"}, {"FMX_SELF": "0"}):
+        out = mx_prog("mx_loop", "-S", "65536", env=env)
+        assert "connections 1" in out, (env, out)
+    out = mx_prog("mx_loop", "-S", "64", env={"MX_DISABLE_SELF": "1", "OMX_IGNORE_MX_ENV": "1"})
+    assert "connections 0" in out, out
+
+
+def test_disable_self_bad_value():
+    """A value that is not a boolean is refused with a warning naming the
+    variable; the default stands."""
+    p = subprocess.run([os.path.join(BUILD, "tests", "mx", "mx_loop"), "-S", "8"], capture_output=True, text=True,
+                       env=dict(ENV, OMX_DISABLE_SELF="maybe"), timeout=60)
+    assert p.returncode == 0 and "connections 0" in p.stdout, p.stdout + p.stderr
+    assert "OMX_DISABLE_SELF" in p.stderr and "not a boolean" in p.stderr, p.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_disable_shmem_goes_through_the_net(pair1500):
+    """MX_DISABLE_SHMEM=1 (OMX_DISABLE_SHARED=1, FMX_SHM=0): two processes
+    of one host talk through the net transport's UDP wire, every byte
+    checked; by default the same stream sends no packet."""
+    stream = os.path.join(BUILD, "tests", "mx", "mx_stream")
+    base = {"FMX_NET_WIRE": "udp", "FMX_NET_DISCOVER_MS": "0"}
+    for extra, net in (({}, False), ({"MX_DISABLE_SHMEM": "1"}, True), ({"OMX_DISABLE_SHARED": "1"}, True)):
+        p = pair1500.popen(pair1500.a, [stream, "-V", "-N", "20"], dict(base, **extra))
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0 and "mx_stream: ok" in out, (extra, out, err)
+        sent = int(re.search(r"net packets sent (\d+)", out).group(1))
+        assert (sent > 0) == net, (extra, out)
+
+
+def test_context_ids_forced():
+    """OMX_CTXIDS=bits,shift (FMX_CONTEXT_IDS) splits the matching space of
+    every endpoint opened without context ids of its own: mx_loop (whose
+    masks are full) runs unchanged; mx_pingpong's server, whose receive
+    takes any match (mask 0), is refused as MX has it. A malformed value
+    keeps endpoints from opening, with a warning."""
+    out = mx_prog("mx_loop", "-S", "65536", env={"OMX_CTXIDS": "8,56"})
+    assert "connections 0" in out, out
+    srv = subprocess.Popen([PINGPONG], env=dict(ENV, OMX_CTXIDS="8,56"), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    cli = srv
+    try:
+        assert read_line(srv).startswith("ready endpoint 0")
+        # the client waits for an answer that never comes (a receive from
+        # anyone outlives a dead peer, as in MX): it is killed below
+        cli = subprocess.Popen([PINGPONG, "-d", "localhost", "-N", "1", "-S", "8"], env=ENV,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert srv.wait(timeout=60) == 1
+        assert "Matching info does not respect context id mask" in srv.stderr.read()
+    finally:
+        for p in (srv, cli):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    p = subprocess.run([os.path.join(BUILD, "tests", "mx", "mx_loop"), "-S", "8"], capture_output=True, text=True,
+                       env=dict(ENV, OMX_CTXIDS="20,50"), timeout=60)
+    assert p.returncode == 1 and "FMX_CONTEXT_IDS='20,50'" in p.stderr, p.stderr
+
+
+def test_any_endpoint_from():
+    """OMX_ANY_ENDPOINT=n: MX_ANY_ENDPOINT takes endpoint n (the first free
+    from n on)."""
+    rows = pingpong(["-d", "localhost", "-e", "5", "-N", "5", "-S", "8"], ["-r", str(0xffffffff)],
+                    env={"OMX_ANY_ENDPOINT": "5"}, ready="ready endpoint 5")
+    assert len(rows) == 5, rows
+
+
+def test_wait_any_with_context_ids():
+    assert mx_prog("mx_wait_any")
+
+
+def test_wakeup_blocked_wait_and_connect():
+    """mx_wakeup ends mx_wait (two threads), mx_wait_any, mx_peek,
+    mx_probe (result 0) and mx_connect (MX_TIMEOUT). The connect waits for
+    an endpoint nobody opens, with fmx's wait for it longer than the test,
+    so only the wakeup can end it."""
+    out = mx_prog("mx_wakeup", env={"FMX_CONNECT_WAIT_MS": "600000"})
+    assert out.count(": woken") == 5, out
+
+
+def test_unexpected_and_forgotten():
+    assert "8 unexpected messages" in mx_prog("mx_unexp")
+
+
+def test_cancel():
+    assert mx_prog("mx_cancel")
+
+
+def test_truncation_both_sides():
+    """The receiver sees TRUNCATED for every class; the sender for a
+    rendezvous and for every mx_issend, as MX has it."""
+    out = mx_prog("mx_truncate")
+    assert "isend   4194304 into  2097152: sender Message Truncated" in out, out
+    assert "isend        16 into        0: sender Success" in out, out
+    assert out.count("issend") == 4 and out.count("Message Truncated") == 5, out
+
+
+def test_vectors_up_to_256_segments():
+    assert "5 vector sizes x 6 totals" in mx_prog("mx_vect")
