@@ -244,3 +244,39 @@ def test_truncation_both_sides():
 
 def test_vectors_up_to_256_segments():
     assert "5 vector sizes x 6 totals" in mx_prog("mx_vect")
+
+
+def test_omx_tools(tmp_path):
+    """Open-MX's tool names over fmx's tools: omx_info (and mx_info),
+    omx_hostname, omx_endpoint_info and omx_counters (a running MX server
+    is seen with its pid), omx_init_peers (a good file is printed with the
+    FMX_PEERS line; a malformed line fails); what fmx cannot do (clear
+    counters, rename a board, another board) fails with a reason."""
+    def tool(*argv, rc=0, env=None):
+        p = subprocess.run([os.path.join(BUILD, argv[0])] + list(argv[1:]), capture_output=True, text=True,
+                           env=dict(ENV, **(env or {})), timeout=60)
+        assert p.returncode == rc, (argv, p.returncode, p.stdout, p.stderr)
+        return p.stdout + p.stderr
+
+    assert "peer table" in tool("omx_info", "-q") and "peer table" in tool("mx_info", "-q")
+    assert "FMX_SELF" in tool("omx_info", "-q", "-v")
+    assert socket.gethostname() + ":0" in tool("omx_hostname")
+    assert "this host has board 0 only" in tool("omx_info", "-b", "1", rc=1)
+    assert "cannot be cleared" in tool("omx_counters", "-c", rc=1)
+    assert "no board names in a driver" in tool("omx_hostname", "-n", "x", rc=1)
+    srv = subprocess.Popen([PINGPONG], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert read_line(srv).startswith("ready endpoint 0")
+        out = tool("omx_endpoint_info")
+        assert "endpoint 0: pid %d, uid %d" % (srv.pid, os.getuid()) in out, out
+        assert "# pid %d" % srv.pid in tool("omx_counters", "-v")
+    finally:
+        srv.kill()
+        srv.wait()
+    good, bad = tmp_path / "peers", tmp_path / "bad"
+    good.write_text("# two hosts\n02:aa:bb:cc:dd:ee node7:0\n02:aa:bb:cc:dd:ef node8:0\n")
+    bad.write_text("02:aa:bb:cc:dd:ee node7:0\nnot a mac line\n")
+    out = tool("omx_init_peers", str(good))
+    assert "node8:0 (file)" in out and "export FMX_PEERS=%s" % good in out, out
+    assert "1 line(s) skipped" in tool("omx_init_peers", str(bad), rc=1)
+    assert "cannot be read" in tool("omx_init_peers", str(tmp_path / "none"), rc=1)
