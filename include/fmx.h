@@ -338,6 +338,31 @@ fmx_return_t fmx_set_request_timeout(fmx_endpoint_t endpoint, fmx_request_t requ
 fmx_return_t fmx_mem_alloc(size_t len, void **ptr);
 fmx_return_t fmx_mem_free(void *ptr);
 
+/* Asynchronous copies within this process (the I/OAT ADCE paper's API,
+ * docs/copy.md): the copy runs on an offload channel (a helper thread,
+ * one channel per copy, round robin, pinned off the caller's core when the
+ * caller is bound to one) while the caller computes. A copy shorter than
+ * FMX_COPY_ASYNC_THRESHOLD (default one L2), or one no channel can take
+ * (FMX_OFFLOAD_CHANNELS=0), is done at once in the caller; its *handle is
+ * then NULL, which fmx_copy_test and fmx_copy_wait report as complete.
+ * The memory must stay valid and untouched by others until the copy
+ * completes; wait for every copy before fmx_finalize. The vector form
+ * copies every byte of src (at most FMX_MAX_SEGMENTS segments on each
+ * side) into dst, which must hold at least as many. Errors:
+ * FMX_NOT_INITIALIZED, FMX_BAD_REQUEST (handle NULL), FMX_SEGMENTS_BAD_COUNT,
+ * FMX_BAD_ADDRESS (a NULL pointer with a length, dst shorter than src),
+ * FMX_NO_RESOURCES. */
+typedef struct fmx_copy *fmx_copy_t;
+fmx_return_t fmx_copy_async(void *dst, const void *src, size_t len, fmx_copy_t *handle);
+fmx_return_t fmx_copy_asyncv(const fmx_seg_t *dst, uint32_t ndst, const fmx_seg_t *src, uint32_t nsrc,
+                             fmx_copy_t *handle);
+/* *result 1 once the copy is complete (the handle is freed and set to
+ * NULL), else 0. */
+fmx_return_t fmx_copy_test(fmx_copy_t *handle, uint32_t *result);
+/* The same, waiting up to timeout_ms (FMX_TIMEOUT_INFINITE: until done): it
+ * polls for FMX_SPIN_US, then sleeps on the copy's status word. */
+fmx_return_t fmx_copy_wait(fmx_copy_t *handle, uint32_t timeout_ms, uint32_t *result);
+
 /* Declared regions (KNEM's cookies, docs/regions.md). fmx_region_create
  * declares segs (at most FMX_MAX_SEGMENTS; 0-byte ones are dropped) on
  * the endpoint with access FMX_REGION_READ, FMX_REGION_WRITE or both, and

@@ -238,7 +238,7 @@ static void check_engine(const char *name)
 int main(int argc, char **argv)
 {
   perf_parse_args(argc, argv, "fmx_perf", true);
-  if (perf_opt.kernel == PERF_COPYLIMIT || perf_opt.kernel == PERF_CACHEPOLLUTION)
+  if (perf_opt.kernel >= PERF_COPYLIMIT)
     return copymodes_run(); /* one process: nothing to spawn */
   if (perf_opt.engine && setenv("FMX_BULK", perf_opt.engine, 1) != 0)
     perf_die("setenv: %s", strerror(errno));

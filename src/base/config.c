@@ -112,6 +112,9 @@ static struct cfg_entry table[] = {
         "offloaded), off"),
     NUM("FMX_OFFLOAD_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, offload_threshold,
         "auto offload from this size (untuned); default L3 / (2 x cores sharing it), the KNEM paper's switch"),
+    NUM("FMX_COPY_ASYNC_THRESHOLD", CFG_SIZE, "512K", 0, UINT64_MAX, copy_async_threshold,
+        "fmx_copy_async: shorter copies are done at once by the caller, longer ones by an offload channel; "
+        "default one L2 (64K-1M)"),
     NUM("FMX_OFFLOAD_CHANNELS", CFG_INT, "1", 0, 256, offload_channels,
         "helper threads per process moving offloaded transfers (started at the first); 0 = none"),
     STR("FMX_OFFLOAD_CPUS", "", NULL, offload_cpus,

@@ -175,6 +175,17 @@ void offload_shutdown(void);
 void offload_kick(void);
 /* The channels, started if they are not: 0, or -errno (none can run). */
 int offload_up(void);
+/* A job that is not a transfer (the asynchronous copy API, bulk/copy.c):
+ * the next channel runs fn(arg, &done, &moved) until it returns BULK_DONE
+ * or -errno. 0 and *job, or -ENODEV (no channels) / -ENOMEM. */
+int offload_submit(int (*fn)(void *arg, uint64_t *done, uint64_t *moved), void *arg, struct offload_job **job);
+/* Its status word: BULK_MORE while it runs, then BULK_DONE or -errno;
+ * *done (if given): the bytes fn reported so far. */
+int offload_job_status(struct offload_job *job, uint64_t *done);
+/* Sleep until the status word changes, at most ns (a futex wait on it). */
+void offload_job_sleep(struct offload_job *job, int64_t ns);
+/* Free it once the channel has let go (after its status is final). */
+void offload_job_free(struct offload_job *job);
 /* Channel 0's work while it has no job, given by the core
  * (core/progress.c): pending() says whether there is some, run() does one
  * round of it, and may sleep only through the calls below, so that a job

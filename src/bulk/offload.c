@@ -46,6 +46,11 @@
 struct offload_job {
   struct bulk_xfer *x;
   int (*step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
+  /* A job of another kind (offload_submit: the asynchronous copy API):
+   * fn(arg, ...) instead of step(x, ...), and no endpoint to wake: the
+   * status word itself is the futex its waiter sleeps on. */
+  int (*fn)(void *arg, uint64_t *done, uint64_t *moved);
+  void *arg;
   struct offload_chan *chan;
   struct ep_desc *wake;     /* the endpoint to wake when done */
   uint64_t done;            /* channel: bytes of the transfer done */
@@ -123,7 +128,7 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
       break;
     }
     uint64_t moved = 0;
-    rc = j->step(j->x, &j->done, &moved);
+    rc = j->fn ? j->fn(j->arg, &j->done, &moved) : j->step(j->x, &j->done, &moved);
     j->bytes += moved;
     if (rc == BULK_MORE && !moved) {
       if (idle >= 16 && requeue(c, j)) return;
@@ -133,7 +138,10 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
     }
   }
   __atomic_store_n(&j->status, rc == BULK_DONE ? JOB_DONE : rc, __ATOMIC_RELEASE);
-  ep_wake(j->wake);
+  if (j->wake)
+    ep_wake(j->wake);
+  else
+    sys_futex_wake((uint32_t *)&j->status);
   __atomic_store_n(&j->held, 0, __ATOMIC_RELEASE);
 }
 
@@ -287,14 +295,32 @@ int offload_up(void) {
   return rc;
 }
 
-int offload_start(struct bulk_xfer *x) {
-  int (*step)(struct bulk_xfer *, uint64_t *, uint64_t *) =
-      x->send ? x->engine->offload_send_step : x->engine->offload_step;
-  if (!step) return -EINVAL;
+/* The next channel, round robin (the pool started if it is not); NULL
+ * when none can run (logged once). */
+static struct offload_chan *next_channel(void) {
   pthread_mutex_lock(&pool_mu);
   struct offload_chan *c = pool_up_locked() == 0 ? &chans[next_chan++ % (unsigned)nchans] : NULL;
   if (!c) log_warn_once("FMX-OFFLOAD-NONE", "offload: no channels: %s; the application thread copies", pool_error);
   pthread_mutex_unlock(&pool_mu);
+  return c;
+}
+
+static void enqueue(struct offload_chan *c, struct offload_job *j) {
+  j->chan = c;
+  pthread_mutex_lock(&c->mu);
+  if (c->tail) c->tail->next = j;
+  else c->head = j;
+  c->tail = j;
+  pthread_cond_signal(&c->cv);
+  if (c->watching) ep_wake(c->watching); /* it sleeps on an endpoint, not on cv */
+  pthread_mutex_unlock(&c->mu);
+}
+
+int offload_start(struct bulk_xfer *x) {
+  int (*step)(struct bulk_xfer *, uint64_t *, uint64_t *) =
+      x->send ? x->engine->offload_send_step : x->engine->offload_step;
+  if (!step) return -EINVAL;
+  struct offload_chan *c = next_channel();
   if (!c) return -ENODEV;
   struct offload_job *j = sys_zalloc(sizeof *j);
   if (!j) return -ENOMEM;
@@ -305,16 +331,38 @@ int offload_start(struct bulk_xfer *x) {
   j->held = 1;
   x->job = j;
   x->offloaded = 1;
-  j->chan = c;
-  pthread_mutex_lock(&c->mu);
-  if (c->tail) c->tail->next = j;
-  else c->head = j;
-  c->tail = j;
-  pthread_cond_signal(&c->cv);
-  if (c->watching) ep_wake(c->watching); /* it sleeps on an endpoint, not on cv */
-  pthread_mutex_unlock(&c->mu);
+  enqueue(c, j);
   x->env->counters[CNT_BULK_OFFLOAD]++;
   return 0;
+}
+
+int offload_submit(int (*fn)(void *arg, uint64_t *done, uint64_t *moved), void *arg, struct offload_job **out) {
+  struct offload_chan *c = next_channel();
+  if (!c) return -ENODEV;
+  struct offload_job *j = sys_zalloc(sizeof *j);
+  if (!j) return -ENOMEM;
+  j->fn = fn;
+  j->arg = arg;
+  j->held = 1;
+  *out = j;
+  enqueue(c, j);
+  return 0;
+}
+
+int offload_job_status(struct offload_job *j, uint64_t *done) {
+  int st = __atomic_load_n(&j->status, __ATOMIC_ACQUIRE);
+  if (done) *done = __atomic_load_n(&j->done, __ATOMIC_RELAXED);
+  return st == JOB_RUNNING ? BULK_MORE : st == JOB_DONE ? BULK_DONE : st;
+}
+
+void offload_job_sleep(struct offload_job *j, int64_t ns) {
+  sys_futex_wait((uint32_t *)&j->status, JOB_RUNNING, ns);
+}
+
+void offload_job_free(struct offload_job *j) {
+  if (!j) return;
+  while (__atomic_load_n(&j->held, __ATOMIC_ACQUIRE)) sched_yield();
+  free(j);
 }
 
 /* Wait until the channel has let go of j, then free it; adds what the

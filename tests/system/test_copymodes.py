@@ -106,7 +106,7 @@ def test_cachepollution_json():
     assert all(r["kernel"] == "cachepollution" and r["np"] == 1 for r in rows)
     # "offload": the copy by a helper thread on the second allowed core
     offload = {"offload"} if allowed_cores() >= 2 else set()
-    assert {r["routine"] for r in rows} == expected_routines() | {"none"} | offload
+    assert {r["routine"] for r in rows} == expected_routines() | {"none", "copy_async"} | offload
     for size in (65536, 1 << 20):
         sized = [r for r in rows if r["size"] == size]
         assert sized[0]["routine"] == "none" and sized[0]["ratio"] == 1.0
@@ -120,6 +120,7 @@ def test_cachepollution_json():
             assert abs(r["ratio_idle"] - r["latency_us"] / r["idle_us"]) < 0.01 * r["ratio_idle"] + 1e-3
             assert r["stores"] == ("-" if r["routine"] == "none" else
                                    "core2" if r["routine"] == "offload" else
+                                   "channel" if r["routine"] == "copy_async" else
                                    "nt" if "_nt" in r["routine"] else "regular")
 
 
@@ -172,3 +173,28 @@ def test_mpi_driver_refuses_copy_modes(mode):
             {"ASAN_OPTIONS": "detect_leaks=0", "OMPI_MCA_rmaps_base_oversubscribe": "1"})
     assert p.returncode != 0
     assert "'%s' is fmx_perf's" % mode in p.stderr
+
+
+def test_copy_overlap_json():
+    """fmx_perf copy-overlap: per size a memcpy row and an fmx_copy_async
+    row with Tcopy, Tcompute, Ttotal and the overlap; the computation lasts
+    about as long as the copy; memcpy cannot overlap (copy then compute).
+    No timing is asserted beyond the arithmetic of the rows."""
+    rows = rows_of(run([PERF, "copy-overlap", "--sizes", "1M,4M", "--iters", "5", "--json", "--quiet"]))
+    assert [(r["size"], r["routine"]) for r in rows] == [(1 << 20, "memcpy"), (1 << 20, "fmx_copy_async"),
+                                                         (4 << 20, "memcpy"), (4 << 20, "fmx_copy_async")]
+    for r in rows:
+        assert r["kernel"] == "copy-overlap" and r["iters"] == 5
+        assert r["tcopy_us"] > 0 and r["tcompute_us"] > 0 and r["ttotal_us"] > 0
+        assert -1.5 < r["overlap"] <= 1.5
+
+
+def test_copy_overlap_table_and_pollution_name():
+    p = run([PERF, "copy-overlap", "--sizes", "2M", "--iters", "3"])
+    assert p.returncode == 0, p.stderr
+    assert "hardware copy engine: " in p.stdout and "fmx_copy_async" in p.stdout and "overlap" in p.stdout
+    p = run([PERF, "copy-pollution", "--sizes", "1M", "--iters", "3"])
+    assert p.returncode == 0, p.stderr
+    assert " copy_async " in p.stdout and " none " in p.stdout, p.stdout
+    p = run([PERF, "copy-overlap", "--verify"])
+    assert p.returncode == 2 and "--verify makes no sense" in p.stderr

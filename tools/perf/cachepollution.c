@@ -12,7 +12,10 @@
  * long as that copy took, then probes again: ratio_idle = probe after the
  * copy / probe after idling as long. On a VM whose neighbours or hypervisor
  * evict this core's caches while it runs, time alone costs the probe too;
- * ratio_idle is the copy's own share.
+ * ratio_idle is the copy's own share. Participants: none, each usable
+ * routine, "offload" (memcpy by a thread on the second of --cores) and
+ * "copy_async" (fmx_copy_async waited for: an offload channel's copy).
+ * fmx_perf copy-pollution is this mode under the ADCE paper's name.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -99,6 +102,17 @@ static void *helper_run(void *arg)
   }
 }
 
+/* fmx_copy_async and its wait: the copy an offload channel makes (done at
+ * once by the caller below FMX_COPY_ASYNC_THRESHOLD). */
+static void async_copy(uint8_t *dst, const uint8_t *src, size_t size)
+{
+  fmx_copy_t c;
+  uint32_t done = 0;
+  if (fmx_copy_async(dst, src, size, &c) != FMX_SUCCESS ||
+      fmx_copy_wait(&c, FMX_TIMEOUT_INFINITE, &done) != FMX_SUCCESS || !done)
+    perf_die("fmx_copy_async of %zu bytes failed", size);
+}
+
 static void helper_copy(struct helper *h, uint8_t *dst, const uint8_t *src, size_t size)
 {
   h->dst = dst, h->src = (uint8_t *)src, h->size = size;
@@ -129,6 +143,7 @@ int cachepollution(const fmx_copy_routine_t *rt, size_t nrt)
   if (h.core >= 0 && h.core != perf_opt.cores[0] &&
       pthread_create(&h.th, NULL, helper_run, &h) == 0)
     offl = nwho++;
+  size_t async = nwho++; /* fmx_copy_async, waited for: an offload channel's copy */
 
   if (pin_self(perf_opt.cores[0]))
     return 1;
@@ -185,6 +200,8 @@ int cachepollution(const fmx_copy_routine_t *rt, size_t nrt)
           who[w]->copy(dst, src, size);
         else if (w && w == offl)
           helper_copy(&h, dst, src, size);
+        else if (w == async)
+          async_copy(dst, src, size);
         double took = now() - t0;
         samples[w * n + s] = probe_pass(pb, order, nlines);
         warm(pb, probe);
@@ -197,8 +214,9 @@ int cachepollution(const fmx_copy_routine_t *rt, size_t nrt)
       double ratio = base > 0 ? us / base : 0;
       double ius = median(idle + w * n, n) * 1e6;
       double ratio_idle = ius > 0 ? us / ius : 0;
-      const char *name = who[w] ? who[w]->name : w && w == offl ? "offload" : "none";
-      const char *stores = !who[w] ? (w && w == offl ? "core2" : "-") : who[w]->nontemporal ? "nt" : "regular";
+      const char *name = who[w] ? who[w]->name : w && w == offl ? "offload" : w == async ? "copy_async" : "none";
+      const char *stores = !who[w] ? (w && w == offl ? "core2" : w == async ? "channel" : "-")
+                           : who[w]->nontemporal ? "nt" : "regular";
       if (perf_opt.json) {
         json_head("cachepollution", 1, size, n, us, 0, name);
         printf(",\"stores\":\"%s\",\"baseline_us\":%.3f,\"ratio\":%.4f,\"ns_per_line\":%.3f"

@@ -103,5 +103,8 @@ int copymodes_run(void)
   if (fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &g_topo, sizeof g_topo) != FMX_SUCCESS)
     memset(&g_topo, 0, sizeof g_topo);
   g_tty = isatty(STDERR_FILENO);
+  if (perf_opt.kernel == PERF_COPY_OVERLAP) return copyoverlap();
+  /* copy-pollution is cachepollution, whose participants include
+   * fmx_copy_async (a channel's copy, waited for). */
   return perf_opt.kernel == PERF_COPYLIMIT ? copylimit(g_rt, nrt) : cachepollution(g_rt, nrt);
 }

@@ -30,5 +30,6 @@ uint8_t *alloc_touched(size_t bytes, int fill);
 int pin_self(int core);
 int copylimit(const fmx_copy_routine_t *rt, size_t nrt);
 int cachepollution(const fmx_copy_routine_t *rt, size_t nrt);
+int copyoverlap(void);
 
 #endif

@@ -21,7 +21,7 @@
 /* PERF_COPYLIMIT and PERF_CACHEPOLLUTION are fmx_perf's single-process
  * modes (tools/perf/copymodes.h): perf_run never sees them. */
 enum perf_kernel { PERF_PINGPONG = 1, PERF_BW, PERF_ALLTOALL, PERF_OVERLAP, PERF_MSGRATE, PERF_COPYLIMIT,
-                   PERF_CACHEPOLLUTION };
+                   PERF_CACHEPOLLUTION, PERF_COPY_OVERLAP, PERF_COPY_POLLUTION };
 
 /* Command line of both drivers. The fields after `native` exist only in
  * fmx_perf, which starts its own ranks. */

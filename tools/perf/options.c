@@ -77,7 +77,12 @@ static void usage(FILE *f, bool native)
             "                   Default sizes 4K,64K,1M,4M,16M,64M; --verify checks the copies\n"
             "  cachepollution   one pass over a warm probe buffer (L2 / 4) right after one\n"
             "                   copy of SIZE bytes, per routine, against no copy (\"none\");\n"
-            "                   median of --iters passes. Default sizes 1M,4M,16M,64M\n"
+            "                   median of --iters passes (fmx_copy_async among them).\n"
+            "                   Default sizes 1M,4M,16M,64M\n"
+            "  copy-overlap     fmx_copy_async beside a computation as long as the copy:\n"
+            "                   Tcopy, Tcompute, Ttotal and the overlap, against memcpy\n"
+            "                   (--iters reps, default 21). Default sizes 1M,4M,16M,64M\n"
+            "  copy-pollution   cachepollution under the ADCE paper's name\n"
             "                   They take --sizes, --iters, --cores (the first two cores),\n"
             "                   --json, --quiet (and copylimit --verify) only\n\n");
   if (native)
@@ -238,14 +243,13 @@ static void check_copy(uint32_t given)
       {O_WINDOW, "--window"}, {O_ENGINE, "--engine"}, {O_TIMEOUT, "--timeout"},
       {O_NOSPAWN, "--no-spawn"}, {O_RANK, "--rank"}, {O_EID, "--endpoint-id"},
       {O_NP, "--np"}, {O_MEM, "--mem"}, {O_SERVER, "--server"}, {O_CLIENT, "--client"}};
-  const char *mode = perf_opt.kernel == PERF_COPYLIMIT ? "copylimit" : "cachepollution";
+  const char *mode = perf_kernel_name(perf_opt.kernel);
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (given & (1u << (refused[i].opt - O_SIZES)))
       usage_error("%s: %s makes no sense here (one process, no ranks, no message layer; "
                   "--cores pins the threads)", mode, refused[i].name);
-  if (perf_opt.verify && perf_opt.kernel == PERF_CACHEPOLLUTION)
-    usage_error("cachepollution: --verify makes no sense here (copylimit --verify checks "
-                "the copies)");
+  if (perf_opt.verify && perf_opt.kernel != PERF_COPYLIMIT)
+    usage_error("%s: --verify makes no sense here (copylimit --verify checks the copies)", mode);
   static const uint64_t copylimit_sizes[] = {4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20,
                                              64 << 20};
   if (perf_opt.nsizes == 0)
@@ -281,12 +285,12 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
     perf_opt.kernel = 0;
-    for (int k = PERF_PINGPONG; k <= PERF_CACHEPOLLUTION; k++)
+    for (int k = PERF_PINGPONG; k <= PERF_COPY_POLLUTION; k++)
       if (!strcmp(argv[1], perf_kernel_name((enum perf_kernel)k)))
         perf_opt.kernel = (enum perf_kernel)k;
     if (!perf_opt.kernel)
       usage_error("unknown kernel '%s' (want pingpong, bw, msgrate, alltoall, overlap%s)", argv[1],
-                  native ? ", copylimit or cachepollution" : "");
+                  native ? ", copylimit, cachepollution, copy-overlap or copy-pollution" : "");
     if (!native && perf_opt.kernel >= PERF_COPYLIMIT)
       usage_error("'%s' is fmx_perf's: it measures this machine's copy routines in one "
                   "process, with no message layer; run 'fmx_perf %s'", argv[1], argv[1]);

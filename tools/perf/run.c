@@ -18,11 +18,12 @@
 static const char *const kernel_names[] = {
     [PERF_PINGPONG] = "pingpong", [PERF_BW] = "bw", [PERF_ALLTOALL] = "alltoall",
     [PERF_OVERLAP] = "overlap", [PERF_MSGRATE] = "msgrate", [PERF_COPYLIMIT] = "copylimit",
-    [PERF_CACHEPOLLUTION] = "cachepollution"};
+    [PERF_CACHEPOLLUTION] = "cachepollution", [PERF_COPY_OVERLAP] = "copy-overlap",
+    [PERF_COPY_POLLUTION] = "copy-pollution"};
 
 const char *perf_kernel_name(enum perf_kernel k)
 {
-  return k >= PERF_PINGPONG && k <= PERF_CACHEPOLLUTION ? kernel_names[k] : "?";
+  return k >= PERF_PINGPONG && k <= PERF_COPY_POLLUTION ? kernel_names[k] : "?";
 }
 
 static bool g_tty;
