@@ -15,6 +15,13 @@
 
 struct fmx_config fmx_cfg;
 
+/* A boolean's text: 1, 0, or -1 when it is none. */
+static int bool_of(const char *v) {
+  if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") || !strcasecmp(v, "true")) return 1;
+  if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off") || !strcasecmp(v, "false")) return 0;
+  return -1;
+}
+
 enum cfg_type { CFG_SIZE, CFG_INT, CFG_BOOL, CFG_STRING };
 
 /* One row: numbers are checked against [min, max], strings against
@@ -255,12 +262,8 @@ static const char *apply(struct cfg_entry *e, const char *value, const char *sou
       *(uint64_t *)field = v;
       break;
     case CFG_BOOL:
-      if (!strcmp(value, "1") || !strcasecmp(value, "yes") || !strcasecmp(value, "on") || !strcasecmp(value, "true"))
-        *(int *)field = 1;
-      else if (!strcmp(value, "0") || !strcasecmp(value, "no") || !strcasecmp(value, "off") || !strcasecmp(value, "false"))
-        *(int *)field = 0;
-      else
-        return "not a boolean (1, 0, yes, no, on, off, true, false)";
+      if (bool_of(value) < 0) return "not a boolean (1, 0, yes, no, on, off, true, false)";
+      *(int *)field = bool_of(value);
       value = *(int *)field ? "1" : "0"; /* the text in force, as a reader of the table expects it */
       break;
     case CFG_STRING:
@@ -408,9 +411,8 @@ static const struct {
 /* A boolean's text turned around ("1" -> "0"); anything else as it is, so
  * the table refuses it with its own words. */
 static const char *inverted(const char *v) {
-  if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") || !strcasecmp(v, "true")) return "0";
-  if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off") || !strcasecmp(v, "false")) return "1";
-  return v;
+  int b = bool_of(v);
+  return b < 0 ? v : b ? "0" : "1";
 }
 
 static void load_locked(void) {

@@ -9,73 +9,36 @@
  * for each size from MIN to MAX (doubling; 0 first when MIN is 0) ITERS
  * round trips, and prints "size iters half-round-trip-us MB/s". -V checks
  * every byte (inside the timed loop). -F leaves MX's default error handler
- * (fatal) in place; otherwise errors are returned and reported here. The sizes travel in the match info, so the server answers
+ * (fatal) in place; otherwise errors are returned and reported here
+ * (mx_test.h). The sizes travel in the match info, so the server answers
  * whatever comes. HOST:BOARD is a peer-table name, or "localhost".
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "myriexpress.h"
+#include "mx_test.h"
 
 #define KEY 0x12345
 #define M_HELLO 0x1ull
 #define M_DATA 0x2ull
 #define M_DONE 0x3ull
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static void die(const char *what, mx_return_t r) {
-  fprintf(stderr, "mx_pingpong: %s: %s\n", what, mx_strerror(r));
-  exit(1);
-}
-#define OK(call, what)                                                                                               \
-  do {                                                                                                               \
-    mx_return_t r_ = (call);                                                                                         \
-    if (r_ != MX_SUCCESS) die(what, r_);                                                                             \
-  } while (0)
-
+/* Wait for a request, which must succeed (no bound: a server waits for
+ * its client as long as it takes). */
 static void wait_req(mx_endpoint_t ep, mx_request_t *req, mx_status_t *st, const char *what) {
   uint32_t result = 0;
-  OK(mx_wait(ep, req, MX_INFINITE, st, &result), what);
-  if (!result) {
-    fprintf(stderr, "mx_pingpong: %s: woken without completion\n", what);
-    exit(1);
-  }
-  if (st->code != MX_STATUS_SUCCESS) {
-    fprintf(stderr, "mx_pingpong: %s: %s\n", what, mx_strstatus(st->code));
-    exit(1);
-  }
-}
-
-static void fill(unsigned char *b, uint32_t len, uint32_t iter) {
-  for (uint32_t i = 0; i < len; i++) b[i] = (unsigned char)(i * 7 + iter);
-}
-
-static void check(const unsigned char *b, uint32_t len, uint32_t iter) {
-  for (uint32_t i = 0; i < len; i++)
-    if (b[i] != (unsigned char)(i * 7 + iter)) {
-      fprintf(stderr, "mx_pingpong: byte %u of %u: 0x%02x, expected 0x%02x\n", i, len, b[i],
-              (unsigned char)(i * 7 + iter));
-      exit(1);
-    }
+  MXT_OK(mx_wait(ep, req, MX_INFINITE, st, &result));
+  MXT_EXPECT(result, "%s: woken without completion", what);
+  MXT_EXPECT(st->code == MX_STATUS_SUCCESS, "%s: %s", what, mx_strstatus(st->code));
 }
 
 static int finish(mx_endpoint_t ep, unsigned char *buf, unsigned char *rbuf) {
-  OK(mx_close_endpoint(ep), "mx_close_endpoint");
-  OK(mx_finalize(), "mx_finalize");
+  MXT_OK(mx_close_endpoint(ep));
+  MXT_OK(mx_finalize());
   free(buf);
   free(rbuf);
   return 0;
 }
 
 int main(int argc, char **argv) {
+  mxt_prog = "mx_pingpong";
   const char *host = NULL;
   uint32_t rid = 0, lid = MX_ANY_ENDPOINT, min = 0, max = 1 << 20, iters = 1000;
   int verify = 0, fatal = 0, lid_set = 0, c;
@@ -104,8 +67,8 @@ int main(int argc, char **argv) {
   mx_request_t sreq, rreq;
   mx_status_t st;
   if (!fatal) mx_set_error_handler(MX_ERRORS_RETURN);
-  OK(mx_init(), "mx_init");
-  OK(mx_open_endpoint(MX_ANY_NIC, lid, KEY, NULL, 0, &ep), "mx_open_endpoint");
+  MXT_OK(mx_init());
+  MXT_OK(mx_open_endpoint(MX_ANY_NIC, lid, KEY, NULL, 0, &ep));
   unsigned char *buf = malloc(max ? max : 1), *rbuf = malloc(max ? max : 1);
   if (!buf || !rbuf) return 1;
 
@@ -118,17 +81,17 @@ int main(int argc, char **argv) {
     fflush(stdout);
     seg.segment_ptr = hello;
     seg.segment_length = sizeof hello;
-    OK(mx_irecv(ep, &seg, 1, M_HELLO, MX_MATCH_MASK_NONE, NULL, &rreq), "mx_irecv(hello)");
+    MXT_OK(mx_irecv(ep, &seg, 1, M_HELLO, MX_MATCH_MASK_NONE, NULL, &rreq));
     wait_req(ep, &rreq, &st, "hello");
-    OK(mx_connect(ep, hello[0], (uint32_t)hello[1], KEY, 10000, &peer), "mx_connect(back)");
+    MXT_OK(mx_connect(ep, hello[0], (uint32_t)hello[1], KEY, 10000, &peer));
     for (;;) {
       seg.segment_ptr = rbuf;
       seg.segment_length = max;
-      OK(mx_irecv(ep, &seg, 1, 0, 0, NULL, &rreq), "mx_irecv");
+      MXT_OK(mx_irecv(ep, &seg, 1, 0, 0, NULL, &rreq));
       wait_req(ep, &rreq, &st, "receive");
       if (st.match_info == M_DONE) break;
       seg.segment_length = st.xfer_length;
-      OK(mx_isend(ep, &seg, 1, peer, st.match_info, NULL, &sreq), "mx_isend");
+      MXT_OK(mx_isend(ep, &seg, 1, peer, st.match_info, NULL, &sreq));
       wait_req(ep, &sreq, &st, "send");
     }
     return finish(ep, buf, rbuf);
@@ -136,43 +99,40 @@ int main(int argc, char **argv) {
 
   uint64_t nic, mynic;
   uint32_t myeid;
-  OK(mx_hostname_to_nic_id((char *)host, &nic), "mx_hostname_to_nic_id");
-  OK(mx_connect(ep, nic, rid, KEY, 10000, &peer), "mx_connect");
+  MXT_OK(mx_hostname_to_nic_id((char *)host, &nic));
+  MXT_OK(mx_connect(ep, nic, rid, KEY, 10000, &peer));
   mx_endpoint_addr_t me;
   mx_get_endpoint_addr(ep, &me);
   mx_decompose_endpoint_addr(me, &mynic, &myeid);
   uint64_t hello[2] = {mynic, myeid};
   seg.segment_ptr = hello;
   seg.segment_length = sizeof hello;
-  OK(mx_isend(ep, &seg, 1, peer, M_HELLO, NULL, &sreq), "mx_isend(hello)");
+  MXT_OK(mx_isend(ep, &seg, 1, peer, M_HELLO, NULL, &sreq));
   wait_req(ep, &sreq, &st, "hello");
   printf("%10s %8s %12s %12s\n", "size", "iters", "latency(us)", "MB/s");
   for (uint64_t len = min; len <= max; len = len ? len * 2 : 1) {
     uint32_t n = iters, warm = iters / 10 + 1;
     double t0 = 0;
     for (uint32_t i = 0; i < n + warm; i++) {
-      if (i == warm) t0 = now_us();
-      if (verify) fill(buf, (uint32_t)len, i);
+      if (i == warm) t0 = mxt_now();
+      if (verify) mxt_fill(buf, len, i);
       seg.segment_ptr = rbuf;
       seg.segment_length = (uint32_t)len;
-      OK(mx_irecv(ep, &seg, 1, M_DATA << 32 | len, MX_MATCH_MASK_NONE, NULL, &rreq), "mx_irecv");
+      MXT_OK(mx_irecv(ep, &seg, 1, M_DATA << 32 | len, MX_MATCH_MASK_NONE, NULL, &rreq));
       seg.segment_ptr = buf;
-      OK(mx_isend(ep, &seg, 1, peer, M_DATA << 32 | len, NULL, &sreq), "mx_isend");
+      MXT_OK(mx_isend(ep, &seg, 1, peer, M_DATA << 32 | len, NULL, &sreq));
       wait_req(ep, &sreq, &st, "send");
       wait_req(ep, &rreq, &st, "receive");
-      if (st.xfer_length != len) {
-        fprintf(stderr, "mx_pingpong: got %u bytes, sent %u\n", st.xfer_length, (uint32_t)len);
-        return 1;
-      }
-      if (verify) check(rbuf, (uint32_t)len, i);
+      MXT_EXPECT(st.xfer_length == len, "got %u bytes, sent %u", st.xfer_length, (uint32_t)len);
+      if (verify) mxt_check(rbuf, len, i, "ping-pong");
     }
-    double half = (now_us() - t0) / n / 2;
+    double half = (mxt_now() - t0) * 1e6 / n / 2;
     printf("%10u %8u %12.2f %12.2f\n", (uint32_t)len, n, half, half > 0 ? len / half : 0.0);
     fflush(stdout);
     if (len >= max) break;
   }
   seg.segment_length = 0;
-  OK(mx_isend(ep, &seg, 1, peer, M_DONE, NULL, &sreq), "mx_isend(done)");
+  MXT_OK(mx_isend(ep, &seg, 1, peer, M_DONE, NULL, &sreq));
   wait_req(ep, &sreq, &st, "done");
   return finish(ep, buf, rbuf);
 }

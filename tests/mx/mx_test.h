@@ -27,13 +27,17 @@
 #define MXT_KEY 0x4d58u
 
 static const char *mxt_prog = "mx_test";
-static int mxt_role; /* 0: parent (or self), 1: child */
+static int mxt_role;   /* 0: parent (or self), 1: child */
+static int mxt_paired; /* mxt_pair ran: messages name the side */
 
 static void mxt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void mxt_fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s[%s]: ", mxt_prog, mxt_role ? "child" : "parent");
+  if (mxt_paired)
+    fprintf(stderr, "%s[%s]: ", mxt_prog, mxt_role ? "child" : "parent");
+  else
+    fprintf(stderr, "%s: ", mxt_prog);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
@@ -141,6 +145,7 @@ static inline void mxt_self(struct mxt *t, mx_param_t *params, uint32_t nparams)
 static inline void mxt_pair(struct mxt *t, mx_param_t *params, uint32_t nparams) {
   int down[2], up[2]; /* parent -> child, child -> parent */
   memset(t, 0, sizeof *t);
+  mxt_paired = 1;
   fflush(NULL);
   MXT_EXPECT(pipe(down) == 0 && pipe(up) == 0, "pipe");
   pid_t pid = fork();

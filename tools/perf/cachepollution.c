@@ -63,18 +63,6 @@ static void idle_for(double s)
     ;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The "offload" participant: the copy done by a helper thread on the second
  * core (what an fmx offload channel does), the probing thread waiting. */
 struct helper {
@@ -100,17 +88,6 @@ static void *helper_run(void *arg)
     seen = go;
     __atomic_store_n(&h->done, go, __ATOMIC_RELEASE);
   }
-}
-
-/* fmx_copy_async and its wait: the copy an offload channel makes (done at
- * once by the caller below FMX_COPY_ASYNC_THRESHOLD). */
-static void async_copy(uint8_t *dst, const uint8_t *src, size_t size)
-{
-  fmx_copy_t c;
-  uint32_t done = 0;
-  if (fmx_copy_async(dst, src, size, &c) != FMX_SUCCESS ||
-      fmx_copy_wait(&c, FMX_TIMEOUT_INFINITE, &done) != FMX_SUCCESS || !done)
-    perf_die("fmx_copy_async of %zu bytes failed", size);
 }
 
 static void helper_copy(struct helper *h, uint8_t *dst, const uint8_t *src, size_t size)

@@ -79,6 +79,27 @@ uint8_t *alloc_touched(size_t bytes, int fill)
   return p;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double median(double *v, size_t n)
+{
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void async_copy(uint8_t *dst, const uint8_t *src, size_t size)
+{
+  fmx_copy_t c;
+  uint32_t done = 0;
+  if (fmx_copy_async(dst, src, size, &c) != FMX_SUCCESS ||
+      fmx_copy_wait(&c, FMX_TIMEOUT_INFINITE, &done) != FMX_SUCCESS || !done)
+    perf_die("fmx_copy_async of %zu bytes failed", size);
+}
+
 int pin_self(int core)
 {
   cpu_set_t set;

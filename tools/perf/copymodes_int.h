@@ -28,6 +28,11 @@ void json_head(const char *kernel, int np, uint64_t size, uint64_t iters, double
 uint8_t *alloc_touched(size_t bytes, int fill);
 /* Pin the calling thread to core: 0, or the error (told). */
 int pin_self(int core);
+/* The median of v[0..n) (sorts v). */
+double median(double *v, size_t n);
+/* fmx_copy_async and its wait (an offload channel's copy; done at once by
+ * the caller below FMX_COPY_ASYNC_THRESHOLD); dies if it fails. */
+void async_copy(uint8_t *dst, const uint8_t *src, size_t size);
 int copylimit(const fmx_copy_routine_t *rt, size_t nrt);
 int cachepollution(const fmx_copy_routine_t *rt, size_t nrt);
 int copyoverlap(void);

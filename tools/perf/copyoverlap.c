@@ -32,24 +32,6 @@ static double compute(uint64_t n) {
   return x;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void async_copy(uint8_t *dst, const uint8_t *src, size_t len) {
-  fmx_copy_t h;
-  uint32_t done = 0;
-  if (fmx_copy_async(dst, src, len, &h) != FMX_SUCCESS || fmx_copy_wait(&h, FMX_TIMEOUT_INFINITE, &done) != FMX_SUCCESS ||
-      !done)
-    perf_die("fmx_copy_async of %zu bytes failed", len);
-}
-
 /* A hardware copy engine (Intel DSA through idxd's work queues), if any. */
 static const char *hw_engine(void) {
   if (access("/dev/dsa", F_OK) == 0) return "Intel DSA work queues under /dev/dsa (not used by fmx yet)";
@@ -67,17 +49,12 @@ int copyoverlap(void) {
   double t0 = now();
   compute(20000000);
   double ns_step = (now() - t0) * 1e9 / 20000000;
-  uint64_t thr = 0;
-  char tv[64], hs[32];
-  if (fmx_config_get("FMX_COPY_ASYNC_THRESHOLD", tv, sizeof tv) == FMX_SUCCESS) {
-    char *end;
-    thr = strtoull(tv, &end, 10);
-    thr <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-  }
+  char thr[64] = "?", hs[32];
+  fmx_config_get("FMX_COPY_ASYNC_THRESHOLD", thr, sizeof thr);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   note("%s copy-overlap: caller on core %d, %ld CPUs online; FMX_COPY_ASYNC_THRESHOLD %s (shorter copies are done "
        "at once: no overlap); hardware copy engine: %s",
-       perf_opt.prog, perf_opt.cores[0], cpus, human_size(thr, hs, sizeof hs), hw_engine());
+       perf_opt.prog, perf_opt.cores[0], cpus, thr, hw_engine());
   note("overlap = (Tcopy + Tcompute - Ttotal) / min(Tcopy, Tcompute), median of per-rep values; the computation "
        "is calibrated to last as long as the copy");
   if (!perf_opt.json)
