@@ -157,7 +157,8 @@ static struct cfg_entry table[] = {
     NUM("FMX_NET_RTO_US", CFG_INT, "2000", 10, 10000000, net_rto_us,
         "a packet not acked this long is sent again; the wait doubles at each resend"),
     NUM("FMX_NET_RTO_MAX_US", CFG_INT, "200000", 10, 60000000, net_rto_max_us,
-        "the longest the resend wait grows to"),
+        "the longest the resend wait grows to; a closing endpoint stays this long for a partner whose CLOSE "
+        "came just before"),
     NUM("FMX_NET_TIMEOUT_MS", CFG_INT, "300000", 10, 3600000, net_timeout_ms,
         "a partner that acks nothing this long while packets (or a probe) wait is gone: its requests fail; long, "
         "because a rank that computes outside fmx acks nothing meanwhile (Open-MX: about 500 s)"),

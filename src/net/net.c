@@ -155,6 +155,10 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   struct net_peer *np = transport_state(p);
   if (h->len > net_max_payload(p)) return -EINVAL;
   if (!net_rel_can_send(&np->rel)) return -EAGAIN;
+  if (h->type == PROTO_CLOSE) {
+    np->close_seq = np->rel.next_seq;
+    np->close_sent = 1;
+  }
   net_put_record(ne->pkt + NET_HDR_LEN, h);
   record_gather(ne->pkt + NET_HDR_LEN + NET_RECORD_HDR, iov, iovcnt, h->len);
   return send_data(ep, p, (uint16_t)(NET_RECORD_HDR + h->len), NET_F_FIRST | NET_F_LAST, sys_now_ns());
@@ -296,8 +300,12 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
     free(b);
   }
   /* It left (its CLOSE): ack what it sent at once, it may wait for that
-   * before it exits; we keep no timer for it now. */
-  if (gone) send_ack(ep, p);
+   * before it exits; we keep no timer for it now (net_close stays a while
+   * for it). */
+  if (gone) {
+    send_ack(ep, p);
+    if (transport_peer(p)->state == PARTNER_CLOSED) np->left_ns = now;
+  }
 }
 
 /* The partner a packet that came to the bulk socket is from: the

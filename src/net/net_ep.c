@@ -90,20 +90,52 @@ int net_open(struct fmx_endpoint *ep) {
 
 /* Closing: what we sent (the CLOSE records among it) is acked, or the
  * partners fail, before the socket goes: an eager send completes before
- * the peer has it, and the process may exit right after. */
+ * the peer has it, and the process may exit right after.
+ *
+ * A peer that gets our CLOSE acks it once, at once, and may leave. When
+ * that ack is lost nothing acks what we send again, so:
+ * - our last packets go again at the resend wait round trips measure, not
+ *   one backed off by earlier losses (net_rel_unback);
+ * - a peer whose CLOSE came less than FMX_NET_RTO_MAX_US ago (the longest
+ *   it waits before it sends again) may still be resending it: we stay
+ *   that long, and as it is no partner now, what it sends again is
+ *   answered by a NACK, which ends its wait (net_on_nack);
+ * - once all before our CLOSE is acked, the CLOSE alone waits for its ack
+ *   NET_CLOSE_SENDS sends long (the waits doubling: a live peer whose
+ *   acks are all lost that often is as unlikely as the loss rate to that
+ *   power), not FMX_NET_TIMEOUT_MS: nothing is lost if it goes unacked.
+ * What was sent before the CLOSE is waited for as long as the peer may
+ * live (FMX_NET_TIMEOUT_MS): a peer busy elsewhere still gets it. */
+#define NET_CLOSE_SENDS 8
+static int close_waits(struct partner *p, uint64_t now) {
+  struct net_peer *np = transport_state(p);
+  if (!np->rel_ok) return 0;
+  if (transport_peer(p)->state != PARTNER_ALIVE)
+    return np->left_ns && now - np->left_ns < fmx_cfg.net_rto_max_us * 1000ull;
+  if (net_rel_idle(&np->rel)) return 0;
+  if (!np->close_sent || np->rel.una != np->close_seq || np->rel.next_seq != np->close_seq + 1) return 1;
+  return net_rel_sends(&np->rel, np->close_seq) < NET_CLOSE_SENDS;
+}
+
 void net_close(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
   if (!ne->on) return;
   uint64_t end = sys_now_ns() + fmx_cfg.net_timeout_ms * 1000000ull;
+  transport_up->lock(ep);
+  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
+       p = transport_up->peer_next(ep, &net_transport, p)) {
+    struct net_peer *np = transport_state(p);
+    if (np->rel_ok) net_rel_unback(&np->rel);
+  }
+  transport_up->unlock(ep);
   for (;;) {
     transport_up->lock(ep);
     transport_up->progress(ep);
+    uint64_t now = sys_now_ns();
     int busy = 0;
     for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p && !busy;
-         p = transport_up->peer_next(ep, &net_transport, p)) {
-      struct net_peer *np = transport_state(p);
-      busy = np->rel_ok && !net_rel_idle(&np->rel) && transport_peer(p)->state == PARTNER_ALIVE;
-    }
+         p = transport_up->peer_next(ep, &net_transport, p))
+      busy = close_waits(p, now);
     transport_up->unlock(ep);
     if (!busy || sys_now_ns() >= end) break;
     struct timespec ts = {0, 100000};

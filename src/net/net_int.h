@@ -80,6 +80,9 @@ struct net_peer {
   uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
+  uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */
+  int close_sent;        /* ...once one went */
+  uint64_t left_ns;      /* when its CLOSE came (0: it did not) */
 };
 
 extern const struct fmx_transport_ops net_transport;

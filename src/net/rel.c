@@ -44,6 +44,11 @@ int net_rel_can_send(const struct net_rel *r) { return r->next_seq - r->una < r-
 
 int net_rel_idle(const struct net_rel *r) { return r->next_seq == r->una; }
 
+uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq) {
+  if (net_seq_lt(seq, r->una) || !net_seq_lt(seq, r->next_seq)) return 0;
+  return tx_slot(r, seq)->tries;
+}
+
 int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
   if (!net_rel_can_send(r)) return -EAGAIN;
   struct net_rel_slot *s = tx_slot(r, r->next_seq);
@@ -118,6 +123,8 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
   }
   return 0;
 }
+
+void net_rel_unback(struct net_rel *r) { r->rto_ns = base_rto(r); }
 
 int net_rel_timers(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg) {
   if (net_rel_idle(r)) return 0;

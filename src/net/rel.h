@@ -82,6 +82,11 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
 int net_rel_timers(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg);
 /* Nothing of ours waits for an ack. */
 int net_rel_idle(const struct net_rel *r);
+/* The resend wait back to what round trips measure, its backoff undone:
+ * a closing endpoint's last packets go again soon. */
+void net_rel_unback(struct net_rel *r);
+/* How many times packet seq went, while it waits for its ack (else 0). */
+uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq);
 
 /* Receiving. A packet of seq arrived: NET_REL_NEW (the next in order:
  * deliver it, then each net_rel_pop), NET_REL_EARLY (kept until the hole

@@ -92,9 +92,11 @@ def test_every_function_exported():
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler")
-def test_builds_like_mtl_mx(tmp_path):
+@pytest.mark.parametrize("link", ["shared", "static"])
+def test_builds_like_mtl_mx(tmp_path, link):
     """What Open MPI's mtl mx configure did: include myriexpress.h, link
-    -lmyriexpress, call mx_init; then the program runs."""
+    -lmyriexpress (libmyriexpress.so, or libmyriexpress.a with hwloc and
+    pthread), call mx_init; then the program runs."""
     src = tmp_path / "conftest.c"
     src.write_text(r'''
 #include <myriexpress.h>
@@ -114,10 +116,31 @@ int main(void) {
     # a sanitizer build's library needs its runtime first in the program
     deps = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
     san = ["-fsanitize=address,undefined"] if "libasan" in deps else ["-fsanitize=thread"] if "libtsan" in deps else []
-    subprocess.run(["cc"] + san + [str(src), "-I", os.path.join(ROOT, "include"), "-L", BUILD, "-lmyriexpress",
-                    "-Wl,-rpath," + os.path.abspath(BUILD), "-o", str(exe)], check=True)
+    lib = ["-lmyriexpress", "-Wl,-rpath," + os.path.abspath(BUILD)] if link == "shared" else \
+        ["-Wl,-Bstatic", "-lmyriexpress", "-Wl,-Bdynamic", "-lhwloc", "-lpthread"]
+    subprocess.run(["cc"] + san + [str(src), "-I", os.path.join(ROOT, "include"), "-L", BUILD] + lib +
+                   ["-o", str(exe)], check=True)
+    deps = subprocess.run(["ldd", str(exe)], capture_output=True, text=True).stdout
+    assert ("libmyriexpress" in deps) == (link == "shared") and ("libfmx" in deps) == (link == "shared"), deps
     p = subprocess.run([str(exe)], env=ENV, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "Command Timeout" in p.stdout, p.stdout + p.stderr
+
+
+def test_static_archive_names():
+    """libmyriexpress.a defines every function of the headers and no other
+    global name than MX's and fmx's calls; mx_loop_static, which defines
+    functions named as the library's internal ones, links and runs (self
+    path and shared memory)."""
+    out = subprocess.run(["nm", "-g", "--defined-only", os.path.join(BUILD, "libmyriexpress.a")],
+                         capture_output=True, text=True, check=True).stdout
+    names = {f[2] for f in (l.split() for l in out.splitlines()) if len(f) == 3}
+    assert not header_functions() - names, sorted(header_functions() - names)
+    # (ASan marks each global variable it instruments with __odr_asan.NAME)
+    stray = sorted(n for n in names if not re.match(r"(__odr_asan\.)?(mx_|fmx_|MX_ERRORS_)", n))
+    assert not stray, stray
+    for env, conns in (({}, "connections 0"), ({"FMX_SELF": "0"}, "connections 1")):
+        out = mx_prog("mx_loop_static", "-S", "1048576", env=env)
+        assert conns in out, (env, out)
 
 
 def mx_prog(name, *args, env=None, timeout=300):
@@ -125,7 +148,8 @@ def mx_prog(name, *args, env=None, timeout=300):
     "<name>: ok"); return its stdout."""
     p = subprocess.run([os.path.join(BUILD, "tests", "mx", name)] + list(args), env=dict(ENV, **(env or {})),
                        capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0 and name + ": ok" in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-4000:])
+    ok = name.removesuffix("_static") + ": ok"  # a program linked statically says its source's name
+    assert p.returncode == 0 and ok in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-4000:])
     return p.stdout
 
 

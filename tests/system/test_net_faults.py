@@ -90,6 +90,29 @@ def test_reorder_delay_loss_dup(wire):
     assert held and " 0 held back" not in held[0], fout
 
 
+@pytest.mark.skipif(not shutil.which("nft"), reason="needs nftables")
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_close_when_acks_are_lost(pair1500, wire):
+    """Every ACK packet is lost both ways (data still carries its ack): the
+    side whose CLOSE comes first acks it once, lost, and leaves; the other
+    is not left waiting FMX_NET_TIMEOUT_MS (longer than this test waits)
+    for that ack: the closing side stays to answer its CLOSE sent again."""
+    # The packet's type byte: byte 3 of our header, after Ethernet's 14 B
+    # (raw) or after IPv4 (20 B, no options) and UDP (8 B).
+    match = ["ether", "type", "0x86df", "@ll,136,8", "4"] if wire == "raw" else \
+        ["ip", "protocol", "udp", "@ll,336,16", "0x4658", "@ll,360,8", "4"]
+    for ns, dev in ((pair1500.a, pair1500.va), (pair1500.b, pair1500.vb)):
+        nft(ns, "add", "table", "netdev", "t")
+        nft(ns, "add", "chain", "netdev", "t", "c", "{ type filter hook ingress device %s priority 0; }" % dev)
+        nft(ns, "add", "rule", "netdev", "t", "c", *match, "counter", "drop")
+    for _ in range(3):
+        out = perf(pair1500, "pingpong", "0,8,4K", {"FMX_NET_WIRE": wire, "FMX_NET_TIMEOUT_MS": "100000"}, iters=20)
+        assert len(rows(out)) == 3, out
+    drops = [sh("ip", "netns", "exec", ns, "nft", "list", "chain", "netdev", "t", "c").stdout
+             for ns in (pair1500.a, pair1500.b)]
+    assert any("counter packets 0 " not in d for d in drops), drops
+
+
 @pytest.mark.parametrize("wire", ["raw", "udp"])
 def test_foreign_packets(pair1500, wire):
     """Foreign frames and datagrams (our EtherType, our port, our magic)

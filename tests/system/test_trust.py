@@ -520,6 +520,7 @@ def test_install_prefix_pkg_config_compile_line(tmp_path):
     p = subprocess.run(["cmake", "--install", BUILD, "--prefix", str(prefix)], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
+    assert list(prefix.rglob("libmyriexpress.a")) and list(prefix.rglob("libmyriexpress.so.0")), p.stdout
     pcdir = [str(d) for d in prefix.rglob("pkgconfig")][0]
     src = tmp_path / "app.c"
     src.write_text('#include <fmx.h>\n#include <stdio.h>\n'

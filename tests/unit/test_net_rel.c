@@ -303,6 +303,35 @@ static void test_measured_rto(void) {
   net_rel_fini(&r);
 }
 
+/* What a closing endpoint asks: how often a packet went (0 once acked or
+ * never sent), and the resend wait's backoff undone. */
+static void test_close_helpers(void) {
+  struct net_rel r;
+  CHECK_EQ(net_rel_init(&r, &cfg, 100, 0), 0);
+  uint8_t b[NET_HDR_LEN + 4] = {0};
+  CHECK_EQ(net_rel_sends(&r, 100), 0); /* not sent yet */
+  CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  CHECK_EQ(net_rel_sends(&r, 101), 1);
+  emit_to = 0;
+  uint64_t t = 0;
+  for (int i = 0; i < 5; i++) {
+    t += r.rto_ns;
+    CHECK_EQ(net_rel_timers(&r, t, emit, NULL), 2);
+  }
+  CHECK_EQ(net_rel_sends(&r, 100), 6);
+  CHECK_EQ(net_rel_sends(&r, 101), 6);
+  CHECK(r.rto_ns > cfg.rto_ns); /* backed off */
+  net_rel_unback(&r);
+  CHECK_EQ(r.rto_ns, cfg.rto_ns); /* nothing measured: the first guess */
+  CHECK_EQ(net_rel_on_ack(&r, 101, 0, t, emit, NULL), 0);
+  CHECK_EQ(net_rel_sends(&r, 100), 0); /* acked */
+  CHECK_EQ(net_rel_sends(&r, 101), 6);
+  CHECK_EQ(net_rel_sends(&r, 99), 0);
+  CHECK_EQ(net_rel_sends(&r, 102), 0);
+  net_rel_fini(&r);
+}
+
 /* ---- the format -------------------------------------------------------- */
 
 static void test_wire(void) {
@@ -475,6 +504,7 @@ int main(void) {
   test_record();
   test_edges();
   test_measured_rto();
+  test_close_helpers();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();
