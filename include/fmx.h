@@ -316,6 +316,24 @@ fmx_return_t fmx_mdiscard(fmx_endpoint_t endpoint, fmx_message_t *message);
 fmx_return_t fmx_cancel(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t *result);
 /* No completion will be reported; the request is freed when done. */
 fmx_return_t fmx_forget(fmx_endpoint_t endpoint, fmx_request_t *request);
+/* An unexpected-message handler (MX's mx_register_unexp_handler): called
+ * for each tagged message that no posted receive takes, as it arrives and
+ * before it is queued unexpected, from within the fmx call that made the
+ * progress, on its thread. It gets the message's source, match info and
+ * length, and its bytes when all are here (eager messages; NULL for a
+ * rendezvous or synchronous one), valid during the call only. It may post
+ * receives and sends and probe on this endpoint; no progress is made
+ * inside it (a wait there ends at its timeout; give 0), and it may not
+ * close the endpoint or disconnect (FMX_BAD_ENDPOINT). It returns
+ * FMX_UNEXP_CONTINUE: matching goes on (a receive the handler posted takes
+ * the message, else it is queued unexpected), or FMX_UNEXP_FINISHED: the
+ * message is dropped, as fmx_mdiscard would (a sender waiting for it
+ * completes with FMX_MESSAGE_TRUNCATED, nothing received). A NULL handler
+ * removes it. */
+typedef enum { FMX_UNEXP_CONTINUE = 0, FMX_UNEXP_FINISHED = 1 } fmx_unexp_action_t;
+typedef fmx_unexp_action_t (*fmx_unexp_handler_t)(void *context, fmx_endpoint_addr_t source, uint64_t match_info,
+                                                  uint64_t length, const void *data_if_available);
+fmx_return_t fmx_set_unexp_handler(fmx_endpoint_t endpoint, fmx_unexp_handler_t handler, void *context);
 /* The context pointer given when the request was posted. */
 fmx_return_t fmx_context(fmx_request_t *request, void **context);
 /* Timeout for one request, or the endpoint's default when request is NULL.

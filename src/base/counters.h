@@ -57,7 +57,8 @@
   X(NET_PULL_REASKED, "net: pulled frames asked for again (lost or late)")  \
   X(NET_PULL_SERVED, "net: frames sent for peers' pulls")                  \
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
-  X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")
+  X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
+  X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -76,7 +76,7 @@ API fmx_return_t fmx_nic_id_to_hostname(uint64_t nic_id, char *name, uint32_t le
 
 API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                              fmx_endpoint_addr_t *addr) {
-  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT; /* it would wait without progress */
   if (!addr) return FMX_BAD_ADDRESS;
   if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
   /* Another host's board: the transport that reaches other hosts, when it
@@ -133,7 +133,7 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
 }
 
 API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
-  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT;
   ep_lock(ep);
   struct partner *p = ep_partner_from_addr(ep, addr);
   fmx_return_t rc = FMX_SUCCESS;

@@ -246,6 +246,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
 }
 
 void ep_progress_locked(struct fmx_endpoint *ep) {
+  if (ep->unexp_running) return; /* called back from the handler, mid-delivery (unexp.c) */
   for (int i = 0; i < ep->nprog; i++) ep->prog[i]->progress(ep, deliver);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
@@ -454,7 +455,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
 }
 
 __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpoint_t ep) {
-  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT;
   ep_lock(ep);
   ep->t.closing = 1;
   /* Tell every live peer, best effort (a full ring: its pidfd or its next

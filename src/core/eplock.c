@@ -25,6 +25,8 @@ void ep_lock_init(struct ep_lock *l) {
   l->owner_in = 0;
   l->held_fast = 0;
   l->revokes = 0;
+  l->nest_owner = NULL;
+  l->nest_depth = 0;
 #ifdef __SANITIZE_THREAD__
   l->mode = EPL_OFF;
 #else

@@ -33,6 +33,11 @@ struct ep_lock {
   int owner_in;      /* the owner holds the lock without mu */
   int held_fast;     /* the holder came in by the owner's path (read by it at unlock) */
   unsigned revokes;  /* by application threads other than the owner */
+  /* While the holder runs application code that may call fmx back (an
+   * unexpected-message handler, ep_nest_begin), its own takes and gives
+   * only count: it holds the lock already. Other threads wait as ever. */
+  const void *nest_owner; /* the holder's token, or NULL */
+  unsigned nest_depth;
 };
 
 /* This thread's token (its address is unique among live threads). */
@@ -60,11 +65,25 @@ static inline int ep_lock_fast(struct ep_lock *l) {
   return 0;
 }
 
+/* The holder, inside application code it called (ep_nest_begin)? */
+static inline int ep_lock_nested(struct ep_lock *l) {
+  return __builtin_expect(__atomic_load_n(&l->nest_owner, __ATOMIC_RELAXED) != NULL, 0) &&
+         __atomic_load_n(&l->nest_owner, __ATOMIC_RELAXED) == &epl_token;
+}
+
 static inline void ep_lock_take(struct ep_lock *l) {
+  if (ep_lock_nested(l)) {
+    l->nest_depth++;
+    return;
+  }
   if (!ep_lock_fast(l)) ep_lock_slow(l);
 }
 
 static inline void ep_lock_give(struct ep_lock *l) {
+  if (__builtin_expect(l->nest_depth != 0, 0)) {
+    l->nest_depth--;
+    return;
+  }
   if (l->held_fast) {
     l->held_fast = 0;
     __atomic_store_n(&l->owner_in, 0, __ATOMIC_RELEASE);
@@ -74,7 +93,15 @@ static inline void ep_lock_give(struct ep_lock *l) {
 }
 
 /* 0 taken, nonzero busy. */
-static inline int ep_lock_try(struct ep_lock *l) { return ep_lock_fast(l) ? 0 : ep_trylock_slow(l); }
+static inline int ep_lock_try(struct ep_lock *l) {
+  if (ep_lock_nested(l)) return 1; /* busy: its holder is in application code */
+  return ep_lock_fast(l) ? 0 : ep_trylock_slow(l);
+}
+
+/* The holder is about to run application code that may call fmx on this
+ * endpoint (and ends it): those calls find the lock theirs. */
+static inline void ep_nest_begin(struct ep_lock *l) { __atomic_store_n(&l->nest_owner, &epl_token, __ATOMIC_RELAXED); }
+static inline void ep_nest_end(struct ep_lock *l) { __atomic_store_n(&l->nest_owner, NULL, __ATOMIC_RELAXED); }
 
 #define ep_lock(ep) ep_lock_take(&(ep)->lock)
 #define ep_unlock(ep) ep_lock_give(&(ep)->lock)

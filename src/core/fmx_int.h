@@ -82,6 +82,11 @@ struct fmx_endpoint {
   uint64_t wait_left_ns; /* when the last one left */
   struct list_node watch_node;
   int watch_refs;
+  /* The application's unexpected-message handler (core/unexp.c) and
+   * whether it runs now (on the thread that holds the lock). */
+  fmx_unexp_handler_t unexp_fn;
+  void *unexp_ctx;
+  int unexp_running;
   uint64_t timeout_ms;        /* default request timeout */
   uint32_t ntimed;            /* requests with a deadline */
 
@@ -141,6 +146,12 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_progress_locked(struct fmx_endpoint *ep);
 void ep_progress_siblings(struct fmx_endpoint *ep);
+
+/* unexp.c: proto_core.unexp. */
+int ep_unexp_call(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t len, const void *data);
+/* Called back from the application's handler: it may not close or
+ * disconnect (the lock is its, nested). */
+static inline int ep_in_handler(struct fmx_endpoint *ep) { return ep_lock_nested(&ep->lock); }
 
 /* wait.c */
 /* Blocks until check(ep, arg) returns non-zero (called under ep->lock: once

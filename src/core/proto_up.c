@@ -60,4 +60,5 @@ const struct proto_core core_for_proto = {
     .peer_down = ep_partner_down,
     .internal = internal,
     .slice = slice,
+    .unexp = ep_unexp_call,
 };

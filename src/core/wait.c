@@ -234,7 +234,9 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
   ep_lock(ep);
   int r = check(ep, arg);
   ep_unlock(ep);
-  if (r) return r;
+  /* From the unexpected-message handler no progress comes: a wait there
+   * would only sleep out its timeout (unexp.c). */
+  if (r || ep_in_handler(ep)) return r;
   int outer = offload_in_wait++ == 0, counted = 0;
   r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
   if (outer) {

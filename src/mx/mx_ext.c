@@ -60,11 +60,23 @@ MX_FACE mx_return_t mx_decompose_endpoint_addr2(mx_endpoint_addr_t addr, uint64_
                   "mx_decompose_endpoint_addr2");
 }
 
+/* MX's handler behind fmx's: the same call with MX's types (the length
+ * fits 32 bits: MX messages do). */
+static fmx_unexp_action_t unexp_trampoline(void *context, fmx_endpoint_addr_t source, uint64_t match, uint64_t length,
+                                           const void *data) {
+  struct mx_endpoint *e = context;
+  mx_unexp_handler_action_t a = e->unexp(e->unexp_ctx, mx_from_fmx_addr(source), match, (uint32_t)length, (void *)data);
+  return a == MX_RECV_FINISHED ? FMX_UNEXP_FINISHED : a == MX_RECV_CONTINUE ? FMX_UNEXP_CONTINUE : (fmx_unexp_action_t)a;
+}
+
 MX_FACE mx_return_t mx_register_unexp_handler(mx_endpoint_t e, mx_unexp_handler_t handler, void *context) {
-  (void)handler;
-  (void)context;
   if (!e) return mx_fail(NULL, MX_BAD_ENDPOINT, "mx_register_unexp_handler");
-  return mx_fail(e, MX_FAILURE, "mx_register_unexp_handler: not supported by fmx yet (docs/mx.md)");
+  /* The pair is set under fmx's lock, which the trampoline runs under. */
+  fmx_return_t rc = fmx_set_unexp_handler(e->ep, NULL, NULL);
+  e->unexp = handler;
+  e->unexp_ctx = context;
+  if (rc == FMX_SUCCESS && handler) rc = fmx_set_unexp_handler(e->ep, unexp_trampoline, e);
+  return mx_check(e, rc, "mx_register_unexp_handler");
 }
 
 static void not_implemented(const char *what, const char *why) {

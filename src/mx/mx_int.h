@@ -17,6 +17,8 @@ struct mx_endpoint {
   fmx_endpoint_t ep;
   mx_error_handler_t handler; /* MX_PARAM_ERROR_HANDLER, else the library's (NULL) */
   uint32_t board, eid;
+  mx_unexp_handler_t unexp; /* mx_register_unexp_handler's, called through fmx's (mx_ext.c) */
+  void *unexp_ctx;
 };
 
 /* mx_errors.c */

@@ -77,8 +77,11 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
   drop(m);
   /* Whole now: a receive posted while it arrived comes first. */
   struct match_queues *mq = proto_mq(pe, u->flags & PROTO_F_UNTAGGED);
-  struct proto_msg *r = proto_take_posted(ep, mq, u->match, p, u->msg_len);
-  if (r) {
+  int dropped;
+  struct proto_msg *r = proto_take_arriving(ep, p, u->match, u->msg_len, u->flags, u->data, &dropped);
+  if (dropped) {
+    proto_unexp_free(u);
+  } else if (r) {
     proto_fill_data(r, u->flags, u->imm);
     proto_eager_complete(ep, r, p, u->match, u->data, u->msg_len);
     proto_unexp_free(u);

@@ -152,6 +152,7 @@ struct proto_ep {
   struct match_queues mqu; /* untagged (no context ids: match 0, mask 0) */
   struct list_node claimed; /* unexpected messages a matched probe took (unexp_msg.all) */
   struct region_table regions; /* regions this endpoint declared (fmx_region_create) */
+  int unexp_hook;          /* the application has an unexpected-message handler (proto_core.unexp) */
 };
 
 /* The match queues of a space: untagged (a record's PROTO_F_UNTAGGED, a
@@ -197,6 +198,11 @@ struct proto_core {
    * (multi_of and the rest are the protocol's to set); NULL without
    * memory. */
   struct proto_msg *(*slice)(struct fmx_endpoint *ep, struct proto_msg *b, const fmx_seg_t *seg);
+  /* A tagged message from p that no posted receive takes (data: its len
+   * bytes when all are here, else NULL), shown to the application's
+   * handler (pe.unexp_hook): 1 when it took it (drop it), 0 to go on
+   * matching. */
+  int (*unexp)(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t len, const void *data);
 };
 void proto_init(const struct proto_core *core);
 

@@ -42,6 +42,12 @@ void proto_fill_data(struct proto_msg *m, unsigned hflags, uint64_t imm);
  * slice: the message waits as an unexpected one). */
 struct proto_msg *proto_take_posted(struct fmx_endpoint *ep, struct match_queues *mq, uint64_t match,
                                     struct partner *p, uint64_t msg_len);
+/* proto_take_posted for a message arriving; when none takes a tagged one
+ * the application's handler sees it first (data: its bytes when all are
+ * here, else NULL) and a receive it posted may take it. *dropped = 1: the
+ * handler took it (FMX_UNEXP_FINISHED), the caller drops it. */
+struct proto_msg *proto_take_arriving(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t msg_len,
+                                      unsigned hflags, const void *data, int *dropped);
 /* Posting the multi-receive buffer b: the unexpected messages of mq that
  * fit take slices of it, as many as there is room for; then it is posted
  * unless it is full. u is the first such message (still queued). */

@@ -85,6 +85,20 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
   match_add_unexp(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), u);
 }
 
+struct proto_msg *proto_take_arriving(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t msg_len,
+                                      unsigned hflags, const void *data, int *dropped) {
+  struct proto_ep *pe = proto_ep(ep);
+  struct match_queues *mq = proto_mq(pe, hflags & PROTO_F_UNTAGGED);
+  *dropped = 0;
+  struct proto_msg *r = proto_take_posted(ep, mq, match, p, msg_len);
+  if (r || !pe->unexp_hook || (hflags & PROTO_F_UNTAGGED)) return r;
+  if (proto_up->unexp(ep, p, match, msg_len, data)) {
+    *dropped = 1;
+    return NULL;
+  }
+  return proto_take_posted(ep, mq, match, p, msg_len);
+}
+
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
   struct proto_ep *pe = proto_ep(ep);
@@ -98,7 +112,9 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
         return;
       }
       if (h->msg_len != h->len) goto bad;
-      struct proto_msg *r = proto_take_posted(ep, proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p, h->len);
+      int dropped;
+      struct proto_msg *r = proto_take_arriving(ep, p, h->match, h->len, h->flags, h->len ? payload : "", &dropped);
+      if (dropped) return;
       if (r) {
         if (h->flags) proto_fill_data(r, h->flags, h->rreq);
         proto_eager_complete(ep, r, p, h->match, payload, h->len);
@@ -109,7 +125,12 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
     }
     case PROTO_RTS: {
       if (!record_rts_len_ok(h)) goto bad;
-      struct proto_msg *r = proto_take_posted(ep, proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p, h->msg_len);
+      int dropped;
+      struct proto_msg *r = proto_take_arriving(ep, p, h->match, h->msg_len, h->flags, NULL, &dropped);
+      /* Dropped by the handler: taken by a receive of nothing, as
+       * fmx_mdiscard does, so that the sender completes (truncated);
+       * without memory for one it waits unexpected instead. */
+      if (dropped) r = proto_up->internal(ep, p, 0, NULL, 0);
       if (!r) {
         queue_unexpected(ep, p, lane, h, payload);
         return;

@@ -266,6 +266,16 @@ def test_truncation_both_sides():
     assert out.count("issend") == 4 and out.count("Message Truncated") == 5, out
 
 
+@pytest.mark.parametrize("env", [{}, {"FMX_SELF": "0"}], ids=["self", "shm"])
+def test_unexp_handler(env):
+    """mx_register_unexp_handler: once per message, 0 B to 4 MiB, isend
+    and issend, its bytes when it came eagerly; a forgotten receive posted
+    inside it, MX_RECV_FINISHED, or queued; the sender sees truncation of
+    what was dropped as MX has it."""
+    out = mx_prog("mx_unexp_handler", env=env)
+    assert "handler calls 48" in out and "handler\" 48," in out, out
+
+
 def test_vectors_up_to_256_segments():
     assert "5 vector sizes x 6 totals" in mx_prog("mx_vect")
 
