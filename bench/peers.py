@@ -187,6 +187,46 @@ class Fmx(Config):
         return argv, {"FMX_TUNING_FILE": self.ctx.get("fmx_tuning", "")}
 
 
+class MxPingpong(Config):
+    """fmx through its MX face: tests/mx/mx_pingpong (built against
+    myriexpress.h alone) server and client, pinned like the others; the
+    cost of the face over fmx_perf's own ping-pong."""
+    name = "fmx-mx"
+    label = "fmx through the MX API (mx_pingpong)"
+    kernels = ("pingpong",)
+    peer = False
+    note = "libmyriexpress over libfmx; server endpoint 7, one client per size"
+
+    def _exe(self):
+        return os.path.join(self.ctx["build"], "tests", "mx", "mx_pingpong")
+
+    def prepare(self):
+        if not os.access(self._exe(), os.X_OK):
+            return ("failed", "%s missing: run `make build` first" % self._exe())
+        return None
+
+    def run(self, kernel, sizes, iters, timeout):
+        a, b = self.ctx["cores"][:2]
+        pin = shutil.which("taskset")
+        recs, cmds = [], []
+        for s in sizes:
+            n = iters or scaled_iters(s)
+            srv = ([pin, "-c", str(a)] if pin else []) + [self._exe(), "-r", "7"]
+            cli = ([pin, "-c", str(b)] if pin else []) + [self._exe(), "-d", "localhost", "-e", "7",
+                                                          "-s", str(s), "-S", str(s), "-N", str(n)]
+            cmds.append(" ".join(cli))
+            out = _server_client(srv, cli, timeout, "mx_pingpong", lambda err: "Bad endpoint id" in err
+                                 or "Remote Endpoint" in err or "Timeout" in err)
+            rows = [l.split() for l in out.splitlines() if l.split() and l.split()[0].isdigit()]
+            if not rows:
+                raise RunError("no result line from mx_pingpong (size %d): %s" % (s, _tail(out)))
+            size, it, lat, _ = rows[-1]
+            recs.append({"kernel": kernel, "np": 2, "size": int(size), "iters": int(it),
+                         "latency_us": float(lat), "bandwidth_MBps": int(size) / float(lat) if float(lat) > 0 else 0.0,
+                         "engine": "mx", "library": "libmyriexpress"})
+        return recs, "; ".join(cmds)
+
+
 def _commit_of(build):
     """The commit a build directory was made from (its source is the
     directory above it, or CMake's cache says where), else the path."""
@@ -816,7 +856,8 @@ def configurations(ctx):
     cfgs = [Fmx(ctx)]
     if os.environ.get("BENCH_BASE"):
         cfgs.append(FmxBase(ctx, os.path.abspath(os.environ["BENCH_BASE"])))
-    cfgs += [FmxMem(ctx), FmxRule(ctx), FmxTuned(ctx)] + [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
+    cfgs += [FmxMem(ctx), FmxRule(ctx), FmxTuned(ctx), MxPingpong(ctx)] + \
+        [Fmx(ctx, e) for e in fmx_engines(ctx["build"])]
     ucx_any = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
                "--mca", "pml_ucx_devices", "any"]
     cfgs += [
