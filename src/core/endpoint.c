@@ -246,7 +246,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
 }
 
 void ep_progress_locked(struct fmx_endpoint *ep) {
-  if (ep->unexp_running) return; /* called back from the handler, mid-delivery (unexp.c) */
+  if (ep_in_handler(ep)) return; /* called back from the handler, mid-delivery (unexp.c) */
   for (int i = 0; i < ep->nprog; i++) ep->prog[i]->progress(ep, deliver);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];

@@ -67,8 +67,7 @@ static inline int ep_lock_fast(struct ep_lock *l) {
 
 /* The holder, inside application code it called (ep_nest_begin)? */
 static inline int ep_lock_nested(struct ep_lock *l) {
-  return __builtin_expect(__atomic_load_n(&l->nest_owner, __ATOMIC_RELAXED) != NULL, 0) &&
-         __atomic_load_n(&l->nest_owner, __ATOMIC_RELAXED) == &epl_token;
+  return __builtin_expect(__atomic_load_n(&l->nest_owner, __ATOMIC_RELAXED) == &epl_token, 0);
 }
 
 static inline void ep_lock_take(struct ep_lock *l) {

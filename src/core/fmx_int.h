@@ -82,11 +82,10 @@ struct fmx_endpoint {
   uint64_t wait_left_ns; /* when the last one left */
   struct list_node watch_node;
   int watch_refs;
-  /* The application's unexpected-message handler (core/unexp.c) and
-   * whether it runs now (on the thread that holds the lock). */
+  /* The application's unexpected-message handler (core/unexp.c); it
+   * runs while ep_in_handler. */
   fmx_unexp_handler_t unexp_fn;
   void *unexp_ctx;
-  int unexp_running;
   uint64_t timeout_ms;        /* default request timeout */
   uint32_t ntimed;            /* requests with a deadline */
 
@@ -149,8 +148,9 @@ void ep_progress_siblings(struct fmx_endpoint *ep);
 
 /* unexp.c: proto_core.unexp. */
 int ep_unexp_call(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t len, const void *data);
-/* Called back from the application's handler: it may not close or
- * disconnect (the lock is its, nested). */
+/* Called back from the application's handler (the lock is this thread's,
+ * nested): no progress, no close, disconnect or connect. Under the lock,
+ * true exactly while the handler runs. */
 static inline int ep_in_handler(struct fmx_endpoint *ep) { return ep_lock_nested(&ep->lock); }
 
 /* wait.c */

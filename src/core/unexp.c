@@ -25,13 +25,11 @@ API fmx_return_t fmx_set_unexp_handler(fmx_endpoint_t ep, fmx_unexp_handler_t ha
 
 int ep_unexp_call(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t len, const void *data) {
   fmx_unexp_handler_t fn = ep->unexp_fn;
-  if (!fn || ep->unexp_running) return 0;
-  ep->unexp_running = 1;
+  if (!fn || ep_in_handler(ep)) return 0;
   CNT(ep, UNEXP_HANDLER);
   ep_nest_begin(&ep->lock);
   fmx_unexp_action_t a = fn(ep->unexp_ctx, p->pp.addr, match, len, data);
   ep_nest_end(&ep->lock);
-  ep->unexp_running = 0;
   if (a == FMX_UNEXP_FINISHED) return 1;
   if (a != FMX_UNEXP_CONTINUE)
     log_warn_once("FMX-UNEXP-ACTION",
