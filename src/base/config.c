@@ -96,9 +96,9 @@ static struct cfg_entry table[] = {
     NUM("FMX_BULK_SLOTS", CFG_INT, "8", 1, 1024, bulk_slots, "slots of the ring engine per connection and direction"),
     NUM("FMX_BULK_SLOT_SIZE", CFG_SIZE, "64K", 4 * K, G, bulk_slot_size,
         "bytes per ring-engine slot; default one L2 / FMX_BULK_SLOTS (at least 64K)"),
-    STR("FMX_COPY", "auto", "auto memcpy movsb avx2_nt avx512_nt avx2_nt_clean", copy,
-        "copy routine of the user-space copies of large messages: auto, memcpy, movsb, avx2_nt, avx512_nt, "
-        "avx2_nt_clean"),
+    STR("FMX_COPY", "auto", "auto memcpy regular movsb avx2 avx2_nt avx512_nt avx2_nt_clean", copy,
+        "copy routine of the user-space copies of large messages: auto, memcpy, regular, movsb, avx2, avx2_nt, "
+        "avx512_nt, avx2_nt_clean"),
     NUM("FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, copy_nt_threshold,
         "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share"),
     STR("FMX_COST_CMA", "", NULL, cost_cma,

@@ -58,7 +58,8 @@
   X(NET_PULL_SERVED, "net: frames sent for peers' pulls")                  \
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
-  X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")
+  X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")     \
+  X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

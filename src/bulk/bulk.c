@@ -154,8 +154,9 @@ static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const s
 }
 
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
-                                          uint64_t len, int mapped, int crowded_here, int *offload, int *adapt) {
+                                          uint64_t len, int how, int crowded_here, int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
+  int mapped = how & BULK_SEL_MAPPED;
   *offload = 0;
   if (adapt) *adapt = 0;
   if (strcmp(fmx_cfg.bulk, "auto") != 0) {
@@ -217,6 +218,12 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
       /* The topology's switch, on whichever engine was chosen. */
       *offload = OFFLOAD_AWAY;
       if (!e->offload_step) e = untuned(p, c, len);
+    }
+    /* Whatever measured or adapted: where the kernel's copy would meet 4K
+     * aliasing, ring's two copies step around it (copy_regular). */
+    if ((how & BULK_SEL_ALIASED) && !mapped && e->kernel_copy && bulk_ring.usable(p, c)) {
+      env->counters[CNT_BULK_ALIASED]++;
+      e = &bulk_ring;
     }
   }
   if (strcmp(fmx_cfg.offload, "on") == 0 && !p->is_self) *offload = OFFLOAD_NOW;

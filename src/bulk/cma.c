@@ -90,6 +90,7 @@ const struct fmx_bulk_engine bulk_cma = {
     .needs_cts = 0,
     .receiver_copies = 1,
     .maps_peer = 1,
+    .kernel_copy = 1,
     .cnt_msgs = CNT_BULK_CMA,
     .recv_progress = cma_recv_progress,
     .send_progress = NULL,

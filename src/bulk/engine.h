@@ -49,6 +49,10 @@ struct fmx_bulk_engine {
   /* It copies through a peer's mapped fmx_mem_alloc region when the RTS
    * announced one (r->xsrc), needing no CMA rights then (cma, coop). */
   int maps_peer;
+  /* The kernel copies (cma, vmsplice): with the `rep movsb` of
+   * copy_user_generic, so it meets 4K aliasing (platform/copy.h) where the
+   * two buffers' page offsets make it, and nothing here can step around. */
+  int kernel_copy;
   /* The engine's number on the wire (the receiver names it to the
    * sender; 0: ring, the default). */
   uint8_t wire_id;
@@ -120,11 +124,17 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 #define OFFLOAD_NOW 1
 #define OFFLOAD_AWAY 2
 /* *adapt (may be NULL) is set when adapt.c chose it: time the transfer. */
-/* mapped: the sender's buffer is mapped here (an fmx_mem_alloc region):
- * auto then takes coop, which copies through the mapping. */
+/* how: BULK_SEL_MAPPED, the sender's buffer is mapped here (an
+ * fmx_mem_alloc region): auto then takes coop, which copies through the
+ * mapping; BULK_SEL_ALIASED, the receiver's buffer starts less than a line
+ * past the sender's modulo 4 KiB (copy_aliases): auto then takes ring, not
+ * an engine whose copy is the kernel's (measured on an EPYC, 1 MiB: cma
+ * 424-458 us, ring 55; docs/engines.md). */
+#define BULK_SEL_MAPPED 1
+#define BULK_SEL_ALIASED 2
 /* c: what the connection the RTS came on lends the engines (bulk/conn.h). */
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
-                                          uint64_t len, int mapped, int crowded, int *offload, int *adapt);
+                                          uint64_t len, int how, int crowded, int *offload, int *adapt);
 /* Start x (its fields filled, engine chosen): the engine's recv_start,
  * or its fallback when that is busy. */
 void bulk_recv_start(struct bulk_xfer *x);

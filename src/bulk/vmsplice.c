@@ -172,6 +172,7 @@ const struct fmx_bulk_engine bulk_vmsplice = {
     .usable = vms_usable,
     .needs_cts = 1,
     .wire_id = 2,
+    .kernel_copy = 1,
     .cnt_msgs = CNT_BULK_VMSPLICE,
     .recv_start = vmsplice_claim,
     .fallback = &bulk_ring,

@@ -77,7 +77,7 @@ static void copy_movsb(void *dst, const void *src, size_t n) {
  * source data by hand would cost more. The head and tail are copied with
  * memcpy, so nothing outside [src, src+n) is read.
  */
-/* avx2_nt, and with `clean` also a flush of each source line once it is
+/* avx2_nt, and with AVX2_CLEAN also a flush of each source line once it is
  * read (avx2_nt_clean: CLFLUSHOPT of a clean line drops it from every cache,
  * no write-back), so the copy leaves neither side in any cache and what the
  * application had cached stays (docs/tools.md, cachepollution). That costs
@@ -85,9 +85,19 @@ static void copy_movsb(void *dst, const void *src, size_t n) {
  * write-back per line: it is for clean sources nobody reads again soon, and
  * is never chosen automatically. Only whole lines inside [src, src+n) are
  * flushed: flushing drops no data, but a partial line is the caller's
- * neighbours'. One body for both (compiled with CLFLUSHOPT, which avx2_nt
- * never executes); the constant argument lets the compiler clone it. */
-__attribute__((target("avx2,clflushopt"))) static void avx2_nt_body(void *dst, const void *src, size_t n, int clean) {
+ * neighbours'. AVX2_REGULAR is the same loop with regular stores (avx2: the
+ * destination stays in cache; the copy that steps around 4K aliasing). One
+ * body for the three (compiled with CLFLUSHOPT, which only avx2_nt_clean
+ * executes); the constant argument lets the compiler clone it. */
+enum { AVX2_REGULAR, AVX2_NT, AVX2_CLEAN };
+__attribute__((target("avx2,clflushopt"))) static inline void avx2_put(unsigned char *d, __m256i v, int mode) {
+  if (mode == AVX2_REGULAR)
+    _mm256_store_si256((__m256i *)d, v);
+  else
+    _mm256_stream_si256((__m256i *)d, v);
+}
+
+__attribute__((target("avx2,clflushopt"))) static void avx2_body(void *dst, const void *src, size_t n, int mode) {
   unsigned char *d = dst;
   const unsigned char *s = src, *end = s + n;
   if (n < COPY_NT_MIN) {
@@ -104,25 +114,25 @@ __attribute__((target("avx2,clflushopt"))) static void avx2_nt_body(void *dst, c
     __m256i v1 = _mm256_loadu_si256((const __m256i_u *)(s + 32));
     __m256i v2 = _mm256_loadu_si256((const __m256i_u *)(s + 64));
     __m256i v3 = _mm256_loadu_si256((const __m256i_u *)(s + 96));
-    _mm256_stream_si256((__m256i *)(d + 0), v0);
-    _mm256_stream_si256((__m256i *)(d + 32), v1);
-    _mm256_stream_si256((__m256i *)(d + 64), v2);
-    _mm256_stream_si256((__m256i *)(d + 96), v3);
-    if (clean)
+    avx2_put(d + 0, v0, mode);
+    avx2_put(d + 32, v1, mode);
+    avx2_put(d + 64, v2, mode);
+    avx2_put(d + 96, v3, mode);
+    if (mode == AVX2_CLEAN)
       for (; f + 64 <= s + 128; f += 64) _mm_clflushopt((void *)f);
   }
-  for (; n >= 32; d += 32, s += 32, n -= 32)
-    _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i_u *)s));
+  for (; n >= 32; d += 32, s += 32, n -= 32) avx2_put(d, _mm256_loadu_si256((const __m256i_u *)s), mode);
   memcpy(d, s, n);
-  if (clean)
+  if (mode == AVX2_CLEAN)
     for (; f + 64 <= end; f += 64) _mm_clflushopt((void *)f);
   /* NT stores (and flushes) are weakly ordered: fence them before any later
    * store, such as the flag that tells a peer the bytes are there. */
-  _mm_sfence();
+  if (mode != AVX2_REGULAR) _mm_sfence();
 }
 
-static void copy_avx2_nt(void *dst, const void *src, size_t n) { avx2_nt_body(dst, src, n, 0); }
-static void copy_avx2_nt_clean(void *dst, const void *src, size_t n) { avx2_nt_body(dst, src, n, 1); }
+static void copy_avx2(void *dst, const void *src, size_t n) { avx2_body(dst, src, n, AVX2_REGULAR); }
+static void copy_avx2_nt(void *dst, const void *src, size_t n) { avx2_body(dst, src, n, AVX2_NT); }
+static void copy_avx2_nt_clean(void *dst, const void *src, size_t n) { avx2_body(dst, src, n, AVX2_CLEAN); }
 
 __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
@@ -151,10 +161,41 @@ __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const v
 
 #endif /* COPY_X86 */
 
+/*
+ * 4K aliasing. A core decides whether a load may depend on an older store
+ * by comparing only the low 12 bits of their addresses; `rep movsb` (glibc's
+ * memcpy from 2-4 KiB up to its own NT threshold, on ERMS CPUs) streams its
+ * stores so close behind its loads that when the destination is less than
+ * a vector (32 B) past the source modulo 4 KiB, every load is held for the
+ * store that seems to alias it. Measured on this AMD EPYC VM (Zen, FSRM;
+ * glibc 2.36): 16 KiB copies at dst - src = 1..31 (mod 4096) run at
+ * 1.7-2.7 GB/s, at 0 and 32..4095 at 25-60 GB/s; 4 KiB to 256 KiB alike;
+ * the avx2 loop runs at 30-60 GB/s at every distance. It is the ordinary
+ * case, not a corner: malloc'd buffers sit 16 bytes into a page, fmx's
+ * slots and cells on page or line boundaries, so a copy out of a slot into
+ * a malloc'd buffer has dst - src = 16. copy_regular steps around it: in
+ * that window (taken as a whole line, 64 B: COPY_ALIAS_WINDOW) and from
+ * COPY_ALIAS_MIN bytes up (copy.h) it calls copy_aliased, which copies with
+ * the avx2 loop; elsewhere it calls the C library's memcpy.
+ */
+void copy_aliased(void *dst, const void *src, size_t n) {
+#if COPY_X86
+  if (copy_avx2_usable()) {
+    copy_avx2(dst, src, n);
+    return;
+  }
+#endif
+  memcpy(dst, src, n);
+}
+
+static void copy_regular_fn(void *dst, const void *src, size_t n) { copy_regular(dst, src, n); }
+
 static const struct fmx_copy_routine copy_table[] = {
     {"memcpy", copy_libc, false, copy_always},
+    {"regular", copy_regular_fn, false, copy_always},
 #if COPY_X86
     {"movsb", copy_movsb, false, copy_movsb_usable},
+    {"avx2", copy_avx2, false, copy_avx2_usable},
     {"avx2_nt", copy_avx2_nt, true, copy_avx2_usable},
     {"avx512_nt", copy_avx512_nt, true, copy_avx512_usable},
     {"avx2_nt_clean", copy_avx2_nt_clean, true, copy_clean_usable},
@@ -202,8 +243,10 @@ const struct fmx_copy_routine *copy_select(size_t n, size_t cache_bytes) {
    * CPUs up to its own NT threshold, NT above it), so movsb alone only adds
    * its start-up cost to short copies (2x slower at 256-512 B misaligned,
    * even with FSRM, on Ice Lake) and, where the cache size is unknown, loses
-   * glibc's NT path for huge ones (issue 4). movsb stays forceable. */
-  return &copy_table[0];
+   * glibc's NT path for huge ones (issue 4). movsb stays forceable. The
+   * memcpy goes through copy_regular, which steps around rep movsb's 4K
+   * aliasing (above). */
+  return &copy_table[1];
 }
 
 int copy_select_forced(const char *name, const struct fmx_copy_routine **out) {
@@ -234,7 +277,7 @@ void copy_segs(const struct fmx_seg *segs, uint32_t nseg, uint64_t off, void *bu
     if (fn)
       fn(dst, src, n);
     else
-      memcpy(dst, src, n); /* no call through a pointer for the common small copy */
+      copy_regular(dst, src, n); /* no call through a pointer for the common small copy */
     b += n;
     len -= n;
     off = 0;

@@ -5,7 +5,12 @@
  *
  * Routines, in table order:
  *   memcpy     the C library's memcpy; always usable
+ *   regular    memcpy, except where its rep movsb meets 4K aliasing (the
+ *              destination less than a line past the source modulo 4 KiB,
+ *              2 KiB and more): there the avx2 loop (copy.c); always usable.
+ *              The regular-store choice of copy_select, and copy_regular
  *   movsb      `rep movsb`; x86-64 with ERMS (enhanced rep movsb)
+ *   avx2       AVX2 loads and regular 32-byte stores; x86-64 AVX2
  *   avx2_nt    AVX2 loads, 32-byte non-temporal (streaming) stores; x86-64 AVX2
  *   avx512_nt  AVX-512 loads, 64-byte non-temporal stores; x86-64 AVX-512F
  *   avx2_nt_clean  avx2_nt that also flushes (CLFLUSHOPT) each whole source
@@ -13,7 +18,8 @@
  *              copy_select; x86-64 AVX2 + CLFLUSHOPT
  * Usability is decided from CPUID at run time (the CPU and the OS must both
  * support the instructions); the file is compiled without -mavx flags, so
- * one build runs everywhere. Other architectures have memcpy only.
+ * one build runs everywhere. Other architectures have memcpy and regular
+ * (which is memcpy there) only.
  *
  * Why two kinds of store. A regular store first reads the destination line
  * into the cache (read-for-ownership) and later writes it back: three
@@ -39,11 +45,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef void (*copy_fn)(void *dst, const void *src, size_t n);
 
 struct fmx_copy_routine {
-  const char *name;    /* "memcpy", "movsb", "avx2_nt", "avx512_nt", "avx2_nt_clean" */
+  const char *name;    /* "memcpy", "regular", "movsb", "avx2", "avx2_nt", "avx512_nt", "avx2_nt_clean" */
   copy_fn fn;          /* memcpy's contract, see above */
   bool nontemporal;    /* stores bypass the cache */
   bool (*usable)(void); /* this CPU and OS can run fn; cheap after the first call */
@@ -69,9 +76,11 @@ const struct fmx_copy_routine *copy_routine_find(const char *name);
  * message when a message is copied in chunks): a 64 MiB message copied in
  * 128 KiB chunks evicts the cache just the same.
  *
- *   n <= cache_bytes / 2  regular stores: memcpy (glibc's memcpy already
- *                         picks vector moves or rep movsb by size; movsb
- *                         alone was never faster, copy.c);
+ *   n <= cache_bytes / 2  regular stores: `regular` (glibc's memcpy
+ *                         already picks vector moves or rep movsb by size;
+ *                         movsb alone was never faster, copy.c; but its
+ *                         rep movsb is stepped around where 4K aliasing
+ *                         makes it 10-20x slower);
  *   n >  cache_bytes / 2  the preferred usable non-temporal routine
  *                         (avx2_nt, else avx512_nt, else memcpy).
  * Half, because a regular copy keeps both the source and the destination in
@@ -94,9 +103,34 @@ int copy_select_forced(const char *name, const struct fmx_copy_routine **out);
 /* Convenience: copy_select(n, cache_bytes)->fn(dst, src, n). */
 void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes);
 
+/* The routine `regular` called directly: what every copy of message bytes
+ * that is not a bulk engine's (eager and medium payloads in and out of
+ * cells, unexpected buffers, net packets) uses instead of memcpy. Inline,
+ * so a short copy costs a test more than memcpy. The window and why:
+ * copy.c, "4K aliasing". */
+#define COPY_ALIAS_BITS 4096 /* the low address bits a core compares: 12 */
+#define COPY_ALIAS_WINDOW 64 /* a cache line; the slow window measured is 1..31 */
+/* glibc moves shorter copies with vector registers, no rep movsb, and the
+ * avx2 loop is no faster than it there (measured from 512 B on). */
+#define COPY_ALIAS_MIN 2048
+void copy_aliased(void *dst, const void *src, size_t n);
+/* dst lies less than a line past src modulo 4 KiB: a rep movsb (glibc's or
+ * the kernel's, which CMA and vmsplice copy with) from src to dst meets 4K
+ * aliasing. */
+static inline int copy_aliases(uint64_t dst, uint64_t src) {
+  uint64_t dist = (dst - src) & (COPY_ALIAS_BITS - 1);
+  return dist && dist < COPY_ALIAS_WINDOW;
+}
+static inline void copy_regular(void *dst, const void *src, size_t n) {
+  if (n >= COPY_ALIAS_MIN && copy_aliases((uintptr_t)dst, (uintptr_t)src))
+    copy_aliased(dst, src, n);
+  else
+    memcpy(dst, src, n);
+}
+
 /* Copy len bytes between the segment list segs (from byte off of it) and
  * buf: into the segments (to_segs = 1) or out of them. fn is the copy
- * routine, NULL for memcpy. Stops where the segments end. */
+ * routine, NULL for copy_regular. Stops where the segments end. */
 struct fmx_seg;
 void copy_segs(const struct fmx_seg *segs, uint32_t nseg, uint64_t off, void *buf, uint64_t len, int to_segs,
                copy_fn fn);

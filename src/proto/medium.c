@@ -97,7 +97,7 @@ static void take(struct medium_rx *m, uint64_t off, const void *data, uint64_t l
     uint64_t fit = m->msg->status.xfer_length;
     if (off < fit) copy_segs(m->msg->segs, m->msg->nseg, off, (void *)data, len < fit - off ? len : fit - off, 1, NULL);
   } else if (m->unexp) {
-    memcpy((char *)m->unexp->data + off, data, len);
+    copy_regular((char *)m->unexp->data + off, data, len);
   }
   m->got += len;
 }

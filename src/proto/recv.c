@@ -38,7 +38,7 @@ void proto_eager_complete(struct fmx_endpoint *ep, struct proto_msg *r, struct p
                           const void *data, uint64_t len) {
   proto_fill_status(r, p, match, len);
   if (r->nseg == 1) { /* the common case, without copy_segs' walk */
-    if (r->status.xfer_length) memcpy(r->segs[0].ptr, data, r->status.xfer_length);
+    if (r->status.xfer_length) copy_regular(r->segs[0].ptr, data, r->status.xfer_length);
   } else
     copy_segs(r->segs, r->nseg, 0, (void *)data, r->status.xfer_length, 1, NULL);
   struct proto_ep *pe = proto_ep(ep);
@@ -79,7 +79,7 @@ static void queue_unexpected(struct fmx_endpoint *ep, struct partner *p, struct 
                              const struct proto_hdr *h, const void *payload) {
   struct unexp_msg *u = proto_unexp_new(ep, p, lane, h, h->len);
   if (!u) return; /* the connection is down */
-  if (h->len) memcpy(u->data, payload, h->len);
+  if (h->len) copy_regular(u->data, payload, h->len);
   struct proto_ep *pe = proto_ep(ep);
   PROTO_CNT(pe, UNEXPECTED);
   match_add_unexp(proto_mq(pe, h->flags & PROTO_F_UNTAGGED), u);

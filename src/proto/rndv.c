@@ -108,8 +108,9 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
     r->xfer.xsrc = &region_identity;
     r->xfer.engine = &bulk_cma;
   } else {
-    r->xfer.engine = bulk_select(&pe->benv, t->bulk, lane, r->xfer.want, r->xfer.xsrc != NULL, pe->crowded,
-                                 &offload, &adapt);
+    int how = r->xfer.xsrc ? BULK_SEL_MAPPED : 0;
+    if (nseg && r->xfer.nseg && copy_aliases((uintptr_t)r->xfer.segs[0].ptr, segs[0].addr)) how |= BULK_SEL_ALIASED;
+    r->xfer.engine = bulk_select(&pe->benv, t->bulk, lane, r->xfer.want, how, pe->crowded, &offload, &adapt);
   }
   if (!r->xfer.engine->maps_peer) r->xfer.xsrc = NULL; /* it never reads through the mapping */
   r->xfer.adapt_seq = ++pe->benv.starts;

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "platform/copy.h"
 #include "region/region.h"
 
 enum proto_type {
@@ -110,7 +111,7 @@ static inline void record_gather(void *dst, const struct iovec *iov, int iovcnt,
   uint8_t *d = dst;
   for (int i = 0; i < iovcnt && len; i++) {
     size_t n = iov[i].iov_len < len ? iov[i].iov_len : len;
-    memcpy(d, iov[i].iov_base, n);
+    copy_regular(d, iov[i].iov_base, n);
     d += n;
     len -= n;
   }

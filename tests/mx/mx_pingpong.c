@@ -8,7 +8,8 @@
  * The client sends its endpoint id in a first message (match 0x1), then
  * for each size from MIN to MAX (doubling; 0 first when MIN is 0) ITERS
  * round trips, and prints "size iters half-round-trip-us MB/s". -V checks
- * every byte (inside the timed loop). -F leaves MX's default error handler
+ * every byte (inside the timed loop; the server then echoes what came,
+ * else it answers from a buffer of its own). -F leaves MX's default error handler
  * (fatal) in place; otherwise errors are returned and reported here
  * (mx_test.h). The sizes travel in the match info, so the server answers
  * whatever comes. HOST:BOARD is a peer-table name, or "localhost".
@@ -71,9 +72,11 @@ int main(int argc, char **argv) {
   MXT_OK(mx_open_endpoint(MX_ANY_NIC, lid, KEY, NULL, 0, &ep));
   unsigned char *buf = malloc(max ? max : 1), *rbuf = malloc(max ? max : 1);
   if (!buf || !rbuf) return 1;
+  memset(buf, 0, max ? max : 1); /* the pages in before timing */
+  memset(rbuf, 0, max ? max : 1);
 
-  if (!host) { /* server: learn the client from its hello, then echo until done */
-    uint64_t nic, hello[2];
+  if (!host) { /* server: learn the client from its hello, then answer until done */
+    uint64_t nic, hello[3];
     uint32_t eid;
     mx_get_endpoint_addr(ep, &peer);
     mx_decompose_endpoint_addr(peer, &nic, &eid);
@@ -84,14 +87,23 @@ int main(int argc, char **argv) {
     MXT_OK(mx_irecv(ep, &seg, 1, M_HELLO, MX_MATCH_MASK_NONE, NULL, &rreq));
     wait_req(ep, &rreq, &st, "hello");
     MXT_OK(mx_connect(ep, hello[0], (uint32_t)hello[1], KEY, 10000, &peer));
+    /* A verifying client gets its bytes back (echo); otherwise the answer
+     * comes from the other buffer, which nothing writes, as fmx_perf's
+     * answering rank sends from its own: an echo would send bytes the
+     * receive just left in this core's cache. */
+    unsigned char *answer = hello[2] ? rbuf : buf;
+    /* The next receive is posted before the send is waited for, so the
+     * next ping finds it (as fmx_perf's answering rank does); that ping
+     * comes only once this pong was received whole, so rbuf is read no more. */
+    mx_segment_t rseg = {rbuf, max};
+    MXT_OK(mx_irecv(ep, &rseg, 1, 0, 0, NULL, &rreq));
     for (;;) {
-      seg.segment_ptr = rbuf;
-      seg.segment_length = max;
-      MXT_OK(mx_irecv(ep, &seg, 1, 0, 0, NULL, &rreq));
       wait_req(ep, &rreq, &st, "receive");
       if (st.match_info == M_DONE) break;
+      seg.segment_ptr = answer;
       seg.segment_length = st.xfer_length;
       MXT_OK(mx_isend(ep, &seg, 1, peer, st.match_info, NULL, &sreq));
+      MXT_OK(mx_irecv(ep, &rseg, 1, 0, 0, NULL, &rreq));
       wait_req(ep, &sreq, &st, "send");
     }
     return finish(ep, buf, rbuf);
@@ -104,7 +116,7 @@ int main(int argc, char **argv) {
   mx_endpoint_addr_t me;
   mx_get_endpoint_addr(ep, &me);
   mx_decompose_endpoint_addr(me, &mynic, &myeid);
-  uint64_t hello[2] = {mynic, myeid};
+  uint64_t hello[3] = {mynic, myeid, (uint64_t)verify};
   seg.segment_ptr = hello;
   seg.segment_length = sizeof hello;
   MXT_OK(mx_isend(ep, &seg, 1, peer, M_HELLO, NULL, &sreq));
@@ -116,18 +128,20 @@ int main(int argc, char **argv) {
     for (uint32_t i = 0; i < n + warm; i++) {
       if (i == warm) t0 = mxt_now();
       if (verify) mxt_fill(buf, len, i);
-      seg.segment_ptr = rbuf;
-      seg.segment_length = (uint32_t)len;
-      MXT_OK(mx_irecv(ep, &seg, 1, M_DATA << 32 | len, MX_MATCH_MASK_NONE, NULL, &rreq));
+      /* Send first, as fmx_perf does: the pong cannot come before the ping
+       * left, and the receive is posted before we wait. */
       seg.segment_ptr = buf;
+      seg.segment_length = (uint32_t)len;
       MXT_OK(mx_isend(ep, &seg, 1, peer, M_DATA << 32 | len, NULL, &sreq));
+      seg.segment_ptr = rbuf;
+      MXT_OK(mx_irecv(ep, &seg, 1, M_DATA << 32 | len, MX_MATCH_MASK_NONE, NULL, &rreq));
       wait_req(ep, &sreq, &st, "send");
       wait_req(ep, &rreq, &st, "receive");
       MXT_EXPECT(st.xfer_length == len, "got %u bytes, sent %u", st.xfer_length, (uint32_t)len);
       if (verify) mxt_check(rbuf, len, i, "ping-pong");
     }
     double half = (mxt_now() - t0) * 1e6 / n / 2;
-    printf("%10u %8u %12.2f %12.2f\n", (uint32_t)len, n, half, half > 0 ? len / half : 0.0);
+    printf("%10u %8u %12.3f %12.2f\n", (uint32_t)len, n, half, half > 0 ? len / half : 0.0);
     fflush(stdout);
     if (len >= max) break;
   }

@@ -35,12 +35,12 @@ def cpu_flags():
 def expected_routines():
     """The routines this CPU can run, per copy.h (x86-64 only has the others)."""
     flags = cpu_flags()
-    want = {"memcpy"}
+    want = {"memcpy", "regular"}
     if os.uname().machine == "x86_64":
         if "erms" in flags:
             want.add("movsb")
         if "avx2" in flags:
-            want.add("avx2_nt")
+            want.update({"avx2", "avx2_nt"})
         if "avx512f" in flags:
             want.add("avx512_nt")
         if "avx2" in flags and "clflushopt" in flags:

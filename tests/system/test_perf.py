@@ -111,6 +111,41 @@ def test_table_output_and_progress_line():
     assert "[fmx_perf] alltoall 64K: 5 iterations done" in p.stderr
 
 
+def counters_of(stderr, rank):
+    """--counters lines of one rank: label -> value."""
+    out, tag = {}, "fmx_perf: rank %d: " % rank
+    for line in stderr.splitlines():
+        if line.startswith(tag):
+            label, _, value = line[len(tag):].rstrip().rpartition(" ")
+            out[label.strip()] = int(value)
+    return out
+
+
+ALIASED = "large receives moved by ring, not a kernel copy, for 4K aliasing"
+
+
+def test_buf_offset_steers_off_the_kernel_copy():
+    """--buf-offset 0,16: rank 1's buffers sit 16 bytes into their pages,
+    rank 0's on page boundaries. Every byte arrives; rank 1's receives (16
+    bytes past the sender's buffer modulo 4 KiB: 4K aliasing) go ring even
+    though measured costs make cma the cheapest, rank 0's (4080 past) stay
+    cma; pointers on either side of the window are this rule's only input."""
+    env = {"FMX_RNDV_THRESHOLD": "64K", "FMX_COST_CMA": "L2:1:90000", "FMX_COST_RING": "L2:1:1000"}
+    p = perf("pingpong", "--sizes", "100001,1M", "--iters", "4", "--buf-offset", "0,16", "--verify",
+             "--counters", env=env)
+    rows_of(p)
+    r0, r1 = counters_of(p.stderr, 0), counters_of(p.stderr, 1)
+    if not r0.get("large messages moved by cma"):
+        pytest.skip("cma is refused here: %s" % p.stderr[-400:])
+    assert r1.get(ALIASED, 0) == r1["rendezvous messages received"] > 0, p.stderr
+    assert "large messages moved by cma" not in r1 and ALIASED not in r0, p.stderr
+    # The same offsets on both sides: nothing to step around.
+    p = perf("pingpong", "--sizes", "100001", "--iters", "4", "--buf-offset", "16", "--verify", "--counters",
+             env=env)
+    rows_of(p)
+    assert ALIASED not in counters_of(p.stderr, 1), p.stderr
+
+
 @pytest.mark.parametrize("args", [
     ["alltoall", "--np", "1"],
     ["msgrate", "--np", "3"],
@@ -123,6 +158,11 @@ def test_table_output_and_progress_line():
     ["pingpong", "--rank", "0"],
     ["pingpong", "--no-spawn", "--rank", "2"],
     ["pingpong", "--mem", "huge"],
+    ["pingpong", "--buf-offset", "4096"],
+    ["pingpong", "--buf-offset", "16,"],
+    ["pingpong", "--buf-offset", ",16"],
+    ["pingpong", "--buf-offset", "x"],
+    ["copylimit", "--buf-offset", "16"],
 ])
 def test_bad_input_is_a_usage_error(args):
     p = run([os.path.join(BUILD, "fmx_perf")] + args)
@@ -197,8 +237,8 @@ def test_mpi_rejects_native_options():
     assert "mpirun sets ranks and binding" in p.stderr
 
 
-@pytest.mark.parametrize("routine", ["auto", "memcpy", "movsb", "avx2_nt", "avx512_nt",
-                                     "avx2_nt_clean", "bogus"])
+@pytest.mark.parametrize("routine", ["auto", "memcpy", "regular", "movsb", "avx2", "avx2_nt",
+                                     "avx512_nt", "avx2_nt_clean", "bogus"])
 def test_ring_engine_every_copy_routine(routine):
     """The ring engine's copy-out with each routine (forced, or auto with a
     low non-temporal threshold) delivers every byte, odd sizes included; an

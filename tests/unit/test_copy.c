@@ -191,8 +191,31 @@ static void test_select(void) {
   free(b);
 }
 
+/* copy_regular on both sides of its 4K-aliasing window (the destination
+ * 1..63 bytes past the source modulo 4 KiB, from COPY_ALIAS_MIN bytes up:
+ * the avx2 loop there), sizes around that minimum and the loop's 128-byte
+ * step. */
+static void test_regular_window(void) {
+  size_t cap = (80000 + 2 * 4096 + 2 * GUARD + 4095) / 4096 * 4096; /* aligned_alloc: a multiple */
+  uint8_t *src_mem = aligned_alloc(4096, cap), *dst_mem = aligned_alloc(4096, cap);
+  CHECK(src_mem && dst_mem);
+  const struct fmx_copy_routine *r = copy_routine_find("regular");
+  CHECK(r && r->usable() && !r->nontemporal);
+  size_t sizes[] = {0, 127, 2047, COPY_ALIAS_MIN, COPY_ALIAS_MIN + 1, COPY_ALIAS_MIN + 127, 5000, 70001};
+  for (size_t d = 0; d < 4096; d += d < 70 ? 1 : d < 4020 ? 1000 : 1)
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      /* dst - src = d (mod 4096): dst on a page, src (4096 - d) % 4096 into one. */
+      size_t soff = (4096 - d) % 4096;
+      CHECK(copy_aliases((uintptr_t)(dst_mem + 4096), (uintptr_t)(src_mem + soff)) == (d > 0 && d < 64));
+      check_one(r, src_mem, dst_mem + 4096 - GUARD, sizes[i], soff, 0);
+    }
+  free(src_mem);
+  free(dst_mem);
+}
+
 int main(void) {
   test_find();
+  test_regular_window();
   test_select();
   test_routines();
   CHECK_DONE("test_copy");

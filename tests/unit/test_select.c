@@ -13,10 +13,12 @@
 #include "core/tunables.h"
 #include "platform/topo.h"
 
-/* The engine's name, "+offload" when a channel is to run it. */
-static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
+static uint64_t counters[CNT_MAX];
+
+/* The engine's name, "+offload" when a channel is to run it; how: the
+ * BULK_SEL_* flags. */
+static const char *pick_how(int my_cpu, int peer_cpu, int cma_ok, uint64_t len, int how) {
   static char name[32];
-  static uint64_t counters[CNT_MAX];
   struct bulk_env ep = {.counters = counters, .cpu = my_cpu};
   static struct bulk_peer p;
   memset(&p, 0, sizeof p);
@@ -24,15 +26,42 @@ static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
   p.cma_ok = cma_ok;
   struct bulk_conn conn = {.pipe_tx = -1, .pipe_rx = -1}; /* slots and coop areas; no pipes */
   int off = 0;
-  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, len, 0, 0, &off, NULL);
+  const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, len, how, 0, &off, NULL);
   snprintf(name, sizeof name, "%s%s", e->name, off ? "+offload" : "");
   return name;
+}
+
+static const char *pick(int my_cpu, int peer_cpu, int cma_ok, uint64_t len) {
+  return pick_how(my_cpu, peer_cpu, cma_ok, len, 0);
+}
+
+/* 4K aliasing (platform/copy.h): where the kernel's copy would meet it,
+ * automatic selection takes ring; a forced engine and a mapped sender's
+ * buffer are left alone. */
+static void test_aliased(void) {
+  CHECK(!copy_aliases(0x10000, 0x20000));
+  CHECK(copy_aliases(0x10010, 0x20000));   /* malloc'd receive buffer, page-aligned slot or buffer */
+  CHECK(copy_aliases(0x10000 + 63, 0x20000));
+  CHECK(!copy_aliases(0x10000 + 64, 0x20000));
+  CHECK(!copy_aliases(0x10000, 0x20010));  /* the other way: 4080 */
+  CHECK(copy_aliases(0x5, 0xfff8));        /* across the wrap */
+  uint64_t before = counters[CNT_BULK_ALIASED];
+  CHECK(strcmp(pick_how(0, 2, 1, 1 << 15, 0), "cma") == 0);
+  CHECK(strcmp(pick_how(0, 2, 1, 1 << 15, BULK_SEL_ALIASED), "ring") == 0);
+  CHECK_EQ(counters[CNT_BULK_ALIASED], before + 1);
+  CHECK(strcmp(pick_how(0, 2, 1, 1 << 15, BULK_SEL_ALIASED | BULK_SEL_MAPPED), "coop") == 0);
+  CHECK(strcmp(pick_how(0, 2, 0, 1 << 15, BULK_SEL_ALIASED), "ring") == 0);
+  CHECK_EQ(config_set("FMX_BULK", "cma", "environment"), 0);
+  CHECK(strcmp(pick_how(0, 2, 1, 1 << 15, BULK_SEL_ALIASED), "cma") == 0);
+  CHECK_EQ(config_set("FMX_BULK", "auto", "environment"), 0);
+  CHECK_EQ(counters[CNT_BULK_ALIASED], before + 1);
 }
 
 int main(void) {
   struct bulk_model c;
   tunables_load();
   CHECK_EQ(config_set("FMX_OFFLOAD_THRESHOLD", "16M", "environment"), 0);
+  test_aliased();
 
   /* Parsing: exact level, nearest level, segments, empty, malformed. */
   CHECK_EQ(bulk_cost_parse("L3:2.5:9000", TOPO_LEVEL_L3, &c), 0);

@@ -38,6 +38,7 @@ struct perf_opts {
   /* native only */
   const char *engine;
   bool mem_lib; /* --mem fmx|mpi: buffers from fmx_mem_alloc / MPI_Alloc_mem */
+  uint32_t buf_offset[2]; /* --buf-offset: bytes into its page a buffer starts (rank 0, others) */
   int np;
   int cores[PERF_MAX_NP];
   int ncores;

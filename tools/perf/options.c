@@ -63,7 +63,10 @@ static void usage(FILE *f, bool native)
           "  --verify         check every received byte (timings then include the checks)\n"
           "  --json           one JSON object per size per line\n"
           "  --timeout SEC    give up when a peer is silent this long (default 30)\n"
-          "  --quiet          no progress line on stderr\n",
+          "  --quiet          no progress line on stderr\n"
+          "  --buf-offset N[,M]  message buffers start N bytes past a page boundary\n"
+          "                   (0-4095, default 0; malloc puts large blocks at 16); with\n"
+          "                   M, rank 0's at N and the other ranks' at M\n",
           perf_opt.prog, native ? "|copylimit|cachepollution" : "",
           native ? "Benchmark over fmx; starts and pins its own ranks"
                  : "The fmx_perf kernels over MPI; run it under mpirun/mpiexec");
@@ -151,6 +154,21 @@ static long parse_int(const char *what, const char *s, long lo, long hi)
   return (long)v;
 }
 
+/* --buf-offset N[,M]: rank 0's buffers N bytes into their page, the other
+ * ranks' M (default N). */
+static void parse_offsets(const char *arg)
+{
+  char first[32];
+  const char *comma = strchr(arg, ',');
+  size_t n = comma ? (size_t)(comma - arg) : strlen(arg);
+  if (n == 0 || n >= sizeof first)
+    usage_error("--buf-offset: want N or N,M (bytes, 0..4095; got '%s')", arg);
+  memcpy(first, arg, n);
+  first[n] = '\0';
+  perf_opt.buf_offset[0] = (uint32_t)parse_int("--buf-offset", first, 0, 4095);
+  perf_opt.buf_offset[1] = comma ? (uint32_t)parse_int("--buf-offset", comma + 1, 0, 4095) : perf_opt.buf_offset[0];
+}
+
 static void parse_cores(char *arg)
 {
   char *save = NULL, *tok;
@@ -233,7 +251,7 @@ static void check_native(void)
 
 /* getopt_long codes of the long options. */
 enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
-       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_COUNTERS, O_HELP };
+       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_COUNTERS, O_OFFSET, O_HELP };
 
 /* copylimit, cachepollution: one process, no ranks; refuse what has no
  * meaning there, default the sizes and the cores. */
@@ -242,7 +260,8 @@ static void check_copy(uint32_t given)
   static const struct { int opt; const char *name; } refused[] = {
       {O_WINDOW, "--window"}, {O_ENGINE, "--engine"}, {O_TIMEOUT, "--timeout"},
       {O_NOSPAWN, "--no-spawn"}, {O_RANK, "--rank"}, {O_EID, "--endpoint-id"},
-      {O_NP, "--np"}, {O_MEM, "--mem"}, {O_SERVER, "--server"}, {O_CLIENT, "--client"}};
+      {O_NP, "--np"}, {O_MEM, "--mem"}, {O_SERVER, "--server"}, {O_CLIENT, "--client"},
+      {O_OFFSET, "--buf-offset"}};
   const char *mode = perf_kernel_name(perf_opt.kernel);
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (given & (1u << (refused[i].opt - O_SIZES)))
@@ -278,6 +297,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {"np", required_argument, 0, O_NP},         {"mem", required_argument, 0, O_MEM},
       {"server", no_argument, 0, O_SERVER},       {"client", required_argument, 0, O_CLIENT},
       {"counters", no_argument, 0, O_COUNTERS},   {"help", no_argument, 0, O_HELP},
+      {"buf-offset", required_argument, 0, O_OFFSET},
       {0, 0, 0, 0}};
   uint32_t given = 0; /* bit (option - O_SIZES) per option seen */
   perf_opt.prog = prog;
@@ -330,6 +350,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     case O_NP: perf_opt.np = (int)parse_int("--np", optarg, 2, PERF_MAX_NP); break;
     case O_SERVER: perf_opt.server = true; break;
     case O_COUNTERS: perf_opt.counters = true; break;
+    case O_OFFSET: parse_offsets(optarg); break;
     case O_CLIENT:
       if (!*optarg || strlen(optarg) > 127)
         usage_error("--client: want HOST[:EP] (a peer-table name, a MAC or a NIC id)");

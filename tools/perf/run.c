@@ -92,17 +92,26 @@ static uint64_t default_iters(uint64_t size)
 
 static struct perf_comm *g_comm; /* whose alloc/release the buffers use */
 
+/* Where this rank's message buffers start in their first page
+ * (--buf-offset; the library's allocators and posix_memalign give
+ * page-aligned ones). */
+static size_t buf_offset(void)
+{
+  return perf_opt.buf_offset[g_comm && g_comm->rank != 0];
+}
+
 static void *alloc_buf(size_t len)
 {
   void *p = NULL;
+  size_t off = buf_offset(), n = (len ? len : 64) + off;
   if (g_comm && g_comm->alloc)
-    p = g_comm->alloc(len ? len : 64);
-  else if (posix_memalign(&p, 4096, len ? len : 64) != 0)
+    p = g_comm->alloc(n);
+  else if (posix_memalign(&p, 4096, n) != 0)
     p = NULL;
   if (!p)
-    perf_die("cannot allocate %zu bytes", len);
-  memset(p, 0, len ? len : 64); /* fault the pages in before timing */
-  return p;
+    perf_die("cannot allocate %zu bytes", n);
+  memset(p, 0, n); /* fault the pages in before timing */
+  return (char *)p + off;
 }
 
 /* ---- configuration, buffers, output --------------------------------------- */
@@ -186,8 +195,11 @@ static void alloc_bufs(struct perf_comm *c, const struct perf_config *cfg, struc
   }
 }
 
-static void free_buf(void *p)
+static void free_buf(void *buf)
 {
+  if (!buf)
+    return;
+  void *p = (char *)buf - buf_offset();
   if (g_comm && g_comm->release)
     g_comm->release(p);
   else
