@@ -150,7 +150,7 @@ static inline void bulk_end(struct bulk_xfer *x) {
  * let adapt time it. */
 void bulk_recv_done(struct bulk_xfer *x);
 
-/* Offload channels (offload.c). */
+/* Offload channels (offload.c) and their jobs (offload_job.c). */
 /* Nonzero while this thread waits in ep_wait: it is idle and copies what it
  * matches itself. */
 extern __thread int offload_in_wait;

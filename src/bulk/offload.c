@@ -23,6 +23,10 @@
  * (offload_set_idle: core/progress.c makes progress on endpoints whose
  * application computes); offload_idle_* let that work sleep where a job
  * queued to channel 0 still wakes it.
+ *
+ * This file holds the channels: threads, queues, pinning, the idle work.
+ * The jobs they run, and the engine table's entry, are offload_job.c's
+ * (offload_int.h between the two).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,32 +39,12 @@
 #include <unistd.h>
 
 #include "bulk/engine.h"
+#include "bulk/offload_int.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "platform/sys.h"
 
-#define JOB_RUNNING 0
-#define JOB_DONE 1
 #define MAX_CHANNELS 64
-
-struct offload_job {
-  struct bulk_xfer *x;
-  int (*step)(struct bulk_xfer *x, uint64_t *done, uint64_t *moved);
-  /* A job of another kind (offload_submit: the asynchronous copy API):
-   * fn(arg, ...) instead of step(x, ...), and no endpoint to wake: the
-   * status word itself is the futex its waiter sleeps on. */
-  int (*fn)(void *arg, uint64_t *done, uint64_t *moved);
-  void *arg;
-  struct offload_chan *chan;
-  struct ep_desc *wake;     /* the endpoint to wake when done */
-  uint64_t done;            /* channel: bytes of the transfer done */
-  uint64_t bytes;           /* channel: bytes this channel copied */
-  int status;               /* the status word: JOB_RUNNING, JOB_DONE or -fmx_return_t */
-  int cancel;               /* application: stop at the next step */
-  int held;                 /* the channel may still touch the job */
-  int started;              /* taken off the queue (under the channel's lock) */
-  struct offload_job *next; /* channel queue */
-};
 
 struct offload_chan {
   pthread_t th;
@@ -316,80 +300,15 @@ static void enqueue(struct offload_chan *c, struct offload_job *j) {
   pthread_mutex_unlock(&c->mu);
 }
 
-int offload_start(struct bulk_xfer *x) {
-  int (*step)(struct bulk_xfer *, uint64_t *, uint64_t *) =
-      x->send ? x->engine->offload_send_step : x->engine->offload_step;
-  if (!step) return -EINVAL;
+int offload_post(struct offload_job *j) {
   struct offload_chan *c = next_channel();
   if (!c) return -ENODEV;
-  struct offload_job *j = sys_zalloc(sizeof *j);
-  if (!j) return -ENOMEM;
-  j->x = x;
-  j->step = step;
-  j->wake = x->env->desc;
-  j->done = x->done;
   j->held = 1;
-  x->job = j;
-  x->offloaded = 1;
-  enqueue(c, j);
-  x->env->counters[CNT_BULK_OFFLOAD]++;
-  return 0;
-}
-
-int offload_submit(int (*fn)(void *arg, uint64_t *done, uint64_t *moved), void *arg, struct offload_job **out) {
-  struct offload_chan *c = next_channel();
-  if (!c) return -ENODEV;
-  struct offload_job *j = sys_zalloc(sizeof *j);
-  if (!j) return -ENOMEM;
-  j->fn = fn;
-  j->arg = arg;
-  j->held = 1;
-  *out = j;
   enqueue(c, j);
   return 0;
 }
 
-int offload_job_status(struct offload_job *j, uint64_t *done) {
-  int st = __atomic_load_n(&j->status, __ATOMIC_ACQUIRE);
-  if (done) *done = __atomic_load_n(&j->done, __ATOMIC_RELAXED);
-  return st == JOB_RUNNING ? BULK_MORE : st == JOB_DONE ? BULK_DONE : st;
-}
-
-void offload_job_sleep(struct offload_job *j, int64_t ns) {
-  sys_futex_wait((uint32_t *)&j->status, JOB_RUNNING, ns);
-}
-
-void offload_job_free(struct offload_job *j) {
-  if (!j) return;
-  while (__atomic_load_n(&j->held, __ATOMIC_ACQUIRE)) sched_yield();
-  free(j);
-}
-
-/* Wait until the channel has let go of j, then free it; adds what the
- * channel copied to the engine's byte counter. */
-static void release(struct bulk_xfer *x) {
-  struct offload_job *j = x->job;
-  while (__atomic_load_n(&j->held, __ATOMIC_ACQUIRE)) sched_yield();
-  x->env->counters[CNT_BULK_OFFLOAD_BYTES] += j->bytes;
-  free(j);
-  x->job = NULL;
-}
-
-int offload_poll(struct bulk_xfer *x) {
-  int st = __atomic_load_n(&x->job->status, __ATOMIC_ACQUIRE);
-  if (st == JOB_RUNNING) return BULK_MORE;
-  uint64_t done = x->job->done;
-  release(x);
-  if (st < 0) return st;
-  x->done = done;
-  return BULK_DONE;
-}
-
-void offload_detach(struct bulk_xfer *x) {
-  struct offload_job *j = x->job;
-  if (!j) return;
-  /* Not started: off the queue (its channel may be the one calling us,
-   * from its watch, and would never get to it). */
+void offload_unqueue(struct offload_job *j) {
   struct offload_chan *c = j->chan;
   pthread_mutex_lock(&c->mu);
   if (!j->started) {
@@ -402,8 +321,6 @@ void offload_detach(struct bulk_xfer *x) {
     }
   }
   pthread_mutex_unlock(&c->mu);
-  __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
-  release(x);
 }
 
 void offload_shutdown(void) {
@@ -485,18 +402,3 @@ void offload_idle_leave(struct ep_desc *d) {
   if (c->watching == d) ep_wake(d); /* asleep on it: go elsewhere */
   pthread_mutex_unlock(&c->mu);
 }
-
-static int offload_usable(const struct bulk_peer *p, const struct bulk_conn *c) {
-  return fmx_cfg.offload_channels > 0 && strcmp(fmx_cfg.offload, "off") != 0 && !p->is_self;
-}
-
-/* A table entry so it can be forced (FMX_BULK=offload), measured and
- * costed (FMX_COST_OFFLOAD) like the others; bulk_select turns it into cma
- * (ring where cma is refused) run by a channel. It never moves bytes itself. */
-const struct fmx_bulk_engine bulk_offload = {
-    .name = "offload",
-    .cost_cfg = &fmx_cfg.cost_offload,
-    .cost_var = "FMX_COST_OFFLOAD",
-    .probe = offload_probe,
-    .usable = offload_usable,
-};
