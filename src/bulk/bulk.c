@@ -137,19 +137,27 @@ static const struct fmx_bulk_engine *untuned(const struct bulk_peer *p, const st
   return &bulk_cma;
 }
 
-/* Ranks outnumber cores (bulk_select): the ring engine while the chunks
- * (two transfers' slots each, as its pool holds) of the ranks that share
- * the last-level cache fit in it, else cma; ring where cma is refused.
- * `ranks` spread over the host's PUs: a cache shared by nshare of npus PUs
- * holds the chunks of ranks x nshare / npus of them. */
+/* Ranks outnumber cores (bulk_select): the ring engine while what its
+ * copies touch of the ranks that share the last-level cache fits in it,
+ * else cma; ring where cma is refused. A chunk line written by the sender
+ * must still be in the cache when the receiver reads it, after every other
+ * rank on those cores has had its turn; each byte a rank moves touches three
+ * lines there (its source, its chunk, its destination: an L3 that takes
+ * what L2 evicts takes all three), and a rank has at most its pool's chunks
+ * (two transfers' slots) in flight. `ranks` spread over the host's PUs: a
+ * cache shared by nshare of npus PUs serves ranks x nshare / npus of them.
+ * On a 2-core EPYC (L3 32 MiB, 1 MiB of chunks per rank), alltoall of 1 MiB
+ * (docs/protocol.md, Memory): 8 ranks (24 MiB touched) ring 6.55 ms, cma
+ * 7.1-8.2; 16 ranks (48) ring 35-47 ms, cma 29-36; 32 ranks (96) ring
+ * 154-195 ms, cma 102-118. */
 static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const struct bulk_conn *c, uint64_t ranks) {
   const struct topo_info *t = topo_get();
   const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
   uint64_t npus = t->npus > 0 ? (uint64_t)t->npus : 1, nshare = llc->nshare > 0 ? (uint64_t)llc->nshare : npus;
   uint64_t sharing = (ranks * nshare + npus - 1) / npus;
-  uint64_t chunks = 2ull * fmx_cfg.bulk_slots * fmx_cfg.bulk_slot_size;
+  uint64_t touched = 3ull * 2ull * fmx_cfg.bulk_slots * fmx_cfg.bulk_slot_size;
   /* Within one process as before: one copy, no sender that must push. */
-  int fits = llc->size && !p->same_process && bulk_ring.usable(p, c) && sharing * chunks <= llc->size;
+  int fits = llc->size && !p->same_process && bulk_ring.usable(p, c) && sharing * touched <= llc->size;
   return fits || !bulk_cma.usable(p, c) ? &bulk_ring : &bulk_cma;
 }
 
@@ -187,12 +195,11 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
     int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
     e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(p, c, len);
     /* Ranks outnumber cores: what a pair measures alone says nothing, and
-     * no round of adapt tries the engines. One copy (cma) wins once the
-     * two-copy engine's chunks of every rank no longer fit in the
-     * last-level cache (each copy then goes to memory); while they fit, its
+     * no round of adapt tries the engines. One copy (cma) wins once what
+     * the two-copy engine touches for every rank no longer fits in the
+     * last-level cache (each copy then goes to memory); while it fits, its
      * two copies in cache beat cma's one, which pins and walks the pages
-     * (alltoall on 2 cores, L3 32 MiB, 1 MiB: 8 ranks ring 2555 us, cma
-     * 3773; 32 ranks ring 74.6 ms, cma 65.2; docs/performance.md). */
+     * (crowded_engine). */
     int crowded = !mapped && i < 0 && crowded_here;
     if (crowded) e = crowded_engine(p, c, (uint64_t)crowded_here);
     if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&

@@ -57,6 +57,41 @@ static void test_aliased(void) {
   CHECK_EQ(counters[CNT_BULK_ALIASED], before + 1);
 }
 
+/* Ranks outnumber cores (bulk.c, crowded_engine): ring while three lines
+ * per chunk byte (source, chunk, destination) of the ranks sharing the L3
+ * fit in it, else cma. Topology of main's: 4 PUs, 2 per 32 MiB L3. */
+static void test_crowded(void) {
+  CHECK_EQ(config_set("FMX_BULK_SLOTS", "8", "environment"), 0);
+  CHECK_EQ(config_set("FMX_BULK_SLOT_SIZE", "128K", "environment"), 0);
+  struct bulk_env ep = {.counters = counters, .cpu = 0};
+  struct bulk_conn conn = {.pipe_tx = -1, .pipe_rx = -1};
+  struct {
+    int ranks, cma_ok;
+    const char *want;
+  } cases[] = {
+      /* 2 MiB of chunks, 6 MiB touched per rank; half the ranks share one L3. */
+      {10, 1, "ring"}, /* 5 x 6 = 30 MiB */
+      {11, 1, "cma"},  /* 6 x 6 = 36 MiB */
+      {32, 1, "cma"},
+      {32, 0, "ring"}, /* cma refused */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct bulk_peer p = {.cpu = 1, .cma_ok = cases[k].cma_ok};
+    int off = 0;
+    const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, 1 << 20, 0, cases[k].ranks, &off, NULL);
+    CHECK(strcmp(e->name, cases[k].want) == 0);
+  }
+  CHECK_EQ(config_set("FMX_BULK_SLOT_SIZE", "64K", "environment"), 0);
+  /* 1 MiB of chunks, 3 MiB touched: 20 ranks (10 x 3 = 30 MiB) ring, 22 (33 MiB) cma. */
+  struct bulk_peer p = {.cpu = 1, .cma_ok = 1};
+  int off = 0;
+  CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 20, &off, NULL)->name, "ring") == 0);
+  memset(&p, 0, sizeof p);
+  p.cpu = 1;
+  p.cma_ok = 1;
+  CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 22, &off, NULL)->name, "cma") == 0);
+}
+
 int main(void) {
   struct bulk_model c;
   tunables_load();
@@ -180,6 +215,9 @@ int main(void) {
   CHECK_EQ(config_set("FMX_COST_RING", "L3:10:8000", "environment"), 0);
   CHECK_EQ(config_set("FMX_BULK", "cma", "environment"), 0);
   CHECK(strcmp(pick(0, 1, 1, 64 << 20), "cma") == 0); /* and not offloaded */
+  CHECK_EQ(config_set("FMX_BULK", "auto", "environment"), 0);
+  CHECK_EQ(config_set("FMX_COST_RING", "", "environment"), 0);
+  test_crowded();
   CHECK_DONE("test_select");
   return 0;
 }
