@@ -12,7 +12,9 @@
  * else it answers from a buffer of its own). -F leaves MX's default error handler
  * (fatal) in place; otherwise errors are returned and reported here
  * (mx_test.h). The sizes travel in the match info, so the server answers
- * whatever comes. HOST:BOARD is a peer-table name, or "localhost".
+ * whatever comes; the hello carries the client's MAX, and the server's
+ * buffers grow to it (its own -S is only where they start). HOST:BOARD is
+ * a peer-table name, or "localhost".
  */
 #include "mx_test.h"
 
@@ -76,7 +78,7 @@ int main(int argc, char **argv) {
   memset(rbuf, 0, max ? max : 1);
 
   if (!host) { /* server: learn the client from its hello, then answer until done */
-    uint64_t nic, hello[3];
+    uint64_t nic, hello[4];
     uint32_t eid;
     mx_get_endpoint_addr(ep, &peer);
     mx_decompose_endpoint_addr(peer, &nic, &eid);
@@ -87,6 +89,17 @@ int main(int argc, char **argv) {
     MXT_OK(mx_irecv(ep, &seg, 1, M_HELLO, MX_MATCH_MASK_NONE, NULL, &rreq));
     wait_req(ep, &rreq, &st, "hello");
     MXT_OK(mx_connect(ep, hello[0], (uint32_t)hello[1], KEY, 10000, &peer));
+    if (hello[3] > max) { /* this client's largest message: buffers to fit */
+      MXT_EXPECT(hello[3] <= UINT32_MAX, "hello: size %" PRIu64 " past MX's 32 bits", hello[3]);
+      max = (uint32_t)hello[3];
+      free(buf);
+      free(rbuf);
+      buf = malloc(max);
+      rbuf = malloc(max);
+      MXT_EXPECT(buf && rbuf, "cannot allocate 2 x %u bytes", max);
+      memset(buf, 0, max);
+      memset(rbuf, 0, max);
+    }
     /* A verifying client gets its bytes back (echo); otherwise the answer
      * comes from the other buffer, which nothing writes, as fmx_perf's
      * answering rank sends from its own: an echo would send bytes the
@@ -116,7 +129,7 @@ int main(int argc, char **argv) {
   mx_endpoint_addr_t me;
   mx_get_endpoint_addr(ep, &me);
   mx_decompose_endpoint_addr(me, &mynic, &myeid);
-  uint64_t hello[3] = {mynic, myeid, (uint64_t)verify};
+  uint64_t hello[4] = {mynic, myeid, (uint64_t)verify, max};
   seg.segment_ptr = hello;
   seg.segment_length = sizeof hello;
   MXT_OK(mx_isend(ep, &seg, 1, peer, M_HELLO, NULL, &sreq));
