@@ -99,6 +99,10 @@ static struct cfg_entry table[] = {
     STR("FMX_COPY", "auto", "auto memcpy regular movsb avx2 avx2_nt avx512_nt avx2_nt_clean", copy,
         "copy routine of the user-space copies of large messages: auto, memcpy, regular, movsb, avx2, avx2_nt, "
         "avx512_nt, avx2_nt_clean"),
+    BOOL("FMX_COPY_ALIAS", "1", copy_alias,
+         "step around 4K aliasing: a copy of 2 KiB or more whose destination lies less than a line past its source "
+         "modulo 4 KiB uses the avx2 loop, not memcpy's rep movsb, and such a large receive takes ring over a kernel "
+         "copy; default measured at start: 1 where rep movsb takes more than twice the avx2 loop's time there"),
     NUM("FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, copy_nt_threshold,
         "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share"),
     STR("FMX_COST_CMA", "", NULL, cost_cma,

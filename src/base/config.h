@@ -22,6 +22,7 @@ struct fmx_config {
   uint64_t bulk_slots;      /* FMX_BULK_SLOTS: ring engine slots */
   uint64_t bulk_slot_size;  /* FMX_BULK_SLOT_SIZE */
   const char *copy;         /* FMX_COPY: auto or a copy routine's name */
+  int copy_alias;           /* FMX_COPY_ALIAS: step around 4K aliasing */
   uint64_t copy_nt_threshold; /* FMX_COPY_NT_THRESHOLD */
   const char *cost_cma;     /* FMX_COST_CMA: "LEVEL:STARTUP_US:MBPS;..." or "" */
   const char *cost_ring;    /* FMX_COST_RING */

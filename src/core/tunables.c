@@ -5,6 +5,7 @@
 #include "core/tunables.h"
 
 #include "base/config.h"
+#include "platform/copy.h"
 #include "platform/sys.h"
 #include "platform/topo.h"
 
@@ -71,8 +72,16 @@ static void derive_from_topology(void) {
   }
 }
 
+/* Defaults measured on this core: whether its rep movsb stalls on 4K
+ * aliasing (platform/copy.c; docs/tuning.md, "4K aliasing"). */
+static void derive(void) {
+  derive_from_topology();
+  config_set_derived("FMX_COPY_ALIAS", (uint64_t)copy_alias_measure(), "measured");
+}
+
 void tunables_load(void) {
-  config_set_deriver(derive_from_topology);
+  config_set_deriver(derive);
   config_load();
+  copy_alias_set(fmx_cfg.copy_alias);
   sys_alloc_fail_at = fmx_cfg.fault_alloc;
 }

@@ -114,13 +114,25 @@ void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes);
  * not meet it (2 KiB at distance 16: 64.9 GB/s, as at distance 0). */
 #define COPY_ALIAS_MIN 2048
 void copy_aliased(void *dst, const void *src, size_t n);
-/* dst lies less than a line past src modulo 4 KiB: a rep movsb (glibc's or
- * the kernel's, which CMA and vmsplice copy with) from src to dst meets 4K
- * aliasing. */
+/* The window in force: COPY_ALIAS_WINDOW where this CPU's rep movsb stalls
+ * on 4K aliasing, 0 where it does not (copy_alias_set; FMX_COPY_ALIAS).
+ * COPY_ALIAS_WINDOW until set. */
+extern unsigned copy_alias_window;
+/* dst lies less than a line past src modulo 4 KiB on a CPU where a rep
+ * movsb (glibc's or the kernel's, which CMA and vmsplice copy with) from
+ * src to dst meets 4K aliasing. */
 static inline int copy_aliases(uint64_t dst, uint64_t src) {
   uint64_t dist = (dst - src) & (COPY_ALIAS_BITS - 1);
-  return dist && dist < COPY_ALIAS_WINDOW;
+  return dist && dist < __atomic_load_n(&copy_alias_window, __ATOMIC_RELAXED);
 }
+/* Time rep movsb against the avx2 loop on copies whose destination lies 16
+ * bytes past the source modulo 4 KiB (a malloc'd buffer filled from a
+ * page-aligned one): 1 when rep movsb takes more than twice the loop's
+ * time there, the stall copy_regular steps around; 0 otherwise, or where
+ * either cannot run. About 0.3 ms at most (copy.c). */
+int copy_alias_measure(void);
+/* Step around 4K aliasing (on = 1) or not (0), for every later copy. */
+void copy_alias_set(int on);
 static inline void copy_regular(void *dst, const void *src, size_t n) {
   if (n >= COPY_ALIAS_MIN && copy_aliases((uintptr_t)dst, (uintptr_t)src))
     copy_aliased(dst, src, n);
