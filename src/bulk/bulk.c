@@ -149,8 +149,18 @@ static const struct fmx_bulk_engine *untuned(const struct bulk_peer *p, const st
  * On a 2-core EPYC (L3 32 MiB, 1 MiB of chunks per rank), alltoall of 1 MiB
  * (docs/protocol.md, Memory): 8 ranks (24 MiB touched) ring 6.55 ms, cma
  * 7.1-8.2; 16 ranks (48) ring 35-47 ms, cma 29-36; 32 ranks (96) ring
- * 154-195 ms, cma 102-118. */
-static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const struct bulk_conn *c, uint64_t ranks) {
+ * 154-195 ms, cma 102-118. And never where the topology's rule gives a
+ * lone pair cma (untuned): crowding takes from ring what makes it win (a
+ * second core working beside the first), it adds nothing. On an Intel Xeon
+ * VM (L2 2 MiB, an L3 of 480 MiB that the host shares with other guests),
+ * where ring lost at 1 MiB even to a lone pair (94 against 50-60 us), the
+ * cache test alone kept ring for every rank count: alltoall of 1 MiB, 8
+ * ranks ring 6.1 ms, cma 4.9; 32 ranks 156 MiB of shared memory against
+ * Open MPI's 8.5 (docs/performance.md). */
+static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const struct bulk_conn *c, uint64_t len,
+                                                    uint64_t ranks) {
+  const struct fmx_bulk_engine *lone = untuned(p, c, len);
+  if (lone != &bulk_ring) return lone;
   const struct topo_info *t = topo_get();
   const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
   uint64_t npus = t->npus > 0 ? (uint64_t)t->npus : 1, nshare = llc->nshare > 0 ? (uint64_t)llc->nshare : npus;
@@ -201,7 +211,7 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
      * two copies in cache beat cma's one, which pins and walks the pages
      * (crowded_engine). */
     int crowded = !mapped && i < 0 && crowded_here;
-    if (crowded) e = crowded_engine(p, c, (uint64_t)crowded_here);
+    if (crowded) e = crowded_engine(p, c, len, (uint64_t)crowded_here);
     if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
         !p->same_process) {
       /* Nothing measured offline: measure online, starting from the

@@ -62,9 +62,10 @@ static void test_aliased(void) {
   copy_alias_set(fmx_cfg.copy_alias);
 }
 
-/* Ranks outnumber cores (bulk.c, crowded_engine): ring while three lines
- * per chunk byte (source, chunk, destination) of the ranks sharing the L3
- * fit in it, else cma. Topology of main's: 4 PUs, 2 per 32 MiB L3. */
+/* Ranks outnumber cores (bulk.c, crowded_engine): where a lone pair would
+ * take ring, ring while three lines per chunk byte (source, chunk,
+ * destination) of the ranks sharing the L3 fit in it, else cma. Topology
+ * of main's: 4 PUs, 2 per 32 MiB L3. */
 static void test_crowded(void) {
   CHECK_EQ(config_set("FMX_BULK_SLOTS", "8", "environment"), 0);
   CHECK_EQ(config_set("FMX_BULK_SLOT_SIZE", "128K", "environment"), 0);
@@ -95,6 +96,17 @@ static void test_crowded(void) {
   p.cpu = 1;
   p.cma_ok = 1;
   CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 22, &off, NULL)->name, "cma") == 0);
+  /* Where a lone pair gets cma (shorter than one L2, or on one core), so
+   * do crowded ranks, however much fits. */
+  memset(&p, 0, sizeof p);
+  p.cpu = 1;
+  p.cma_ok = 1;
+  CHECK(strcmp(bulk_select(&ep, &p, &conn, 512 << 10, 0, 4, &off, NULL)->name, "cma") == 0);
+  CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 4, &off, NULL)->name, "ring") == 0);
+  memset(&p, 0, sizeof p);
+  p.cpu = 0;
+  p.cma_ok = 1;
+  CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 4, &off, NULL)->name, "cma") == 0);
 }
 
 int main(void) {
