@@ -116,7 +116,8 @@ static struct cfg_entry table[] = {
         "measured cost of cma run by an offload channel, same form as FMX_COST_CMA; fmx_tune writes it"),
     BOOL("FMX_ADAPT", "1", adapt,
          "without measured costs (FMX_COST_*), the receiver times its own transfers and keeps the fastest engine per "
-         "size class and peer, trying the others now and then; 0 = the topology's rule alone"),
+         "size class and peer, trying the others now and then, and (no FMX_RNDV_THRESHOLD or FMX_BULK set) the "
+         "medium class against rendezvous below the threshold; 0 = the topology's rule alone"),
     STR("FMX_OFFLOAD", "auto", "auto on off", offload,
         "offload channels move large transfers (receives; ring sends): auto (from FMX_OFFLOAD_THRESHOLD or measured "
         "costs, what the application leaves while it computes), on (every rendezvous transfer whose engine can be "

@@ -59,7 +59,10 @@
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
   X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")     \
-  X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing")
+  X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing") \
+  X(CLASS_TRIALS, "medium or rendezvous: trials of the other for a size class (receiver)") \
+  X(CLASS_TO_RNDV, "medium or rendezvous: size classes moved to rendezvous by measurement") \
+  X(CLASS_TO_MEDIUM, "medium or rendezvous: size classes moved back to the medium class by measurement")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -33,6 +33,7 @@ static struct medium_rx *free_slot(struct partner *p) {
 
 static void drop(struct medium_rx *m) {
   if (m->unexp) proto_unexp_free(m->unexp);
+  if (m->busy) m->pe->medium_live--;
   memset(m, 0, sizeof *m);
 }
 
@@ -68,8 +69,10 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
     PROTO_CNT(pe, RECV_EAGER);
     int trunc = r->status.xfer_length < r->status.msg_length;
     if (trunc) PROTO_CNT(pe, TRUNCATED);
+    uint64_t total = m->total, t0 = m->class_ns, snap = m->class_snap;
     drop(m);
     proto_up->complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+    proto_class_done(ep, p, total, 0, t0, snap);
     return;
   }
   struct unexp_msg *u = m->unexp;
@@ -113,12 +116,21 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
     bad(ep, p, "medium message on an unknown lane");
     return;
   }
+  struct proto_ep *pe = proto_ep(ep);
+  uint64_t snap = 0, t0 = proto_class_start(ep, p, h->msg_len, &snap);
   m->busy = 1;
+  m->pe = pe;
+  pe->medium_live++;
+  pe->medium_starts++;
   m->lane = lane;
   m->sreq = h->sreq;
   m->total = h->msg_len;
-  struct proto_msg *r = proto_take_posted(ep, proto_mq(proto_ep(ep), h->flags & PROTO_F_UNTAGGED), h->match, p, h->msg_len);
+  struct proto_msg *r = proto_take_posted(ep, proto_mq(pe, h->flags & PROTO_F_UNTAGGED), h->match, p, h->msg_len);
   if (r) {
+    /* Timed only into a receive posted before it came: an unexpected
+     * one waits for the application, whose time it is not. */
+    m->class_ns = t0;
+    m->class_snap = snap + 1;
     proto_up->unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);
     proto_fill_data(r, h->flags, h->rreq);

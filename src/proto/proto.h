@@ -85,6 +85,7 @@ struct proto_msg {
   /* rendezvous: the transfer the bulk engines move (bulk/xfer.h) */
   struct bulk_xfer xfer;
   uint64_t moved_ns;       /* when the engine last moved bytes (or started) */
+  uint64_t class_ns, class_snap; /* receiver: a rendezvous timed for the class choice (classes.c); 0: not */
   struct region_ref xref;  /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct list_node bnode;  /* proto_ep.bulk */
   uint64_t imm;            /* a send's data: set and read only with MSG_F_DATA */
@@ -120,8 +121,22 @@ struct medium_rx {
   int busy;               /* a message in flight */
   struct bulk_conn *lane; /* the lane it comes on (NULL for a transport with one) */
   uint64_t sreq, total, got;
+  uint64_t class_ns, class_snap; /* timed for the class choice (classes.c); 0: not timed */
+  struct proto_ep *pe;    /* the endpoint's, while busy (its count of medium messages) */
   struct proto_msg *msg;
   struct unexp_msg *unexp;
+};
+
+/* The medium class against rendezvous for one size class (classes.c). */
+#define PROTO_CLASSES 12 /* size classes from one fragment up */
+struct proto_class {
+  uint64_t best[2]; /* fastest recent clean message of each mode, ns per 4 KiB */
+  uint32_t span;    /* messages of the mode in use between trials; 0: no message yet */
+  uint32_t left;    /* of them, still to come */
+  uint8_t mode;     /* in use: 0 medium, 1 rendezvous */
+  uint8_t trial;    /* the other mode being tried */
+  uint8_t got;      /* its clean messages so far */
+  uint8_t seen;     /* its other messages so far */
 };
 
 /* What the protocol keeps of a partner. */
@@ -131,6 +146,9 @@ struct proto_peer {
   struct list_node outq;              /* records waiting for ring room, in order */
   struct list_node msgs;              /* messages in flight with it (pnode) */
   struct medium_rx medium[2];         /* per lane it delivers on */
+  uint64_t rndv_mask;                 /* sender: size classes it asked to get by rendezvous (its HINT) */
+  uint64_t asked;                     /* receiver: the mask we last sent it */
+  struct proto_class cls[PROTO_CLASSES]; /* receiver: the class choice per size (classes.c) */
 };
 
 /* What the protocol keeps of an endpoint: what every message touches
@@ -153,6 +171,8 @@ struct proto_ep {
   struct list_node claimed; /* unexpected messages a matched probe took (unexp_msg.all) */
   struct region_table regions; /* regions this endpoint declared (fmx_region_create) */
   int unexp_hook;          /* the application has an unexpected-message handler (proto_core.unexp) */
+  uint32_t medium_live;    /* medium messages being received */
+  uint64_t medium_starts;  /* medium messages received so far (classes.c: was one alone) */
 };
 
 /* The match queues of a space: untagged (a record's PROTO_F_UNTAGGED, a

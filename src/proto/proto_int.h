@@ -16,6 +16,24 @@ extern const struct proto_core *proto_up; /* proto.c */
  * RTS): queued in memory of its own when the ring is full; without that
  * memory the connection is given up (proto_abort). */
 void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h);
+
+/* The medium class or rendezvous per size class, measured by the receiver
+ * (classes.c). proto_class_step: one message of the class in mode (0
+ * medium, 1 rendezvous) that took ns per 4 KiB (UINT64_MAX: not a clean
+ * sample); returns the mode to ask of the sender. proto_class_adapts: the
+ * choice is measured with p. proto_class_start: a message of len bytes
+ * from p begins (its first record): a stamp, and *snap, for
+ * proto_class_done; 0 when it is not timed (nothing else may be in
+ * progress). proto_class_done: it ended in mode; may push a HINT.
+ * proto_class_hint: the sender takes a HINT. proto_class_wants_rndv: the
+ * partner asked for messages of len bytes by rendezvous. */
+int proto_class_step(struct proto_class *k, int mode, uint64_t ns);
+int proto_class_adapts(struct fmx_endpoint *ep, struct partner *p);
+uint64_t proto_class_start(struct fmx_endpoint *ep, struct partner *p, uint64_t len, uint64_t *snap);
+void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mode, uint64_t start,
+                      uint64_t snap);
+void proto_class_hint(struct partner *p, const struct proto_hdr *h);
+int proto_class_wants_rndv(const struct proto_peer *pp, uint64_t len);
 /* Send the receive m's CTS or FIN to m->partner: kept in m while it waits
  * for ring room (never allocates; m is freed only once it has gone). */
 void proto_send_ctl_of(struct fmx_endpoint *ep, struct proto_msg *m, const struct proto_hdr *h);

@@ -164,6 +164,10 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
       if (!record_rts_len_ok(h) || (h->type == PROTO_RGRANT && (h->flags & PROTO_F_ERROR) && h->len)) goto bad;
       (h->type == PROTO_RPUT ? rma_on_put : rma_on_grant)(ep, p, lane, h, payload);
       return;
+    case PROTO_HINT:
+      if (h->len) goto bad;
+      proto_class_hint(p, h);
+      return;
     case PROTO_CLOSE:
       log_info("FMX-PEER-CLOSED", "endpoint %u: peer endpoint %u closed", transport_ep(ep)->eid,
                transport_peer(p)->eid);

@@ -50,7 +50,12 @@ static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return
     PROTO_CNT(pe, BULK_ERROR);
   }
   fmx_return_t code = err ? err : (r->status.xfer_length < r->status.msg_length ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
+  /* Timed for the class choice: looked at once the message has left the
+   * endpoint's transfers, so that its own does not count as another. */
+  struct partner *p = r->partner;
+  uint64_t len = r->status.msg_length, t0 = err ? 0 : r->class_ns, snap = r->class_snap;
   proto_up->complete(ep, r, code);
+  if (t0) proto_class_done(ep, p, len, 1, t0, snap);
 }
 
 void rndv_recv_refuse(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, uint64_t sreq,
@@ -114,6 +119,11 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
   }
   if (!r->xfer.engine->maps_peer) r->xfer.xsrc = NULL; /* it never reads through the mapping */
   r->xfer.adapt_seq = ++pe->benv.starts;
+  /* A rendezvous the class choice may have asked for (not a synchronous
+   * send, nor one from fmx_mem_alloc memory: those go rendezvous anyway). */
+  r->class_ns = 0;
+  if (!(flags & (PROTO_F_SYNC | PROTO_F_XMEM)) && !(r->flags & MSG_F_REGION))
+    r->class_ns = proto_class_start(ep, p, msg_len, &r->class_snap);
   if (adapt && alone && !offload) {
     r->xfer.adapt = 1;
     r->xfer.adapt_ns = sys_now_ns();

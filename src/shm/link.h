@@ -23,7 +23,7 @@
 #include "shm/eager_ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 5 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool, ring headers in chan_hdr */
+#define CHAN_VERSION 6 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool, ring headers in chan_hdr, 6: HINT records */
 
 struct chan_hdr {
   uint32_t magic;

@@ -63,6 +63,7 @@ enum proto_type {
   PROTO_RGET = 7,
   PROTO_RPUT = 8,
   PROTO_RGRANT = 9,
+  PROTO_HINT = 10, /* receiver to sender: rreq = the size classes it wants by rendezvous (proto/classes.c) */
   PROTO_TYPE_MAX
 };
 

@@ -176,6 +176,57 @@ def test_aliasing_rule_is_measured():
     assert line[0].split()[1:3] == ["1", "environment"], p.stdout
 
 
+TRIALS = "medium or rendezvous: trials of the other for a size class (receiver)"
+TO_RNDV = "medium or rendezvous: size classes moved to rendezvous by measurement"
+TO_MEDIUM = "medium or rendezvous: size classes moved back to the medium class by measurement"
+
+
+def config_size(name):
+    """A size tunable's value in force here (fmx_info --config), in bytes."""
+    out = run([os.path.join(BUILD, "fmx_info"), "--config"]).stdout
+    text = [l.split()[1] for l in out.splitlines() if l.startswith(name + " ")][0]
+    shift = {"K": 10, "M": 20, "G": 30}.get(text[-1], 0)
+    return int(text.rstrip("KMG")) << shift
+
+
+def medium_sizes():
+    """Two sizes of the medium class here (above one fragment, below the
+    rendezvous threshold), or a skip."""
+    frag, thr = config_size("FMX_EAGER_FRAG"), config_size("FMX_RNDV_THRESHOLD")
+    sizes = [n for n in (frag + 1000, 2 * frag + 5000, 4 * frag + 3) if n < thr]
+    if len(sizes) < 2:
+        pytest.skip("no medium sizes here: fragment %d, rendezvous from %d" % (frag, thr))
+    return sizes[:2]
+
+
+@pytest.mark.parametrize("kernel", ["pingpong", "bw"])
+def test_class_choice_measured(kernel):
+    """Messages of the medium class: each receiver times them, tries
+    rendezvous for their size class after 8 (the sender switches on its
+    HINT) and keeps the faster. Every byte arrives, in order, whichever
+    class each message took; both receivers ran trials."""
+    sizes = medium_sizes()
+    p = perf(kernel, "--sizes", ",".join(map(str, sizes)), "--iters", "300", "--verify", "--counters")
+    rows_of(p)
+    for rank in (0, 1) if kernel == "pingpong" else (1,):
+        c = counters_of(p.stderr, rank)
+        assert c.get(TRIALS, 0) >= 2, p.stderr
+        assert c.get(TO_RNDV, 0) + c.get(TO_MEDIUM, 0) <= c[TRIALS], p.stderr
+
+
+@pytest.mark.parametrize("env", [{"FMX_ADAPT": "0"}, {"FMX_RNDV_THRESHOLD": "1M"}, {"FMX_BULK": "cma"}])
+def test_class_choice_off(env):
+    """The topology's rule alone (FMX_ADAPT=0), a threshold or an engine
+    set: the receiver asks nothing, the medium class stays."""
+    sizes = medium_sizes()
+    p = perf("pingpong", "--sizes", ",".join(map(str, sizes)), "--iters", "100", "--verify", "--counters",
+             env=env)
+    rows = rows_of(p)
+    assert all(r["engine"] == "eager" for r in rows), rows
+    for rank in (0, 1):
+        assert TRIALS not in counters_of(p.stderr, rank), p.stderr
+
+
 @pytest.mark.parametrize("args", [
     ["alltoall", "--np", "1"],
     ["msgrate", "--np", "3"],

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The medium class or rendezvous, measured by the receiver per partner and
+ * size class (a power of two), for messages longer than one fragment and
+ * shorter than the rendezvous threshold.
+ *
+ * The threshold comes from the topology (one L2: core/tunables.c), and the
+ * topology does not say how fast another core's dirty lines come over. On
+ * the AMD EPYC VMs of 2026-11 the medium class beat every engine up to one
+ * L2 (512 KiB-1 MiB); on the Intel Xeon VM of 2026-11-27 (L2 2 MiB) cma's
+ * single copy beat it from 8 KiB (fmx_tune: FMX_RNDV_THRESHOLD=8192), and
+ * ping-pong at 64 KiB and 256 KiB ran at 0.55x Open MPI vader's (CMA) by the
+ * medium class, 1.02-1.03x with fmx_tune's threshold. So, as adapt.c does
+ * for the engines, the receiver times both and asks the sender for the
+ * faster:
+ *  - a medium message: from its first fragment, matched to a posted
+ *    receive, to its last one copied out;
+ *  - a rendezvous it asked for: from the RTS to the end of the transfer.
+ * Both count from the first record of the message the receiver handles, so
+ * neither counts the sender's time before it or the record's trip. Only
+ * clean samples count, as adapt.c's: alone on the endpoint from start to
+ * end (no transfer or other medium message in progress meanwhile).
+ *
+ * Per class, the mode in use (medium first) moves `span` messages, the
+ * fastest of them (ns per 4 KiB) kept; then the other mode is tried: the
+ * receiver asks the sender for it (a HINT record carrying the mask of the
+ * classes it wants by rendezvous) and times CLASS_TRIES clean messages:
+ * enough to cover a round of adapt.c's, which tries the slower engines
+ * within a rendezvous class's first messages (with 2, the trial met them
+ * and kept the medium class that lost 1.6x to cma).
+ * The faster mode stays; span grows 4x while the choice holds (8 to 1024
+ * messages), and starts again from 8 when it changes. A trial that sees no
+ * clean sample within CLASS_TRIAL_MAX messages of the class ends with the
+ * mode in use, and the next waits the longest span. Messages of the mode
+ * just left, still on their way, are not counted.
+ *
+ * The sender only obeys the mask (proto_send_start): any mask is safe, a
+ * class moves either way, in order. Not between endpoints of one process
+ * or to ourselves, nor across hosts (their transport has its own eager
+ * limit), nor when ranks outnumber cores (send.c's rule), nor when the
+ * threshold or an engine was set (FMX_RNDV_THRESHOLD, FMX_BULK,
+ * FMX_ADAPT=0: fmx_tune's file sets the threshold).
+ */
+#include <string.h>
+
+#include "base/config.h"
+#include "platform/sys.h"
+#include "proto/proto_int.h"
+
+#define CLASS_SPAN_MIN 8
+#define CLASS_SPAN_MAX 1024
+#define CLASS_TRIES 8
+#define CLASS_TRIAL_MAX 64
+
+static int class_of(uint64_t len) { return 63 - __builtin_clzll(len | 1); }
+
+/* The slot of a message of len bytes whose first fragment is frag long,
+ * or -1 when its size is not chosen by measurement. */
+static int slot_of(uint64_t len) {
+  uint64_t frag = fmx_cfg.eager_frag;
+  if (len <= frag || len >= fmx_cfg.rndv_threshold) return -1;
+  int s = class_of(len) - class_of(frag);
+  return s >= 0 && s < PROTO_CLASSES ? s : -1;
+}
+
+int proto_class_step(struct proto_class *k, int mode, uint64_t ns) {
+  if (!k->span) { /* the first sample of the class: medium, the topology's choice */
+    k->span = k->left = CLASS_SPAN_MIN;
+    k->best[0] = k->best[1] = UINT64_MAX;
+  }
+  int other = !k->mode;
+  if (!k->trial) {
+    if (mode != k->mode) return k->mode; /* sent before we asked: not counted */
+    if (ns < k->best[mode]) k->best[mode] = ns;
+    if (--k->left) return k->mode;
+    k->trial = 1;
+    k->got = 0;
+    k->seen = 0;
+    k->best[other] = UINT64_MAX;
+    return other;
+  }
+  if (mode != other || ns == UINT64_MAX) {
+    /* The old mode still on its way, or a sample that is not clean. */
+    if (++k->seen < CLASS_TRIAL_MAX) return other;
+    k->trial = 0;
+    k->span = k->left = CLASS_SPAN_MAX;
+    return k->mode;
+  }
+  if (ns < k->best[other]) k->best[other] = ns;
+  if (++k->got < CLASS_TRIES) return other;
+  k->trial = 0;
+  /* The mode in use changes only against a clean time of its own. */
+  if (k->best[k->mode] != UINT64_MAX && k->best[other] < k->best[k->mode]) {
+    k->mode = (uint8_t)other;
+    k->span = CLASS_SPAN_MIN;
+  } else {
+    k->span = k->span * 4 < CLASS_SPAN_MAX ? k->span * 4 : CLASS_SPAN_MAX;
+  }
+  k->left = k->span;
+  k->best[k->mode] = UINT64_MAX; /* judged by its recent messages only */
+  return k->mode;
+}
+
+int proto_class_adapts(struct fmx_endpoint *ep, struct partner *p) {
+  const struct proto_ep *pe = proto_ep(ep);
+  const struct proto_peer *pp = proto_peer(p);
+  const struct bulk_peer *b = transport_peer(p)->bulk;
+  return fmx_cfg.adapt && !pe->rndv_explicit && !pe->crowded && !pp->tp->remote && !pp->tp->eager_max &&
+         !b->is_self && !b->same_process && fmx_cfg.bulk && strcmp(fmx_cfg.bulk, "auto") == 0;
+}
+
+uint64_t proto_class_start(struct fmx_endpoint *ep, struct partner *p, uint64_t len, uint64_t *snap) {
+  const struct proto_ep *pe = proto_ep(ep);
+  if (slot_of(len) < 0 || !list_empty(&pe->bulk) || pe->medium_live || !proto_class_adapts(ep, p)) return 0;
+  *snap = pe->benv.starts + pe->medium_starts;
+  return sys_now_ns() | 1;
+}
+
+void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mode, uint64_t start,
+                      uint64_t snap) {
+  struct proto_ep *pe = proto_ep(ep);
+  struct proto_peer *pp = proto_peer(p);
+  int s = slot_of(len);
+  if (s < 0 || !start || transport_peer(p)->state != PARTNER_ALIVE) return;
+  /* Clean: nothing else started, or was still in progress, meanwhile. */
+  uint64_t ns = UINT64_MAX;
+  if (pe->benv.starts + pe->medium_starts == snap && list_empty(&pe->bulk) && !pe->medium_live)
+    ns = (sys_now_ns() - start) * 4096 / len;
+  struct proto_class *k = &pp->cls[s];
+  int mode_was = k->mode, trial_was = k->trial, bit = class_of(len);
+  int want = proto_class_step(k, mode, ns);
+  if (k->trial && !trial_was) PROTO_CNT(pe, CLASS_TRIALS);
+  if (k->mode != mode_was) pe->benv.counters[k->mode ? CNT_CLASS_TO_RNDV : CNT_CLASS_TO_MEDIUM]++;
+  if (want == (int)((pp->asked >> bit) & 1)) return;
+  pp->asked ^= 1ull << bit;
+  struct proto_hdr h = {.type = PROTO_HINT, .rreq = pp->asked};
+  proto_send_ctl(ep, p, &h);
+}
+
+void proto_class_hint(struct partner *p, const struct proto_hdr *h) { proto_peer(p)->rndv_mask = h->rreq; }
+
+int proto_class_wants_rndv(const struct proto_peer *pp, uint64_t len) {
+  return pp->rndv_mask && len < fmx_cfg.rndv_threshold && ((pp->rndv_mask >> class_of(len)) & 1);
+}
