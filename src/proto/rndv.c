@@ -53,7 +53,8 @@ static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return
   /* Timed for the class choice: looked at once the message has left the
    * endpoint's transfers, so that its own does not count as another. */
   struct partner *p = r->partner;
-  uint64_t len = r->status.msg_length, t0 = err ? 0 : r->class_ns, snap = r->class_snap;
+  uint64_t len = r->status.msg_length, snap = r->class_snap;
+  uint64_t t0 = err || r->status.xfer_length < len ? 0 : r->class_ns; /* a cut copy times nothing */
   proto_up->complete(ep, r, code);
   if (t0) proto_class_done(ep, p, len, 1, t0, snap);
 }
