@@ -18,6 +18,7 @@ int main(int argc, char **argv)
   comm_mpi_open(&c, &argc, &argv);
   perf_rank = c.rank;
   perf_parse_args(argc, argv, "fmx_perf_mpi", false);
+  comm_mpi_options(&c); /* --mem mpi: before this, every run used posix_memalign */
   if (perf_rank != 0)
     perf_opt.quiet = true;
   int rc = perf_run(&c);

@@ -103,6 +103,24 @@ def test_openmpi_alloc_mem_through_libfmx_mpi():
 
 @provider
 @openmpi
+@pytest.mark.skipif(sanitized(), reason="libfmx-mpi.so preloaded ahead of the sanitizer runtime")
+def test_perf_mpi_mem_mpi_takes_mpi_alloc_mem():
+    """fmx_perf_mpi --mem mpi allocates its buffers with MPI_Alloc_mem (the
+    option is read after MPI_Init: it once fell back to posix_memalign
+    silently, and every MPI_Alloc_mem line of make bench measured malloc'd
+    buffers): the header says so, and every byte of every size arrives
+    through libfmx-mpi.so's memory."""
+    lib = os.path.join(BUILD, "libfmx-mpi.so")
+    p = ompi(2, ["-x", "LD_PRELOAD=" + lib, PERF_MPI, "pingpong", "--sizes", "0,64K,4M", "--iters", "4",
+                 "--verify", "--mem", "mpi"])
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "buffers from MPI_Alloc_mem" in p.stdout, p.stdout
+    p = ompi(2, [PERF_MPI, "pingpong", "--sizes", "8", "--iters", "4"])
+    assert p.returncode == 0 and "MPI_Alloc_mem" not in p.stdout, p.stdout
+
+
+@provider
+@openmpi
 def test_openmpi_rank_killed_mid_transfer_ends_the_job():
     p = ompi(2, [SEMANTICS, "kill"], timeout=120)  # a hang is a timeout: a failure
     assert p.returncode != 0

@@ -150,6 +150,10 @@ void comm_mpi_open(struct perf_comm *c, int *argc, char ***argv)
   while (o && c->library[o - 1] == ' ')
     o--;
   c->library[o] = '\0';
+}
+
+void comm_mpi_options(struct perf_comm *c)
+{
   snprintf(c->desc, sizeof c->desc, "%s; binding as mpirun set it%s", c->library,
            perf_opt.mem_lib ? "; buffers from MPI_Alloc_mem" : "");
   if (perf_opt.mem_lib) {
