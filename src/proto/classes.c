@@ -9,8 +9,8 @@
  * the AMD EPYC VMs of 2026-11 the medium class beat every engine up to one
  * L2 (512 KiB-1 MiB); on the Intel Xeon VM of 2026-11-27 (L2 2 MiB) cma's
  * single copy beat it from 8 KiB (fmx_tune: FMX_RNDV_THRESHOLD=8192), and
- * ping-pong at 64 KiB and 256 KiB ran at 0.55x Open MPI vader's (CMA) by the
- * medium class, 1.02-1.03x with fmx_tune's threshold. So, as adapt.c does
+ * ping-pong at 64 KiB and 256 KiB ran at 0.55-0.57x Open MPI vader's (CMA)
+ * by the medium class, 1.02-1.05x with fmx_tune's threshold. So, as adapt.c does
  * for the engines, the receiver times both and asks the sender for the
  * faster:
  *  - a medium message: from its first fragment, matched to a posted
@@ -27,8 +27,7 @@
  * classes it wants by rendezvous) and times CLASS_TRIES clean messages:
  * enough to cover a round of adapt.c's, which tries the slower engines
  * within a rendezvous class's first messages (with 2, the trial met them
- * and kept the medium class that lost 1.6x to cma).
- * The faster mode stays; span grows 4x while the choice holds (8 to 1024
+ * and kept the medium class that lost 1.6x to cma). The faster mode stays; span grows 4x while the choice holds (8 to 1024
  * messages), and starts again from 8 when it changes. A trial that sees no
  * clean sample within CLASS_TRIAL_MAX messages of the class ends with the
  * mode in use, and the next waits the longest span. Messages of the mode
@@ -54,8 +53,8 @@
 
 static int class_of(uint64_t len) { return 63 - __builtin_clzll(len | 1); }
 
-/* The slot of a message of len bytes whose first fragment is frag long,
- * or -1 when its size is not chosen by measurement. */
+/* The slot of a message of len bytes (longer than one fragment, shorter
+ * than the threshold), or -1 when its class is not chosen by measurement. */
 static int slot_of(uint64_t len) {
   uint64_t frag = fmx_cfg.eager_frag;
   if (len <= frag || len >= fmx_cfg.rndv_threshold) return -1;
