@@ -186,7 +186,11 @@ def test_copy_overlap_json():
     for r in rows:
         assert r["kernel"] == "copy-overlap" and r["iters"] == 5
         assert r["tcopy_us"] > 0 and r["tcompute_us"] > 0 and r["ttotal_us"] > 0
-        assert -1.5 < r["overlap"] <= 1.5
+        # No lower bound: a copy channel kept off the cores (a build beside
+        # the run, seen in a CI run: -61.8) makes Ttotal as long as it likes.
+        # Above 1 only by noise: Ttotal cannot be much shorter than Tcopy or
+        # Tcompute.
+        assert r["overlap"] <= 1.5
 
 
 def test_copy_overlap_table_and_pollution_name():
