@@ -60,6 +60,7 @@ struct pool_class {
   uint32_t nfree, free_head;
   uint32_t *out;           /* chunks: lent ones, in lending order (a ring of n); records: shm.c keeps them */
   uint64_t out_head, nout;
+  uint64_t used;           /* records: buffers first .. first + used - 1 were lent at least once */
 };
 
 /* Our own pool (the owner's view). Records' buffers are taken under the
@@ -100,7 +101,17 @@ void pool_forget(struct buf_pool *p, uint32_t held[POOL_CLASSES]);
  * -1; and one given back (its record consumed, or never sent). */
 static inline int64_t pool_get(struct buf_pool *p) {
   struct pool_class *k = &p->cls[POOL_REC];
-  return k->nfree ? (int64_t)k->free_stack[--k->nfree] : -1;
+  if (!k->nfree) return -1;
+  uint32_t i = k->free_stack[--k->nfree];
+  if (i - k->first >= k->used) k->used = i - k->first + 1;
+  return (int64_t)i;
+}
+/* The record buffer pool_get would give next was never lent: its pages
+ * were never touched. Records come off the stack in index order until
+ * they come back, so the never-lent ones are those past `used`. */
+static inline int pool_next_is_fresh(const struct buf_pool *p) {
+  const struct pool_class *k = &p->cls[POOL_REC];
+  return k->nfree && k->free_stack[k->nfree - 1] - k->first >= k->used;
 }
 static inline void pool_put(struct buf_pool *p, uint32_t i) {
   struct pool_class *k = &p->cls[POOL_REC];
