@@ -114,7 +114,7 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     struct partner *p = ep->partners[i];
     if (p->t.state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
     p->pp.tp->release(ep, p);
-    medium_reset(p);
+    medium_reset(ep, p);
     region_cache_release(&p->bulk.xmem);
     ep->nsiblings -= p->bulk.same_process;
     p->bulk.same_process = 0;
@@ -216,7 +216,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
     list_del(&m->pnode);
     req_complete(ep, req_of(m), code);
   }
-  medium_reset(p);
+  medium_reset(ep, p);
   proto_recv_fail_from(ep, p, code); /* receives directed to it: nothing more comes */
   if (p->bulk.pidfd >= 0) {
     close(p->bulk.pidfd);
@@ -318,7 +318,7 @@ static void ep_free(struct fmx_endpoint *ep) {
     if (ep->reqs[i]->m.xfer.job) offload_detach(&ep->reqs[i]->m.xfer);
   for (uint32_t i = 0; i < ep->npartners; i++) {
     ep->partners[i]->pp.tp->release(ep, ep->partners[i]);
-    medium_reset(ep->partners[i]);
+    medium_reset(ep, ep->partners[i]);
     region_cache_release(&ep->partners[i]->bulk.xmem);
     free(ep->partners[i]->tpd);
     free(ep->partners[i]);

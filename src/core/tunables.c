@@ -4,6 +4,8 @@
  * sits below every layer and knows no topology. */
 #include "core/tunables.h"
 
+#include <string.h>
+
 #include "base/config.h"
 #include "platform/copy.h"
 #include "platform/sys.h"
@@ -76,7 +78,10 @@ static void derive_from_topology(void) {
  * aliasing (platform/copy.c; docs/tuning.md, "4K aliasing"). */
 static void derive(void) {
   derive_from_topology();
-  config_set_derived("FMX_COPY_ALIAS", (uint64_t)copy_alias_measure(), "measured");
+  /* Not timed when the user set it: the probe is start-up time. */
+  const char *src = config_source("FMX_COPY_ALIAS");
+  if (src && strcmp(src, "default") == 0)
+    config_set_derived("FMX_COPY_ALIAS", (uint64_t)copy_alias_measure(), "measured");
 }
 
 void tunables_load(void) {

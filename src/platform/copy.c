@@ -187,9 +187,9 @@ unsigned copy_alias_window = COPY_ALIAS_WINDOW;
 void copy_alias_set(int on) { __atomic_store_n(&copy_alias_window, on ? COPY_ALIAS_WINDOW : 0, __ATOMIC_RELAXED); }
 
 /*
- * Not every CPU has the stall. On this Intel Xeon VM (AVX-512, FSRM; glibc
- * 2.36, 2026-11-27) 16 KiB copies at distance 16 ran 173 GB/s by rep movsb
- * (254 at distance 0) and 72 GB/s by the avx2 loop, and CMA moved a 1 MiB
+ * Not every CPU has the stall. On an Intel Xeon VM (AVX-512, FSRM; glibc
+ * 2.36, 2026-11-27) 4 KiB and 16 KiB copies at distance 16 ran 142 and 160
+ * GB/s by rep movsb (230 and 248 at distance 0), and CMA moved a 1 MiB
  * ping-pong as fast at offsets 0,16 as at 0,0 (53 against 50-56 us) where
  * ring, which steering picked, took 92 us. So the window is measured, not
  * assumed: both routines timed on this core at distance 16, the best of

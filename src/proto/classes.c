@@ -136,8 +136,11 @@ void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, 
   proto_send_ctl(ep, p, &h);
 }
 
-void proto_class_hint(struct partner *p, const struct proto_hdr *h) { proto_peer(p)->rndv_mask = h->rreq; }
+void proto_class_hint(struct partner *p, const struct proto_hdr *h) {
+  struct proto_peer *pp = proto_peer(p);
+  if (!pp->tp->remote) pp->rndv_mask = h->rreq; /* across hosts the transport sets the eager limit */
+}
 
 int proto_class_wants_rndv(const struct proto_peer *pp, uint64_t len) {
-  return pp->rndv_mask && len < fmx_cfg.rndv_threshold && ((pp->rndv_mask >> class_of(len)) & 1);
+  return pp->rndv_mask && ((pp->rndv_mask >> class_of(len)) & 1);
 }

@@ -31,9 +31,9 @@ static struct medium_rx *free_slot(struct partner *p) {
   return NULL;
 }
 
-static void drop(struct medium_rx *m) {
+static void drop(struct fmx_endpoint *ep, struct medium_rx *m) {
   if (m->unexp) proto_unexp_free(m->unexp);
-  if (m->busy) m->pe->medium_live--;
+  if (m->busy) proto_ep(ep)->medium_live--;
   memset(m, 0, sizeof *m);
 }
 
@@ -46,7 +46,7 @@ static void bad(struct fmx_endpoint *ep, struct partner *p, const char *why) {
 /* The message in flight on lane will never be whole: its receive fails. */
 static void abort_one(struct fmx_endpoint *ep, struct medium_rx *m) {
   if (m->msg) proto_up->complete(ep, m->msg, FMX_MESSAGE_ABORTED);
-  drop(m);
+  drop(ep, m);
 }
 
 void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane) {
@@ -56,9 +56,9 @@ void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *la
   abort_one(ep, m);
 }
 
-void medium_reset(struct partner *p) {
+void medium_reset(struct fmx_endpoint *ep, struct partner *p) {
   struct medium_rx *m = proto_peer(p)->medium;
-  for (int i = 0; i < 2; i++) drop(&m[i]);
+  for (int i = 0; i < 2; i++) drop(ep, &m[i]);
 }
 
 static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx *m) {
@@ -70,14 +70,14 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
     int trunc = r->status.xfer_length < r->status.msg_length;
     if (trunc) PROTO_CNT(pe, TRUNCATED);
     uint64_t total = m->total, t0 = trunc ? 0 : m->class_ns, snap = m->class_snap; /* a cut copy times nothing */
-    drop(m);
+    drop(ep, m);
     proto_up->complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
     proto_class_done(ep, p, total, 0, t0, snap);
     return;
   }
   struct unexp_msg *u = m->unexp;
   m->unexp = NULL;
-  drop(m);
+  drop(ep, m);
   /* Whole now: a receive posted while it arrived comes first. */
   struct match_queues *mq = proto_mq(pe, u->flags & PROTO_F_UNTAGGED);
   int dropped;
@@ -117,11 +117,10 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
     return;
   }
   struct proto_ep *pe = proto_ep(ep);
+  pe->medium_starts++;
   uint64_t snap = 0, t0 = proto_class_start(ep, p, h->msg_len, &snap);
   m->busy = 1;
-  m->pe = pe;
   pe->medium_live++;
-  pe->medium_starts++;
   m->lane = lane;
   m->sreq = h->sreq;
   m->total = h->msg_len;
@@ -130,7 +129,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
     /* Timed only into a receive posted before it came: an unexpected
      * one waits for the application, whose time it is not. */
     m->class_ns = t0;
-    m->class_snap = snap + 1;
+    m->class_snap = snap;
     proto_up->unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);
     proto_fill_data(r, h->flags, h->rreq);

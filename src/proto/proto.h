@@ -122,7 +122,6 @@ struct medium_rx {
   struct bulk_conn *lane; /* the lane it comes on (NULL for a transport with one) */
   uint64_t sreq, total, got;
   uint64_t class_ns, class_snap; /* timed for the class choice (classes.c); 0: not timed */
-  struct proto_ep *pe;    /* the endpoint's, while busy (its count of medium messages) */
   struct proto_msg *msg;
   struct unexp_msg *unexp;
 };
@@ -292,7 +291,7 @@ void proto_out_drop(struct fmx_endpoint *ep, struct out_rec *o);
 void proto_unexp_free(struct unexp_msg *u);
 /* Forget what arrives from p (it failed or goes away); its receives are
  * completed by whoever fails p. */
-void medium_reset(struct partner *p);
+void medium_reset(struct fmx_endpoint *ep, struct partner *p);
 /* Bounded work on every transfer in progress. */
 void rndv_progress(struct fmx_endpoint *ep);
 /* The engines' question (bulk_env.active): whether our transfer id, a

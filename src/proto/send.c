@@ -245,7 +245,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag);
   /* Longer than a fragment: the receiver may have measured rendezvous
    * faster for its size (classes.c). */
-  if (eager && r->len > frag && !pp->tp->remote && proto_class_wants_rndv(pp, r->len)) eager = 0;
+  if (eager && r->len > frag && proto_class_wants_rndv(pp, r->len)) eager = 0;
   /* A rendezvous from fmx_mem_alloc memory announces its region, so the
    * receiver may map it (region/region.h). A message longer than one fragment
    * from it goes rendezvous: the receiver copies it once, where the medium

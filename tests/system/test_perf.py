@@ -124,6 +124,22 @@ def counters_of(stderr, rank):
 ALIASED = "large receives moved by ring, not a kernel copy, for 4K aliasing"
 
 
+def offsets_0_16(alias):
+    """Ping-pong with rank 0's buffers on a page and rank 1's 16 bytes in,
+    every byte verified, measured costs that make cma the cheapest, and
+    FMX_COPY_ALIAS as given: the environment and both ranks' counters, or
+    a skip where cma is refused."""
+    env = {"FMX_RNDV_THRESHOLD": "64K", "FMX_COST_CMA": "L2:1:90000", "FMX_COST_RING": "L2:1:1000",
+           "FMX_COPY_ALIAS": alias}
+    p = perf("pingpong", "--sizes", "100001,1M", "--iters", "4", "--buf-offset", "0,16", "--verify",
+             "--counters", env=env)
+    rows_of(p)
+    r0, r1 = counters_of(p.stderr, 0), counters_of(p.stderr, 1)
+    if not r0.get("large messages moved by cma"):
+        pytest.skip("cma is refused here: %s" % p.stderr[-400:])
+    return env, p, r0, r1
+
+
 def test_buf_offset_steers_off_the_kernel_copy():
     """--buf-offset 0,16: rank 1's buffers sit 16 bytes into their pages,
     rank 0's on page boundaries. Every byte arrives; rank 1's receives (16
@@ -131,14 +147,7 @@ def test_buf_offset_steers_off_the_kernel_copy():
     though measured costs make cma the cheapest, rank 0's (4080 past) stay
     cma; pointers on either side of the window are this rule's only input.
     FMX_COPY_ALIAS=1 steps around the stall whatever this CPU measured."""
-    env = {"FMX_RNDV_THRESHOLD": "64K", "FMX_COST_CMA": "L2:1:90000", "FMX_COST_RING": "L2:1:1000",
-           "FMX_COPY_ALIAS": "1"}
-    p = perf("pingpong", "--sizes", "100001,1M", "--iters", "4", "--buf-offset", "0,16", "--verify",
-             "--counters", env=env)
-    rows_of(p)
-    r0, r1 = counters_of(p.stderr, 0), counters_of(p.stderr, 1)
-    if not r0.get("large messages moved by cma"):
-        pytest.skip("cma is refused here: %s" % p.stderr[-400:])
+    env, p, r0, r1 = offsets_0_16("1")
     assert r1.get(ALIASED, 0) == r1["rendezvous messages received"] > 0, p.stderr
     assert "large messages moved by cma" not in r1 and ALIASED not in r0, p.stderr
     # The same offsets on both sides: nothing to step around.
@@ -152,14 +161,7 @@ def test_buf_offset_without_the_aliasing_rule():
     """FMX_COPY_ALIAS=0 (a CPU whose rep movsb does not stall on 4K
     aliasing): the same offsets steer nothing, every receive stays cma and
     every byte arrives."""
-    env = {"FMX_RNDV_THRESHOLD": "64K", "FMX_COST_CMA": "L2:1:90000", "FMX_COST_RING": "L2:1:1000",
-           "FMX_COPY_ALIAS": "0"}
-    p = perf("pingpong", "--sizes", "100001,1M", "--iters", "4", "--buf-offset", "0,16", "--verify",
-             "--counters", env=env)
-    rows_of(p)
-    r0, r1 = counters_of(p.stderr, 0), counters_of(p.stderr, 1)
-    if not r0.get("large messages moved by cma"):
-        pytest.skip("cma is refused here: %s" % p.stderr[-400:])
+    _, p, r0, r1 = offsets_0_16("0")
     assert ALIASED not in r0 and ALIASED not in r1, p.stderr
     assert r1["large messages moved by cma"] == r1["rendezvous messages received"] > 0, p.stderr
 
