@@ -83,7 +83,7 @@ int shm_wait_fd(int fd, short ev, int timeout_ms) {
  * received fds (-1 when absent), more are closed. Anything malformed
  * closes every received fd and fails (-EPROTO); fds the kernel could not
  * install because we are out of descriptors give -EMFILE; nothing there
- * yet, -EAGAIN. */
+ * yet, -EAGAIN; the peer closed without sending a byte, -ENOTCONN. */
 int shm_hello_recv(int fd, struct shm_hello *h, int fds[SHM_MAX_FDS]) {
   for (int i = 0; i < SHM_MAX_FDS; i++) fds[i] = -1;
   struct iovec iov = {h, sizeof *h};
@@ -101,6 +101,7 @@ int shm_hello_recv(int fd, struct shm_hello *h, int fds[SHM_MAX_FDS]) {
   while (n < 0 && errno == EINTR);
   if (n < 0 && errno == EAGAIN) return -EAGAIN;
   if (n < 0 && errno == ECONNRESET) return -ECONNRESET;
+  if (n == 0 && !(m.msg_flags & MSG_CTRUNC)) return -ENOTCONN;
   int got = 0;
   for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

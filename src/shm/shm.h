@@ -40,8 +40,11 @@ struct shm_peer {
   int switch_tx;             /* link[1] is that one: send on it once safe */
   uint32_t pushes;           /* while switch_tx: pushes since the last look */
   uint64_t tx_medium_left;   /* bytes of the medium message we push still to come */
-  struct shm_link *link[2];   /* we send on link[0]; we poll every one */
+  struct shm_link *link[2];   /* we send on link[0]; we poll every one but rx_done */
   int nlink;
+  /* Of two links, the one the peer will push on no more (shm.c,
+   * retire_rx): polled no longer. */
+  struct shm_link *rx_done;
 };
 
 static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }

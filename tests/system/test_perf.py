@@ -122,6 +122,23 @@ def counters_of(stderr, rank):
 
 
 ALIASED = "large receives moved by ring, not a kernel copy, for 4K aliasing"
+REFUSED = "connections refused (key, uid, malformed)"
+
+
+def test_ranks_started_at_once_connect_cleanly():
+    """fmx_perf's ranks open any endpoint id and connect to each other at
+    the same moment. The one that found an id taken asked its holder who
+    it is (a connection that sends nothing): the holder neither counts that
+    as a refused connect nor logs it as malformed. Both ends connecting at
+    once (two links) loses no byte of any class."""
+    p = perf("pingpong", "--sizes", "0,8,33K,300K,3M", "--iters", "40", "--verify", "--counters",
+             env={"FMX_LOG": "info"})
+    rows_of(p)
+    assert "FMX-CONN-MALFORMED" not in p.stderr, p.stderr
+    for rank in (0, 1):
+        c = counters_of(p.stderr, rank)
+        assert c.get("connections accepted or made", 0) >= 1, p.stderr
+        assert REFUSED not in c, p.stderr
 
 
 def offsets_0_16(alias):

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* One link per pair of endpoints: who connects to a peer that already
  * connected to it shares the peer's link; a peer that no longer has the
- * partner asks for a link and gets one; and the shm rings' limit: a
- * sender uses only what its limit says, a PAD covers the rest. */
+ * partner asks for a link and gets one; two ends that connect at once
+ * (two links) both move to one and poll only that one; and the shm rings'
+ * limit: a sender uses only what its limit says, a PAD covers the rest. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,69 @@ static void test_stale_partner_gets_a_new_channel(void) {
   CHECK_EQ(fmx_close_endpoint(b2), FMX_SUCCESS);
 }
 
+struct race {
+  fmx_endpoint_t from;
+  uint32_t eid, key;
+  pthread_barrier_t *start;
+  fmx_endpoint_addr_t addr;
+  fmx_return_t rc;
+};
+
+static void *race_connect(void *arg) {
+  struct race *r = arg;
+  pthread_barrier_wait(r->start);
+  r->rc = fmx_connect(r->from, FMX_ANY_NIC, r->eid, r->key, 5000, &r->addr);
+  return NULL;
+}
+
+/* a and b connect to each other at the same moment (what every rank of a
+ * job started at once does): each makes a link before it sees the other's,
+ * so each partner has two. Messages of every class then pass both ways;
+ * both ends send on the link the lower endpoint id made, and once the
+ * peer's records come on it, the other link is polled no more (rx_done).
+ * Whether the two connects overlap is up to the scheduler: tried up to 50
+ * times (the first try did, in 10 of 10 runs here). */
+static void test_two_links_at_once(void) {
+  int formed = 0;
+  for (int t = 0; t < 50 && !formed; t++) {
+    fmx_endpoint_t a = open_ep(FMX_ANY_ENDPOINT, 41), b = open_ep(FMX_ANY_ENDPOINT, 42);
+    pthread_barrier_t start;
+    CHECK_EQ(pthread_barrier_init(&start, NULL, 2), 0);
+    struct race ra = {a, eid_of(b), 42, &start, {{0}}, FMX_BAD_ERROR};
+    struct race rb = {b, eid_of(a), 41, &start, {{0}}, FMX_BAD_ERROR};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, race_connect, &rb), 0);
+    race_connect(&ra);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    pthread_barrier_destroy(&start);
+    CHECK_EQ(ra.rc, FMX_SUCCESS);
+    CHECK_EQ(rb.rc, FMX_SUCCESS);
+    struct partner *pa = ep_partner_from_addr(a, ra.addr), *pb = ep_partner_from_addr(b, rb.addr);
+    CHECK(pa && pb);
+    struct shm_peer *sa = shm_peer(pa), *sb = shm_peer(pb);
+    formed = sa->nlink == 2 && sb->nlink == 2;
+    if (formed) {
+      CHECK(!sa->rx_done && !sb->rx_done);
+      for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
+        message(a, ra.addr, b, len);
+        message(b, rb.addr, a, len);
+      }
+      /* Both moved to the lower id's link (ours at that end, the peer's
+       * at the other) and retired the other. */
+      struct shm_peer *lo = eid_of(a) < eid_of(b) ? sa : sb, *hi = lo == sa ? sb : sa;
+      CHECK(lo->link[0]->ours && !hi->link[0]->ours);
+      CHECK(sa->rx_done == sa->link[1] && sb->rx_done == sb->link[1]);
+      for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
+        message(b, rb.addr, a, len);
+        message(a, ra.addr, b, len);
+      }
+    }
+    CHECK_EQ(fmx_close_endpoint(a), FMX_SUCCESS);
+    CHECK_EQ(fmx_close_endpoint(b), FMX_SUCCESS);
+  }
+  CHECK(formed);
+}
+
 /* A producer limited to the first 96 cells of a 1024-cell ring wraps
  * there (a PAD to the end): nothing past them is written, and every record
  * arrives in order; raising the limit again is seen at the next wrap. */
@@ -156,6 +221,7 @@ int main(void) {
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   test_second_connect_shares_the_channel();
   test_stale_partner_gets_a_new_channel();
+  test_two_links_at_once();
   test_ring_limit();
   test_crowded_follows_live_partners();
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
