@@ -51,6 +51,14 @@ enum fmx_info_key {
   FMX_INFO_DISCOVER = 23,        /* out: int32_t, boards that answered a query
                                     broadcast now (takes FMX_NET_DISCOVER_MS; 0
                                     when FMX_PEERS names a file), or -errno */
+  FMX_INFO_PEER_SESSION = 24,    /* in: fmx_endpoint_addr_t this endpoint gave
+                                    (fmx_connect, a status's source,
+                                    fmx_get_endpoint_addr); out: uint32_t, the
+                                    session of the endpoint it names (drawn when
+                                    that endpoint opened: a new one when it
+                                    reopens). FMX_BAD_ADDRESS for an address
+                                    this endpoint did not give or no longer
+                                    knows */
 };
 
 /* An interface (FMX_INFO_IFACE). Board 0 is the one the net transport

@@ -251,6 +251,23 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
     case FMX_INFO_ENDPOINT_ID:
       rc = info_put(out, out_len, &ep->t.eid, sizeof ep->t.eid);
       break;
+    case FMX_INFO_PEER_SESSION: {
+      fmx_endpoint_addr_t a;
+      if (!in || in_len != sizeof a) {
+        rc = FMX_BAD_INFO_LENGTH;
+        break;
+      }
+      memcpy(&a, in, sizeof a);
+      /* Index and generation find the partner; its board and id must be
+       * the address's too (another endpoint's address may carry the same
+       * index and generation). */
+      struct partner *p = ep_partner_from_addr(ep, a);
+      if (!p || ep_partner_addr(p).opaque[1] != a.opaque[1])
+        rc = FMX_BAD_ADDRESS;
+      else
+        rc = info_put(out, out_len, &p->t.session, sizeof p->t.session);
+      break;
+    }
     default:
       rc = FMX_BAD_INFO_KEY;
   }

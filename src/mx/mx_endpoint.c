@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* MX's library and endpoint calls, connections and names, over fmx. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/utsname.h>
@@ -7,6 +8,40 @@
 #include "mx/mx_int.h"
 
 static int inited;
+
+/* The open endpoints, for what MX asks of an address without its
+ * endpoint (mx_decompose_endpoint_addr2). A reader calls into fmx, which
+ * may hold an endpoint's lock and run an unexpected-message handler that
+ * reads here again: glibc's rwlock lets a reader in while another reads
+ * (a writer that waits does not shut readers out), and writers call no
+ * fmx under it. */
+static struct mx_endpoint *open_eps;
+static pthread_rwlock_t open_eps_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void eps_add(struct mx_endpoint *e) {
+  pthread_rwlock_wrlock(&open_eps_lock);
+  e->next = open_eps;
+  open_eps = e;
+  pthread_rwlock_unlock(&open_eps_lock);
+}
+
+static void eps_remove(struct mx_endpoint *e) {
+  pthread_rwlock_wrlock(&open_eps_lock);
+  struct mx_endpoint **pp = &open_eps;
+  while (*pp && *pp != e) pp = &(*pp)->next;
+  if (*pp) *pp = e->next;
+  pthread_rwlock_unlock(&open_eps_lock);
+}
+
+int mx_addr_session(mx_endpoint_addr_t addr, uint32_t *session) {
+  fmx_endpoint_addr_t a = mx_to_fmx_addr(addr);
+  int found = -1;
+  pthread_rwlock_rdlock(&open_eps_lock);
+  for (struct mx_endpoint *e = open_eps; e && found < 0; e = e->next)
+    if (fmx_get_info(e->ep, FMX_INFO_PEER_SESSION, &a, sizeof a, session, sizeof *session) == FMX_SUCCESS) found = 0;
+  pthread_rwlock_unlock(&open_eps_lock);
+  return found;
+}
 
 int mx_ready(void) { return __atomic_load_n(&inited, __ATOMIC_ACQUIRE); }
 
@@ -68,13 +103,16 @@ MX_FACE mx_return_t mx_open_endpoint(uint32_t board_number, uint32_t endpoint_id
     return r;
   }
   if (fmx_get_info(e->ep, FMX_INFO_ENDPOINT_ID, NULL, 0, &e->eid, sizeof e->eid) != FMX_SUCCESS) e->eid = endpoint_id;
+  eps_add(e);
   *endpoint = e;
   return MX_SUCCESS;
 }
 
 MX_FACE mx_return_t mx_close_endpoint(mx_endpoint_t e) {
   if (!e) return mx_fail(NULL, MX_BAD_ENDPOINT, "mx_close_endpoint");
+  eps_remove(e);
   fmx_return_t rc = fmx_close_endpoint(e->ep);
+  if (rc != FMX_SUCCESS) eps_add(e);
   mx_return_t r = mx_check(e, rc, "mx_close_endpoint");
   if (rc == FMX_SUCCESS) free(e);
   return r;

@@ -51,11 +51,14 @@ MX_FACE mx_return_t mx_get_endpoint_addr_context(mx_endpoint_addr_t addr, void *
   return MX_SUCCESS;
 }
 
-/* The session id: the connection's generation in this process, which
- * changes when the partner's slot is taken by a new connection (docs/mx.md). */
+/* The session id: the session of the endpoint the address names (drawn
+ * when it opened, new when it reopens), as the endpoint of ours that gave
+ * the address knows it. fmx's address has no room for it (docs/mx.md), so
+ * it is asked of the open endpoints; 0 when none of them knows the address
+ * (its endpoint closed: Open-MX read it out of the address). */
 MX_FACE mx_return_t mx_decompose_endpoint_addr2(mx_endpoint_addr_t addr, uint64_t *nic_id, uint32_t *endpoint_id,
                                                 uint32_t *session_id) {
-  if (session_id) *session_id = (uint32_t)addr.stuff[0];
+  if (session_id && mx_addr_session(addr, session_id) < 0) *session_id = 0;
   return mx_check(NULL, fmx_decompose_endpoint_addr(mx_to_fmx_addr(addr), nic_id, endpoint_id),
                   "mx_decompose_endpoint_addr2");
 }

@@ -19,7 +19,12 @@ struct mx_endpoint {
   uint32_t board, eid;
   mx_unexp_handler_t unexp; /* mx_register_unexp_handler's, called through fmx's (mx_ext.c) */
   void *unexp_ctx;
+  struct mx_endpoint *next; /* the process's open endpoints (mx_endpoint.c) */
 };
+
+/* The session of the endpoint addr names, as the open endpoint of this
+ * process that gave addr knows it: 0, or -1 when none does (mx_endpoint.c). */
+int mx_addr_session(mx_endpoint_addr_t addr, uint32_t *session);
 
 /* mx_errors.c */
 mx_return_t mx_code(fmx_return_t rc);

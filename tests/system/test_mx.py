@@ -177,6 +177,15 @@ def test_loop_to_self():
     assert "connections 0" in out, out
 
 
+def test_session_of_an_address():
+    """mx_decompose_endpoint_addr2 gives the session of the endpoint an
+    address names: from mx_get_endpoint_addr, mx_connect or a message's
+    source alike; a new one once that endpoint reopens under its id; 0 when
+    no open endpoint of the process knows the address."""
+    out = mx_prog("mx_session")
+    assert "sessions: a " in out, out
+
+
 def test_disable_self_bad_value():
     """A value that is not a boolean is refused with a warning naming the
     variable; the default stands."""

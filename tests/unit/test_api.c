@@ -414,6 +414,34 @@ static void test_introspection(void) {
   CHECK_EQ(fmx_get_info(NULL, FMX_INFO_COPY_ROUTINE, NULL, 0, &rt, sizeof rt), FMX_BAD_INFO_LENGTH);
 }
 
+/* FMX_INFO_PEER_SESSION: the session of the endpoint an address names, as
+ * the endpoint that gave the address knows it; another endpoint's address
+ * is refused, and so is one whose partner index and generation are ours
+ * but whose board and id are not (what another endpoint's may hold). */
+static void test_peer_session(void) {
+  fmx_endpoint_t other;
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 0xfeed, NULL, 0, &other), FMX_SUCCESS);
+  fmx_endpoint_addr_t other_self, to_other;
+  uint32_t mine = 0, theirs = 0, via = 0, x = 0, oid = 0;
+  CHECK_EQ(fmx_get_endpoint_addr(other, &other_self), FMX_SUCCESS);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, &me, sizeof me, &mine, sizeof mine), FMX_SUCCESS);
+  CHECK_EQ(fmx_get_info(other, FMX_INFO_PEER_SESSION, &other_self, sizeof other_self, &theirs, sizeof theirs),
+           FMX_SUCCESS);
+  CHECK_EQ(fmx_get_info(other, FMX_INFO_ENDPOINT_ID, NULL, 0, &oid, sizeof oid), FMX_SUCCESS);
+  CHECK_EQ(fmx_connect(ep, FMX_ANY_NIC, oid, 0xfeed, 1000, &to_other), FMX_SUCCESS);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, &to_other, sizeof to_other, &via, sizeof via), FMX_SUCCESS);
+  CHECK_EQ(via, theirs);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, &other_self, sizeof other_self, &x, sizeof x), FMX_BAD_ADDRESS);
+  fmx_endpoint_addr_t forged = me;
+  forged.opaque[1] ^= 1ull << 48; /* another endpoint id */
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, &forged, sizeof forged, &x, sizeof x), FMX_BAD_ADDRESS);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, &me, sizeof me - 1, &x, sizeof x), FMX_BAD_INFO_LENGTH);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, NULL, 0, &x, sizeof x), FMX_BAD_INFO_LENGTH);
+  CHECK_EQ(fmx_get_info(ep, FMX_INFO_PEER_SESSION, &me, sizeof me, &x, 2), FMX_BAD_INFO_LENGTH);
+  CHECK_EQ(fmx_get_info(NULL, FMX_INFO_PEER_SESSION, &me, sizeof me, &x, sizeof x), FMX_BAD_ENDPOINT);
+  CHECK_EQ(fmx_close_endpoint(other), FMX_SUCCESS);
+}
+
 int main(void) {
   fmx_endpoint_t tmp;
   CHECK_EQ(fmx_open_endpoint(0, 0, 1, NULL, 0, &tmp), FMX_NOT_INITIALIZED);
@@ -436,6 +464,7 @@ int main(void) {
   test_self_queue_full();
   test_self_rendezvous_between_threads();
   test_context_ids();
+  test_peer_session();
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_EQ(fmx_finalize(), FMX_NOT_INITIALIZED);
   CHECK_DONE("test_api");
