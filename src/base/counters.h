@@ -58,6 +58,7 @@
   X(NET_PULL_SERVED, "net: frames sent for peers' pulls")                  \
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
+  X(NET_GRO_SWITCHES, "net: UDP receive GRO switched on (a pull began) or off (none for a while)") \
   X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")     \
   X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing") \
   X(CLASS_TRIALS, "medium or rendezvous: trials of the other for a size class (receiver)") \

@@ -286,9 +286,18 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
   return deliver(ep, p, &((struct net_peer *)transport_state(p))->lend, &h, b + NET_RECORD_HDR);
 }
 
+/* The UDP wire's socket takes GSO trains whole only while we pull: GRO
+ * costs every datagram (sock_udp.c). Off once NET_GRO_QUIET packets came
+ * with no pull begun meanwhile, not at each pull's end: a switch is a
+ * system call, and a pull of every other message would pay two. */
+#define NET_GRO_QUIET 64
+
 static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver,
                     uint64_t now) {
   struct net_peer *np = transport_state(p);
+  struct net_ep *ne = net_ep(ep);
+  if (ne->sock.gro == 1 && !ne->pulling && ++ne->gro_quiet >= NET_GRO_QUIET && net_sock_gro(&ne->sock, 0))
+    TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
   arm_timers(net_ep(ep), now); /* its ack is due */
   if (r != NET_REL_NEW) return;

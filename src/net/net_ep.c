@@ -63,6 +63,7 @@ int net_open(struct fmx_endpoint *ep) {
     return r;
   }
   if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
+  net_sock_gro(&ne->sock, 0); /* until we pull (pull.c) */
   ne->pkt_max = net_sock_packet_max(&ne->sock);
   if (ne->pkt_max < NET_HDR_LEN + NET_RECORD_HDR + TRANSPORT_MIN_PAYLOAD) {
     net_sock_close(&ne->sock);

@@ -34,6 +34,7 @@ struct net_ep {
   int bulk_own;
   int epfd;                /* sock and bsock, for a waiter while we pull (with bulk_own only) */
   uint32_t pulling;        /* pulls that have begun and not ended */
+  uint32_t gro_quiet;      /* DATA packets since the last pull began (sock's GRO goes off at NET_GRO_QUIET) */
   uint32_t pkt_max;        /* the largest packet, header included */
   uint32_t npeers;         /* partners alive at the last timer pass, or made since */
   uint32_t skipped;        /* progress passes that left the socket alone (no partner) */

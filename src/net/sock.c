@@ -19,6 +19,7 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
   s->port_base = (uint16_t)fmx_cfg.net_port;
   s->rx_buf = NET_RX_BUF;
   s->wire = w;
+  s->gro = -1;
   int r = w->open(s, ifc, eid);
   if (r == 0 && !(s->rxmem = malloc((size_t)NET_RX_BATCH * s->rx_buf))) r = -ENOMEM;
   if (r == 0 && !(s->rxq = calloc(1, sizeof *s->rxq))) r = -ENOMEM;
@@ -45,6 +46,12 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
     if (r == 0 || strcmp(w, "raw") == 0) return r;
   }
   return net_sock_open_wire(s, ifc, eid, &net_wire_udp);
+}
+
+int net_sock_gro(struct net_sock *s, int on) {
+  if (s->gro < 0 || s->gro == on || !s->wire->set_gro) return 0;
+  s->wire->set_gro(s, on);
+  return s->gro == on;
 }
 
 void net_sock_close(struct net_sock *s) {
@@ -91,7 +98,13 @@ int net_sock_recv_batch(struct net_sock *s, int max) {
     m->msg_controllen = q->ctl_len;
     m->msg_flags = 0;
   }
+  /* After a call that found nothing, ask for one: recvmmsg goes on past a
+   * first datagram until one is missing, and a lone packet (a small
+   * message) would pay that second look on its way in (8 B over UDP, veth:
+   * 2.34 -> 2.27 us half round trip). A batch follows one that came. */
+  if (q->idle) max = 1;
   int n = recvmmsg(s->fd, q->mm, (unsigned)max, MSG_DONTWAIT, NULL);
+  q->idle = n <= 0;
   q->dirty = n > 0 ? n : 1;
   return n < 0 ? 0 : n;
 }

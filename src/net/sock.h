@@ -52,6 +52,7 @@ struct net_rxq {
   } ctl[NET_RX_BATCH];
   unsigned ctl_len; /* bytes of ctl[i] the wire wants (0: none) */
   int dirty;        /* entries the last call may have written */
+  int idle;         /* the last call found nothing */
 };
 
 struct net_sock;
@@ -78,6 +79,9 @@ struct net_wire {
                    uint16_t seg);
   /* Up to max datagrams that arrived: their count, 0 when none. */
   int (*recv)(struct net_sock *s, struct net_rx *rx, int max);
+  /* Take GSO trains whole (UDP_GRO) or not; NULL: the wire has no such
+   * thing. Only where s->gro >= 0 (the kernel took it at open). */
+  void (*set_gro)(struct net_sock *s, int on);
 };
 
 struct net_sock {
@@ -87,6 +91,7 @@ struct net_sock {
   uint32_t eid;
   uint16_t port_base;
   int gso;        /* UDP: the kernel takes GSO sends */
+  int gro;        /* UDP: receives take GSO trains whole now (1) or not (0); -1: the kernel will not */
   uint32_t rx_buf; /* bytes of each receive buffer (NET_RX_BUF; 64 KiB with GRO) */
   uint8_t *rxmem;  /* NET_RX_BATCH buffers of rx_buf */
   struct net_rxq *rxq;
@@ -106,6 +111,9 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
 /* Open s on wire w: 0, or -errno. */
 int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w);
 void net_sock_close(struct net_sock *s);
+/* GSO trains taken whole (UDP_GRO) from now on, or not, where the wire
+ * has such a switch and the kernel took it: 1 when this switched it. */
+int net_sock_gro(struct net_sock *s, int on);
 /* Whether this process may open the raw wire (CAP_NET_RAW in its network
  * namespace). */
 int net_raw_permitted(void);

@@ -67,6 +67,19 @@ def test_pingpong_mtu9000(pair9000, wire):
     assert len(rows(out)) == len(SIZES.split(",")) + 4, out
 
 
+def test_udp_gro_only_while_pulling(pair1500):
+    """The UDP wire's socket takes GSO trains whole (UDP_GRO) only while it
+    pulls: GRO costs every datagram. Small messages, pulled ones, small
+    ones again (GRO goes off after 64 packets with no pull), pulled again:
+    every byte checked, and the client switched at least three times."""
+    out = perf(pair1500, "pingpong", "8,1M,8,1M", {"FMX_NET_WIRE": "udp"}, iters=100, extra=("--counters",),
+               want_err=True)
+    assert len(rows(out)) == 4, out
+    switches = [int(l.rsplit(None, 1)[1]) for l in out.splitlines()
+                if "rank 0:" in l and "UDP receive GRO switched" in l]
+    assert switches and switches[0] >= 3, out
+
+
 def test_bw_window(pair1500):
     """Windows of messages in flight: the send window fills and drains."""
     out = perf(pair1500, "bw", "8,4K,256K", {}, iters=20)
