@@ -16,6 +16,11 @@ Peers, each one process per side, each side's CPU time measured (wait4):
                         raw wire's floor at 8 B, and whether AF_XDP beats
                         AF_PACKET here
   iperf3                one TCP stream for 3 s: the line's ceiling
+Then, at MTU 1500 (full mode), fmx on each wire under loss: 16 MiB
+ping-pong with every byte checked (--verify), without loss and with 10% of
+the frames dropped at each side's ingress (nftables; this kernel has no
+netem), interleaved per rep: the bandwidth under loss over the bandwidth
+without.
 Every point is a half round trip (latency) and size / half round trip
 (bandwidth), the way fmx_perf and fi_pingpong count; CPU time per GB is
 each side's user + system seconds over the bytes it sent and received.
@@ -228,6 +233,65 @@ def peers(ctx):
     return table
 
 
+LOSS_SIZE, LOSS_PCT = 16 * M, 10
+
+
+def nft(ns, *rule):
+    sh("ip", "netns", "exec", ns, "nft", *rule)
+
+
+def set_loss(h, wire, on):
+    """LOSS_PCT% of the wire's frames (raw: all but ARP; UDP: UDP) dropped
+    at both namespaces' ingress, or the rule gone."""
+    for ns, dev in ((h.a, h.va), (h.b, h.vb)):
+        if not on:
+            nft(ns, "delete", "table", "netdev", "fmxloss")
+            continue
+        match = ["ether", "type", "!=", "arp"] if wire == "raw" else ["meta", "l4proto", "udp"]
+        nft(ns, "add", "table", "netdev", "fmxloss")
+        nft(ns, "add", "chain", "netdev", "fmxloss", "c", "{ type filter hook ingress device %s priority 0; }" % dev)
+        nft(ns, "add", "rule", "netdev", "fmxloss", "c", *match, "numgen", "random", "mod", "100", "<", str(LOSS_PCT),
+            "counter", "drop")
+
+
+def loss_run(ctx, h, wire, lossy, iters):
+    """One verified 16 MiB ping-pong on the wire, with loss or not: MB/s."""
+    perf = os.path.join(ctx["build"], "fmx_perf")
+    common = ["pingpong", "--sizes", str(LOSS_SIZE), "--iters", str(iters), "--verify", "--json", "--quiet",
+              "--timeout", "60"]
+    if lossy:
+        set_loss(h, wire, True)
+    try:
+        out, _, _ = ctx["run"].pair(h, [perf] + common + ["--server"], [perf] + common + ["--client", h.mac_b],
+                                    {"FMX_NET_WIRE": wire}, timeout=300)
+    finally:
+        if lossy:
+            set_loss(h, wire, False)
+    return LOSS_SIZE / parse_fmx(out)
+
+
+def render_loss(data):
+    if not data.get("loss"):
+        return ""
+    lines = ["", "### Under loss (MTU 1500)", "",
+             "%d MiB ping-pong, every byte checked (`--verify`: the checks are in the time), %d%% of the frames "
+             "dropped at both sides' ingress by nftables; MB/s, median (min-max) of %d interleaved rep(s)." % (
+                 LOSS_SIZE // M, LOSS_PCT, data["reps"]), "",
+             "| wire | no loss | %d%% loss | loss / no loss (per rep) |" % LOSS_PCT, "|---|---|---|---|"]
+    for wire in ("raw", "udp"):
+        pts = [r for r in data["loss"] if r["wire"] == wire]
+        clean = [r["clean"] for r in pts if r.get("clean")]
+        lossy = [r["lossy"] for r in pts if r.get("lossy")]
+        if not clean or not lossy:
+            err = next((r["error"] for r in pts if r.get("error")), "not run")
+            lines.append("| fmx %s | n/a (%s) | | |" % (wire, err[:80].replace("|", "/").replace("\n", " ")))
+            continue
+        per = [r["lossy"] / r["clean"] for r in pts if r.get("clean") and r.get("lossy")]
+        lines.append("| fmx %s | %s | %s | %s |" % (wire, spread(clean), spread(lossy),
+                                                    " ".join("%.2f" % x for x in per)))
+    return "\n".join(lines + [""])
+
+
 def iperf(h, run, seconds):
     """One TCP stream: (MB/s, cpu s/GB server, client)."""
     out, _, _ = run.pair(h, ["iperf3", "-s", "-1", "-B", IP_B], ["iperf3", "-c", IP_B, "-t", str(seconds), "-J"], {},
@@ -373,9 +437,28 @@ def main(argv=None):
                                                      else "ERROR " + rec["error"][:160]))
         finally:
             h.close()
+    if not args.quick:
+        data["loss"] = []
+        h = Hosts(1500)
+        try:
+            for rep in range(1, args.reps + 1):
+                for wire in ("raw", "udp"):
+                    rec = {"wire": wire, "rep": rep}
+                    try:
+                        if not shutil.which("nft"):
+                            raise RuntimeError("nft missing (nftables)")
+                        rec["clean"] = loss_run(ctx, h, wire, False, 10)
+                        rec["lossy"] = loss_run(ctx, h, wire, True, 10)
+                    except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
+                        rec["error"] = str(e)
+                    data["loss"].append(rec)
+                    log("loss rep %d %s: %s" % (rep, wire, "%.0f -> %.0f MB/s" % (rec["clean"], rec["lossy"])
+                                                if rec.get("lossy") else "ERROR " + rec.get("error", "")[:160]))
+        finally:
+            h.close()
     if not shutil.which("iperf3"):
         data["status"]["iperf3"] = "iperf3 missing"
-    md = render(data)
+    md = render(data) + render_loss(data)
     base = os.path.join(out_dir, "net-%s-%s" % (data["host"], data["date"]))
     with open(base + ".json", "w") as f:
         json.dump(data, f, indent=1)
