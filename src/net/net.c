@@ -326,7 +326,7 @@ static struct partner *bulk_source(struct fmx_endpoint *ep, const struct net_pkt
 }
 
 static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, const struct net_rx *rx, int bulk,
-                      transport_deliver_fn deliver) {
+                      transport_deliver_fn deliver, uint64_t now) {
   const struct transport_ep *te = transport_ep(ep);
   struct net_pkt pk;
   TRANSPORT_CNT(ep, NET_RECEIVED);
@@ -345,7 +345,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   }
   if (bulk) {
     struct partner *p = pk.h.dst_session == te->session ? bulk_source(ep, &pk, &rx->from) : NULL;
-    if (p) net_pull_on_reply(ep, p, &pk);
+    if (p) net_pull_on_reply(ep, p, &pk, now);
     else TRANSPORT_CNT(ep, NET_DROPPED);
     return;
   }
@@ -366,25 +366,27 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   }
   struct net_peer *np = transport_state(p);
   struct emit_arg a = {ep, p};
-  uint64_t now = sys_now_ns();
   np->heard_ns = now;
   net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
   switch (pk.h.type) {
     case NET_DATA: on_data(ep, p, &pk, deliver, now); break;
     case NET_PULL: net_pull_on_pull(ep, p, &pk); break;
-    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk); break;
+    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk, now); break;
     default: break;
   }
 }
 
-/* A datagram: one packet, or a train of them (UDP GRO) at its stride. */
+/* A datagram: one packet, or a train of them (UDP GRO) at its stride. One
+ * clock read for the lot: it was 4.5% of a 16 MiB pull's receiver, read
+ * for every frame (twice on the UDP wire). */
 static void on_datagram(struct fmx_endpoint *ep, const struct net_rx *rx, int bulk, transport_deliver_fn deliver) {
+  uint64_t now = sys_now_ns();
   if (!rx->seg) {
-    on_packet(ep, rx->buf, rx->len, rx, bulk, deliver);
+    on_packet(ep, rx->buf, rx->len, rx, bulk, deliver, now);
     return;
   }
   for (size_t off = 0; off < rx->len; off += rx->seg)
-    on_packet(ep, rx->buf + off, rx->len - off < rx->seg ? rx->len - off : rx->seg, rx, bulk, deliver);
+    on_packet(ep, rx->buf + off, rx->len - off < rx->seg ? rx->len - off : rx->seg, rx, bulk, deliver, now);
 }
 
 /* What arrived on a socket, a few batches at most. */

@@ -124,7 +124,7 @@ void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
 void net_pull_init(struct fmx_endpoint *ep, struct partner *p);
 void net_pull_fini(struct partner *p);
 void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
-void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t now);
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 
 /* net_conn.c: the handshake. */

@@ -181,7 +181,7 @@ static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
   return NULL;
 }
 
-void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk) {
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
@@ -204,7 +204,6 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   copy_segs(pl->x->segs, pl->x->nseg, off, (void *)(pk->body + NET_PULL_REPLY_HDR), n, 1, NULL);
   pl->x->done += n;
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
-  uint64_t now = sys_now_ns();
   pl->heard_ns = now;
   if (!(pl->blk[b].missing &= ~bit)) {
     block_timed(np, &pl->blk[b], now);
