@@ -135,7 +135,11 @@ static void start(struct bulk_peer *p, struct adapt_class *a, int pi) {
   memset(a, 0, sizeof *a);
   a->inc = (uint8_t)(pi + 1);
   a->span = ADAPT_SPAN_MIN / 4;
-  a->left = 1;
+  /* As many messages as a try of another engine, and for the same reason
+   * (the fastest counts): the first pays for what is cold. With one, cma's
+   * first 1 MiB transfer with a partner timed 1.1-3.1 GB/s against 17-23
+   * warm, and every first round went to ring (mx_pingpong, 2026-11-27). */
+  a->left = ADAPT_TRIES;
   for (const struct adapt_class *nb = a; nb-- > p->adapt;) {
     /* Only a class that timed the engine the topology suggests here and
      * found another faster (or kept it): one that never timed it says
