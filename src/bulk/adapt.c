@@ -63,7 +63,11 @@
 #define ADAPT_SPAN_MAX 1024
 #define ADAPT_PRUNE 2
 #define ADAPT_WINDOW 8
-#define ADAPT_TRIES 2
+/* Messages in a row per try; the fastest counts. Two were too few: cma's
+ * first two 1 MiB transfers after a run of ring moved 6 GB/s against 17-23
+ * warm (Intel Xeon VM, 2026-11-27), so a try lost to ring and ring stayed
+ * (80 against 52 us a message in 6 of 16 mx_pingpong runs; 0 of 16 with 4). */
+#define ADAPT_TRIES 4
 
 __thread uint64_t adapt_wait_ns;
 
