@@ -287,19 +287,30 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
 }
 
 /* The UDP wire's socket takes GSO trains whole only while we pull: GRO
- * costs every datagram (sock_udp.c). Off once NET_GRO_QUIET packets came
- * with no pull begun meanwhile, not at each pull's end: a switch is a
- * system call, and a pull of every other message would pay two. */
+ * costs every datagram (sock_udp.c). On as a pull begins; off once
+ * NET_GRO_QUIET packets came with no pull begun meanwhile, not at each
+ * pull's end: a switch is a system call, and a pull of every other message
+ * would pay two. */
 #define NET_GRO_QUIET 64
+
+void net_gro_pull_begins(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  ne->gro_quiet = 0;
+  if (net_sock_gro(&ne->sock, 1)) TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
+}
+
+static void gro_quiet_packet(struct fmx_endpoint *ep, struct net_ep *ne) {
+  if (ne->sock.gro == 1 && !ne->pulling && ++ne->gro_quiet >= NET_GRO_QUIET && net_sock_gro(&ne->sock, 0))
+    TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
+}
 
 static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver,
                     uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct net_ep *ne = net_ep(ep);
-  if (ne->sock.gro == 1 && !ne->pulling && ++ne->gro_quiet >= NET_GRO_QUIET && net_sock_gro(&ne->sock, 0))
-    TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
+  gro_quiet_packet(ep, ne);
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
-  arm_timers(net_ep(ep), now); /* its ack is due */
+  arm_timers(ne, now); /* its ack is due */
   if (r != NET_REL_NEW) return;
   int gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
   size_t len;

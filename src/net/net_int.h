@@ -117,6 +117,9 @@ void net_close(struct fmx_endpoint *ep);
 int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns);
 void net_ep_fini(struct fmx_endpoint *ep);
 
+/* A pull of ours begins: the UDP wire's socket takes GSO trains whole
+ * until NET_GRO_QUIET packets come with no pull begun (net.c). */
+void net_gro_pull_begins(struct fmx_endpoint *ep);
 /* Timers are due soon: something is pending. */
 void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
 

@@ -235,12 +235,9 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
     return -ENOMEM;
   }
   list_add_tail(&np->pulls, &pl->node);
-  struct net_ep *ne = net_ep(np->ep);
-  ne->pulling++;
-  /* Its answers may come as GSO trains to our own socket (the UDP wire):
-   * taken whole from now on (net.c turns it off again). */
-  ne->gro_quiet = 0;
-  if (net_sock_gro(&ne->sock, 1)) TRANSPORT_CNT(np->ep, NET_GRO_SWITCHES);
+  net_ep(np->ep)->pulling++;
+  /* Its answers may come as GSO trains to our own socket (the UDP wire). */
+  net_gro_pull_begins(np->ep);
   return 0;
 }
 

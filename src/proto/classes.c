@@ -27,8 +27,9 @@
  * classes it wants by rendezvous) and times CLASS_TRIES clean messages:
  * enough to cover a round of adapt.c's, which tries the slower engines
  * within a rendezvous class's first messages (with 2, the trial met them
- * and kept the medium class that lost 1.6x to cma). The faster mode stays; span grows 4x while the choice holds (8 to 1024
- * messages), and starts again from 8 when it changes. A trial that sees no
+ * and kept the medium class that lost 1.6x to cma). The faster mode
+ * stays; span grows 4x while the choice holds (8 to 1024 messages), and
+ * starts again from 8 when it changes. A trial that sees no
  * clean sample within CLASS_TRIAL_MAX messages of the class ends with the
  * mode in use, and the next waits the longest span. Messages of the mode
  * just left, still on their way, are not counted.

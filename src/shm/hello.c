@@ -198,10 +198,7 @@ struct partner *shm_adopt(struct fmx_endpoint *ep, const struct shm_hello *h, pi
     ch->bulk.peer_pool = &sp->peer;
     ch->bulk.wake = shm_conn_wake;
     ch->bulk.wake_arg = p;
-    /* The link made by the lower endpoint id is the one both send on. */
-    uint32_t mine = shm_eid(ep), theirs = transport_peer(p)->eid;
-    uint32_t maker = ch->ours ? mine : theirs, low = mine < theirs ? mine : theirs;
-    if (sp->nlink == 1 && maker == low) sp->switch_tx = 1;
+    if (sp->nlink == 1 && shm_link_chosen(ep, p, ch)) sp->switch_tx = 1;
     if (sp->nlink < 2)
       sp->link[sp->nlink++] = ch;
     else

@@ -169,6 +169,11 @@ static const void *payload_of(struct partner *p, struct shm_ring *r, const struc
   return pool_view_buf(&shm_peer(p)->peer, r->cur_ref, len);
 }
 
+int shm_link_chosen(struct fmx_endpoint *ep, struct partner *p, const struct shm_link *ch) {
+  uint32_t mine = shm_eid(ep), theirs = transport_peer(p)->eid;
+  return (ch->ours ? mine : theirs) == (mine < theirs ? mine : theirs);
+}
+
 /* Two links (both ends connected at once): a record on the one both ends
  * move their sending to (hello.c: the one the lower endpoint id made)
  * means the peer has moved, for good, and only after we took all it had
@@ -178,10 +183,7 @@ static const void *payload_of(struct partner *p, struct shm_ring *r, const struc
  * link is each end's: two of one maker (a reconnect) keep both polled. */
 static void retire_rx(struct fmx_endpoint *ep, struct partner *p, struct shm_peer *sp, struct shm_link *ch) {
   struct shm_link *other = sp->link[ch == sp->link[0]];
-  if (other->ours == ch->ours) return;
-  uint32_t mine = shm_eid(ep), theirs = transport_peer(p)->eid;
-  uint32_t maker = ch->ours ? mine : theirs, low = mine < theirs ? mine : theirs;
-  if (maker == low) sp->rx_done = other;
+  if (other->ours != ch->ours && shm_link_chosen(ep, p, ch)) sp->rx_done = other;
 }
 
 static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {

@@ -51,6 +51,9 @@ static inline struct shm_peer *shm_peer(struct partner *p) { return transport_st
 static inline struct shm_ep *shm_ep(struct fmx_endpoint *ep) { return transport_ep_state(ep, &shm_transport); }
 /* Our endpoint id (for names and messages). */
 static inline uint32_t shm_eid(struct fmx_endpoint *ep) { return transport_ep(ep)->eid; }
+/* Of two links with p, whether ch is the one both ends send on: the one
+ * the lower endpoint id made. */
+int shm_link_chosen(struct fmx_endpoint *ep, struct partner *p, const struct shm_link *ch);
 
 /* Make the endpoint's pool (at listen). 0 or -errno. */
 int shm_pool_open(struct fmx_endpoint *ep);
