@@ -81,6 +81,10 @@ static struct cfg_entry table[] = {
     NUM("FMX_RING_MIN", CFG_SIZE, "8K", 4 * K, G, ring_min,
         "the least of a ring a sender uses, however many peers: a window of one-cell records; default an eighth "
         "of the L1 data cache (at least 4K)"),
+    BOOL("FMX_HANDOVER", "1", handover,
+         "a record that answers one from its peer (a ping-pong's reply) is handed to the cache all cores share "
+         "(CLDEMOTE), so the waiting reader finds it there; only where the CPU has CLDEMOTE and ranks do not "
+         "outnumber cores; 0: never"),
     NUM("FMX_POOL_BUFFERS", CFG_INT, "64", 4, 65536, pool_buffers,
         "buffers of an endpoint's send pool, shared by its connections (medium fragments, ring-engine chunks); "
         "default one L2 of FMX_EAGER_FRAG fragments"),

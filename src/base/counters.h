@@ -63,7 +63,8 @@
   X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing") \
   X(CLASS_TRIALS, "medium or rendezvous: trials of the other for a size class (receiver)") \
   X(CLASS_TO_RNDV, "medium or rendezvous: size classes moved to rendezvous by measurement") \
-  X(CLASS_TO_MEDIUM, "medium or rendezvous: size classes moved back to the medium class by measurement")
+  X(CLASS_TO_MEDIUM, "medium or rendezvous: size classes moved back to the medium class by measurement") \
+  X(HANDOVERS, "records handed to the cache all cores share (CLDEMOTE): replies a peer waits for")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

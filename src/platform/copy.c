@@ -33,6 +33,7 @@ enum {
   COPY_CPU_AVX2 = 1 << 2,
   COPY_CPU_AVX512F = 1 << 3,
   COPY_CPU_CLFLUSHOPT = 1 << 4,
+  COPY_CPU_CLDEMOTE = 1 << 5,
 };
 static unsigned copy_cpu_flags;
 
@@ -47,6 +48,8 @@ static unsigned copy_cpu(void) {
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 9))) f |= COPY_CPU_ERMS;
   /* CLFLUSHOPT: leaf 7, EBX bit 23 (no OS state either). */
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23))) f |= COPY_CPU_CLFLUSHOPT;
+  /* CLDEMOTE: leaf 7, ECX bit 25 (a hint; no OS state). */
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 25))) f |= COPY_CPU_CLDEMOTE;
   __builtin_cpu_init(); /* in case we run before libgcc's constructor */
   if (__builtin_cpu_supports("avx2")) f |= COPY_CPU_AVX2;
   if (__builtin_cpu_supports("avx512f")) f |= COPY_CPU_AVX512F;
@@ -60,6 +63,13 @@ static bool copy_avx512_usable(void) { return copy_cpu() & COPY_CPU_AVX512F; }
 static bool copy_clean_usable(void) {
   unsigned need = COPY_CPU_AVX2 | COPY_CPU_CLFLUSHOPT;
   return (copy_cpu() & need) == need;
+}
+
+bool copy_hand_over_usable(void) { return copy_cpu() & COPY_CPU_CLDEMOTE; }
+
+__attribute__((target("cldemote"))) void copy_hand_over(const void *p, size_t len) {
+  const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + len;
+  for (; c < end; c += 64) _cldemote((void *)(uintptr_t)c);
 }
 
 static void copy_movsb(void *dst, const void *src, size_t n) {
@@ -162,6 +172,9 @@ __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const v
   memcpy(d, s, n);
 }
 
+#else
+bool copy_hand_over_usable(void) { return false; }
+void copy_hand_over(const void *p, size_t len) { (void)p, (void)len; }
 #endif /* COPY_X86 */
 
 /*

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "platform/copy.h"
 #include "platform/sys.h"
 
 #define CELLS_FOR(bytes) (((bytes) + RING_CELL - 1) / RING_CELL)
@@ -113,7 +114,7 @@ static void put_pad(struct shm_ring *r, uint64_t pad) {
   advance(r, pad);
 }
 
-int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
+int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt, int hand_over) {
   uint64_t need = REC_CELLS(hdr->len), pad;
   if (!room(r, need, &pad)) return -EAGAIN;
   if (pad) put_pad(r, pad);
@@ -121,6 +122,7 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
   memcpy(dst, hdr, sizeof *hdr);
   record_gather(dst + RING_DATA_OFF(hdr->len), iov, iovcnt, hdr->len);
   __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local), __ATOMIC_RELEASE);
+  if (hand_over) copy_hand_over(stamp_at(r, r->pos), need * RING_CELL);
   advance(r, need);
   return 0;
 }

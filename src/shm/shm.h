@@ -25,6 +25,7 @@ struct shm_ep {
   int pool_ready;
   uint32_t ring_for;    /* ep->nlive when ring_cells was set */
   uint64_t ring_cells;  /* the cells of a ring our sends use (shm.c) */
+  int handover;         /* replies' records go to the shared cache (shm.c, hand_over) */
 };
 
 /* Per partner (transport_state). */
@@ -45,6 +46,9 @@ struct shm_peer {
   /* Of two links, the one the peer will push on no more (shm.c,
    * retire_rx): polled no longer. */
   struct shm_link *rx_done;
+  /* Replies (shm.c, hand_over): heard, a record of its came since our
+   * last push; answered, that push answered one. */
+  uint8_t heard, answered;
 };
 
 static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }

@@ -141,6 +141,39 @@ def test_ranks_started_at_once_connect_cleanly():
         assert REFUSED not in c, p.stderr
 
 
+HANDED = "records handed to the cache all cores share (CLDEMOTE): replies a peer waits for"
+
+
+def cpu_has(flag):
+    with open("/proc/cpuinfo") as f:
+        return any(line.startswith("flags") and flag in line.split() for line in f)
+
+
+def test_replies_handed_to_the_shared_cache():
+    """Where the CPU has CLDEMOTE and each rank has a core, a ping-pong's
+    replies go to the cache all cores share: both ranks count them, and
+    every byte of every class arrives. A stream's messages do not go, only
+    its acks (replies). FMX_HANDOVER=0 hands nothing over."""
+    if not cpu_has("cldemote"):
+        pytest.skip("this CPU has no CLDEMOTE")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: the ranks share a core")
+    iters = 400
+    p = perf("pingpong", "--sizes", "8,1K,4K,40K", "--iters", str(iters), "--verify", "--counters")
+    rows_of(p)
+    for rank in (0, 1):
+        assert counters_of(p.stderr, rank).get(HANDED, 0) >= iters, p.stderr
+    p = perf("bw", "--sizes", "1K", "--iters", str(iters), "--window", "16", "--verify", "--counters")
+    rows_of(p)
+    streamed = counters_of(p.stderr, 0).get(HANDED, 0)
+    assert streamed < iters // 16, p.stderr  # at most the few exchanges around the windows
+    p = perf("pingpong", "--sizes", "8,1K", "--iters", str(iters), "--verify", "--counters",
+             env={"FMX_HANDOVER": "0"})
+    rows_of(p)
+    for rank in (0, 1):
+        assert HANDED not in counters_of(p.stderr, rank), p.stderr
+
+
 def offsets_0_16(alias):
     """Ping-pong with rank 0's buffers on a page and rank 1's 16 bytes in,
     every byte verified, measured costs that make cma the cheapest, and
