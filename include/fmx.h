@@ -116,6 +116,13 @@ typedef struct fmx_status {
 #define FMX_MSG_SYNC 0x4u     /* send: complete only once a receive has matched it (fmx_issend) */
 #define FMX_MSG_MULTI 0x8u    /* status: a message that landed in a multi-receive buffer (fmx_irecv_multi) */
 #define FMX_MSG_MULTI_DONE 0x10u /* status: the multi-receive buffer itself, released */
+#define FMX_MSG_NOW 0x20u     /* send: now or not at all. The message is handed to the peer's transport
+                                 before the call returns, and no request is made (*request = NULL): the
+                                 buffer is free at once and nothing completes later. Where it cannot go
+                                 so (longer than one record, sends of ours to that peer still queued, a
+                                 full ring, a peer not connected yet), FMX_NO_RESOURCES and nothing is
+                                 sent: post it without the flag; a partner gone, its error code. Not
+                                 with FMX_MSG_SYNC */
 
 /* Endpoint parameters (fmx_open_endpoint). */
 enum fmx_param_key {
@@ -281,6 +288,13 @@ fmx_return_t fmx_test_any(fmx_endpoint_t endpoint, uint64_t match_info, uint64_t
                           fmx_status_t *status, uint32_t *result);
 fmx_return_t fmx_wait_any(fmx_endpoint_t endpoint, uint32_t timeout_ms, uint64_t match_info,
                           uint64_t match_mask, fmx_status_t *status, uint32_t *result);
+/* One progress pass, then up to max finished requests, oldest first,
+ * completed (and freed) as fmx_test_any's with a mask of 0: their statuses
+ * in statuses[0..*count). What a library that turns completions into
+ * queue entries of its own calls (the libfabric provider): a polling loop
+ * pays one pass of the transports per call, not one per completion plus
+ * one to find none left. max 0: progress only. */
+fmx_return_t fmx_test_some(fmx_endpoint_t endpoint, fmx_status_t *statuses, uint32_t max, uint32_t *count);
 /* Return some completed request without freeing it (test it afterwards). */
 fmx_return_t fmx_ipeek(fmx_endpoint_t endpoint, fmx_request_t *request, uint32_t *result);
 fmx_return_t fmx_peek(fmx_endpoint_t endpoint, uint32_t timeout_ms, fmx_request_t *request,

@@ -15,6 +15,7 @@ send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoi
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request || (flags & ~SEND_FLAGS)) return FMX_BAD_REQUEST;
   int sync = (flags & FMX_MSG_SYNC) != 0;
+  if (sync && (flags & FMX_MSG_NOW)) return FMX_BAD_REQUEST;
   /* The record's flags: none on the common path. */
   unsigned hflags = 0;
   if (flags & FMX_MSG_UNTAGGED) {
@@ -31,6 +32,15 @@ send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoi
   if (!p) {
     ep_unlock(ep);
     return FMX_BAD_ADDRESS;
+  }
+  /* Now or not at all (the libfabric provider's injects): no request. */
+  if (flags & FMX_MSG_NOW) {
+    fmx_return_t now = p->t.state != PARTNER_ALIVE                                   ? gone_code(p)
+                       : proto_send_now(ep, p, segs, nsegs, len, match, hflags, data) ? FMX_SUCCESS
+                                                                                     : FMX_NO_RESOURCES;
+    ep_unlock(ep);
+    if (now == FMX_SUCCESS) *request = NULL;
+    return now;
   }
   /* A small message goes before its request, which is then only a
    * receipt, done at birth: one on the free list, so that making it cannot
@@ -250,6 +260,19 @@ API fmx_return_t fmx_test_any(fmx_endpoint_t ep, uint64_t match, uint64_t mask, 
 API fmx_return_t fmx_wait_any(fmx_endpoint_t ep, uint32_t timeout_ms, uint64_t match, uint64_t mask,
                               fmx_status_t *status, uint32_t *result) {
   return any_common(ep, timeout_ms, 1, match, mask, status, result);
+}
+
+API fmx_return_t fmx_test_some(fmx_endpoint_t ep, fmx_status_t *statuses, uint32_t max, uint32_t *count) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  if (!count || (max && !statuses)) return FMX_BAD_REQUEST;
+  uint32_t n = 0;
+  ep_lock(ep);
+  ep_progress_locked(ep);
+  for (; n < max && !list_empty(&ep->completed); n++)
+    reap(ep, list_entry(ep->completed.next, struct fmx_request, qnode), &statuses[n]);
+  ep_unlock(ep);
+  *count = n;
+  return FMX_SUCCESS;
 }
 
 static int any_completed(struct fmx_endpoint *ep, void *arg) { return !list_empty(&ep->completed); }

@@ -27,7 +27,7 @@ static inline __attribute__((always_inline)) fmx_return_t check_segs(const fmx_s
   return FMX_SUCCESS;
 }
 
-#define SEND_FLAGS (FMX_MSG_UNTAGGED | FMX_MSG_DATA | FMX_MSG_SYNC)
+#define SEND_FLAGS (FMX_MSG_UNTAGGED | FMX_MSG_DATA | FMX_MSG_SYNC | FMX_MSG_NOW)
 #define RECV_FLAGS FMX_MSG_UNTAGGED
 
 /* What a request with a gone partner p completes with. */

@@ -50,12 +50,12 @@ static void mark(struct ofx_cq *cq) { __atomic_store_n(&cq->avail, cq->count || 
 
 void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct ofx_av *av,
                  const fmx_endpoint_addr_t *src) {
-  pthread_mutex_lock(&cq->lock);
+  OFX_LOCK(cq);
   if (cq->count == cq->cap) { /* grow: completions are never dropped */
     size_t cap = cq->cap ? 2 * cq->cap : 256;
     struct ofx_cqe *r = malloc(cap * sizeof *r);
     if (!r) { /* keep the oldest ones: the error list says so */
-      pthread_mutex_unlock(&cq->lock);
+      OFX_UNLOCK(cq);
       ofx_cq_push_err(cq, e, FI_ENOMEM, FMX_NO_SYSTEM_RESOURCES, 0);
       return;
     }
@@ -71,7 +71,7 @@ void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct o
   if (src) slot->src = *src;
   cq->count++;
   mark(cq);
-  pthread_mutex_unlock(&cq->lock);
+  OFX_UNLOCK(cq);
 }
 
 void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, int err, int prov_errno, size_t olen) {
@@ -80,19 +80,19 @@ void ofx_cq_push_err(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, int 
   x->e = (struct fi_cq_err_entry){.op_context = e->op_context, .flags = e->flags, .len = e->len, .buf = e->buf,
                                   .data = e->data, .tag = e->tag, .olen = olen, .err = err,
                                   .prov_errno = prov_errno};
-  pthread_mutex_lock(&cq->lock);
+  OFX_LOCK(cq);
   *cq->err_tail = x;
   cq->err_tail = &x->next;
   mark(cq);
-  pthread_mutex_unlock(&cq->lock);
+  OFX_UNLOCK(cq);
 }
 
 /* Take up to count completions; -FI_EAVAIL when an error waits first. */
 static ssize_t take(struct ofx_cq *cq, void *buf, size_t count, fi_addr_t *src) {
   size_t es = entry_size(cq->format), n = 0;
-  pthread_mutex_lock(&cq->lock);
+  OFX_LOCK(cq);
   if (cq->err && !cq->count) {
-    pthread_mutex_unlock(&cq->lock);
+    OFX_UNLOCK(cq);
     return -FI_EAVAIL;
   }
   for (; n < count && cq->count; n++) {
@@ -103,7 +103,7 @@ static ssize_t take(struct ofx_cq *cq, void *buf, size_t count, fi_addr_t *src) 
     cq->count--;
   }
   mark(cq);
-  pthread_mutex_unlock(&cq->lock);
+  OFX_UNLOCK(cq);
   return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
@@ -135,14 +135,14 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
   (void)flags;
   struct ofx_cq *cq = (struct ofx_cq *)fcq;
   if (!buf) return -FI_EINVAL;
-  pthread_mutex_lock(&cq->lock);
+  OFX_LOCK(cq);
   struct ofx_err *x = cq->err;
   if (x) {
     cq->err = x->next;
     if (!cq->err) cq->err_tail = &cq->err;
   }
   mark(cq);
-  pthread_mutex_unlock(&cq->lock);
+  OFX_UNLOCK(cq);
   if (!x) return -FI_EAGAIN;
   /* Fields up to err_data_size: those of every API version fmx accepts. */
   buf->op_context = x->e.op_context;
@@ -237,7 +237,6 @@ static struct fi_ops_cq cq_ops = {
 };
 
 int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **out, void *context) {
-  (void)domain;
   if (!attr) return -FI_EINVAL;
   if (attr->format > FI_CQ_FORMAT_TAGGED) return -FI_ENOSYS;
   if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC && attr->wait_obj != FI_WAIT_YIELD)
@@ -246,6 +245,7 @@ int ofx_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
   struct ofx_cq *cq = calloc(1, sizeof *cq);
   if (!cq) return -FI_ENOMEM;
   pthread_mutex_init(&cq->lock, NULL);
+  cq->serial = ((struct ofx_domain *)domain)->serial;
   cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_TAGGED : attr->format;
   cq->err_tail = &cq->err;
   cq->cq.fid.fclass = FI_CLASS_CQ;

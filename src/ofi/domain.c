@@ -168,6 +168,7 @@ int ofx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     return -ofx_errno(rc);
   }
   (void)fabric;
+  d->serial = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
   d->next_key = 1;
   d->mr_eid = FMX_ANY_ENDPOINT;
   if (info && (info->caps & (FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE))) {

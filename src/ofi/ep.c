@@ -102,19 +102,19 @@ void ofx_ep_finish(struct ofx_ep *ep, struct ofx_op *op, const fmx_status_t *st)
   if (!(st->flags & FMX_MSG_MULTI)) ofx_op_put(ep, op); /* a buffer's message: the buffer lives on */
 }
 
+/* Completions taken per pass of fmx's progress (fmx_test_some). */
+#define OFX_REAP 16
+
 int ofx_ep_progress(struct ofx_ep *ep) {
-  int n = 0;
-  pthread_mutex_lock(&ep->lock);
-  for (; n < 64; n++) {
-    fmx_status_t st;
-    uint32_t res = 0;
-    if (fmx_test_any(ep->fx, 0, 0, &st, &res) != FMX_SUCCESS || !res) break;
-    ofx_ep_finish(ep, st.context, &st);
-  }
-  pthread_mutex_unlock(&ep->lock);
+  fmx_status_t st[OFX_REAP];
+  uint32_t n = 0;
+  OFX_LOCK(ep);
+  if (fmx_test_some(ep->fx, st, OFX_REAP, &n) != FMX_SUCCESS) n = 0;
+  for (uint32_t i = 0; i < n; i++) ofx_ep_finish(ep, st[i].context, &st[i]);
+  OFX_UNLOCK(ep);
   /* Peers' reads and writes of our registrations wait for it. */
   if (ep->dom->mr_fx) fmx_progress(ep->dom->mr_fx);
-  return n;
+  return (int)n;
 }
 
 int ofx_bound_progress(const struct ofx_bound *b) {
@@ -306,7 +306,7 @@ static struct fi_ops ep_fid_ops = {
 static ssize_t ep_cancel(fid_t fid, void *context) {
   struct ofx_ep *ep = (struct ofx_ep *)fid;
   ssize_t rc = -FI_ENOENT;
-  pthread_mutex_lock(&ep->lock);
+  OFX_LOCK(ep);
   for (struct ofx_op *op = ep->live.next; op != &ep->live; op = op->next) {
     if (op->context != context || !(op->flags & FI_RECV)) continue;
     uint32_t done = 0;
@@ -317,7 +317,7 @@ static ssize_t ep_cancel(fid_t fid, void *context) {
     }
     break;
   }
-  pthread_mutex_unlock(&ep->lock);
+  OFX_UNLOCK(ep);
   return rc;
 }
 
@@ -444,6 +444,7 @@ int ofx_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     return -ofx_errno(rc);
   }
   pthread_mutex_init(&ep->lock, NULL);
+  ep->serial = ((struct ofx_domain *)domain)->serial;
   ep->caps = info->caps ? info->caps : OFX_CAPS;
   ep->tx_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags : 0;

@@ -67,8 +67,25 @@ struct ofx_fabric {
 /* A domain opened for RMA owns a hidden fmx endpoint whose regions are its
  * registrations (one cookie per registration, whichever endpoint a peer
  * names); its endpoints progress it. */
+/* An endpoint's or a queue's lock, unless its domain is serial: then
+ * the application's order is the lock (8 B ping-pong through Open MPI:
+ * docs/ofi.md, Latency). */
+#define OFX_LOCK(o)                                   \
+  do {                                                \
+    if (!(o)->serial) pthread_mutex_lock(&(o)->lock); \
+  } while (0)
+#define OFX_UNLOCK(o)                                   \
+  do {                                                  \
+    if (!(o)->serial) pthread_mutex_unlock(&(o)->lock); \
+  } while (0)
+
 struct ofx_domain {
   struct fid_domain domain;
+  /* The application serializes its calls on the domain's objects
+   * (FI_THREAD_DOMAIN, what Open MPI and MPICH ask without
+   * MPI_THREAD_MULTIPLE): its endpoints and queues take no lock (OFX_LOCK).
+   * fmx's own threads never call the provider. */
+  int serial;
   uint64_t next_key; /* fi_mr_reg's keys when there is no RMA */
   fmx_endpoint_t mr_fx;
   uint32_t mr_eid, mr_key;
@@ -138,6 +155,7 @@ struct ofx_cq {
   struct fid_cq cq;
   enum fi_cq_format format;
   pthread_mutex_t lock;
+  int serial; /* its domain's: no locking (OFX_LOCK) */
   struct ofx_cqe *ring;
   size_t cap, head, count;
   struct ofx_err *err, **err_tail;
@@ -199,6 +217,7 @@ struct ofx_ep {
   struct ofx_cntr *cntr[OFX_CNT_N];
   size_t min_multi_recv;
   pthread_mutex_t lock;
+  int serial; /* its domain's: no locking (OFX_LOCK) */
   struct ofx_conn *conn; /* per fi_addr */
   size_t nconn;
   struct ofx_op *free_ops;

@@ -18,13 +18,13 @@ static ssize_t rma_common(struct ofx_ep *ep, const struct iovec *iov, size_t cou
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (!(ep->caps & (write ? FI_WRITE : FI_READ)) && !(ep->caps & FI_RMA)) return -FI_EOPNOTSUPP;
   if (!ep->txcq) return -FI_ENOCQ;
-  pthread_mutex_lock(&ep->lock);
+  OFX_LOCK(ep);
   fmx_endpoint_addr_t to;
   ssize_t rc = ofx_ep_mr_addr(ep, peer, &to);
   struct ofx_op *op = rc ? NULL : ofx_op_get(ep);
   if (!rc && !op) rc = -FI_EAGAIN;
   if (rc) {
-    pthread_mutex_unlock(&ep->lock);
+    OFX_UNLOCK(ep);
     return rc;
   }
   op->context = context;
@@ -36,7 +36,7 @@ static ssize_t rma_common(struct ofx_ep *ep, const struct iovec *iov, size_t cou
     rc = write ? ofx_op_inject(op, iov, count, &one) : -FI_EINVAL;
     if (rc) {
       ofx_op_put(ep, op);
-      pthread_mutex_unlock(&ep->lock);
+      OFX_UNLOCK(ep);
       return rc;
     }
     segs = &one;
@@ -44,7 +44,7 @@ static ssize_t rma_common(struct ofx_ep *ep, const struct iovec *iov, size_t cou
   }
   rc = ofx_op_posted(ep, op, write ? fmx_region_iwrite(ep->fx, to, key, addr, segs, nsegs, op, &op->req)
                                    : fmx_region_iread(ep->fx, to, key, addr, segs, nsegs, op, &op->req));
-  pthread_mutex_unlock(&ep->lock);
+  OFX_UNLOCK(ep);
   return rc;
 }
 

@@ -60,8 +60,12 @@ def test_fi_info_lists_fmx_rdm_only():
 
 
 @provider
-def test_libfabric_api():
-    p = run([os.path.join(BUILD, "tests", "fi_provider_check")], FI_ENV, timeout=120)
+@pytest.mark.parametrize("threading", ["safe", "domain"])
+def test_libfabric_api(threading):
+    """Every call MPIs make, checked; "domain": with FI_THREAD_DOMAIN, where
+    the provider takes no locks of its own."""
+    p = run([os.path.join(BUILD, "tests", "fi_provider_check")] + (["domain"] if threading == "domain" else []),
+            FI_ENV, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "checks passed" in p.stdout
 

@@ -151,6 +151,86 @@ static void test_directed(void) {
   }
 }
 
+/* FMX_MSG_NOW: a message that goes now leaves no request and arrives
+ * whole; one that cannot go now (longer than a record, a full ring, a
+ * sync send) is refused and nothing arrives; after the receiver drained
+ * the ring, sends go now again. */
+static void test_send_now(void) {
+  uint64_t v = 0x0123456789abcdefull, got = 0;
+  fmx_seg_t s8 = {&v, sizeof v}, d8 = {&got, sizeof got};
+  fmx_request_t q = (fmx_request_t)&v, rq;
+  CHECK_EQ(fmx_isendx(a, &s8, 1, a_to_r, 0x50, 77, FMX_MSG_DATA | FMX_MSG_NOW, NULL, &q), FMX_SUCCESS);
+  CHECK(q == NULL);
+  CHECK_EQ(fmx_irecvx(r, &d8, 1, NULL, 0x50, ~0ull, 0, NULL, &rq), FMX_SUCCESS);
+  fmx_status_t st = wait_done(r, &rq);
+  CHECK_EQ(st.code, FMX_SUCCESS);
+  CHECK_EQ(st.data, 77);
+  CHECK_EQ(got, v);
+  CHECK_EQ(fmx_isendx(a, &s8, 1, a_to_r, 0x50, 0, FMX_MSG_NOW | FMX_MSG_SYNC, NULL, &q), FMX_BAD_REQUEST);
+  /* Longer than one record: refused, nothing sent. */
+  size_t big = 1u << 20;
+  uint8_t *b1 = malloc(big);
+  fmx_seg_t sb = {b1, big};
+  CHECK_EQ(fmx_isendx(a, &sb, 1, a_to_r, 0x51, 0, FMX_MSG_NOW, NULL, &q), FMX_NO_RESOURCES);
+  CHECK_EQ(fmx_irecvx(r, &sb, 1, NULL, 0x51, ~0ull, 0, NULL, &rq), FMX_SUCCESS);
+  uint32_t res = 0;
+  for (int i = 0; i < 100; i++) fmx_progress(r);
+  CHECK_EQ(fmx_test(r, &rq, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 0);
+  CHECK_EQ(fmx_cancel(r, &rq, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  free(b1);
+  /* Until the ring is full, then refused; every one sent arrives, in order. */
+  uint64_t n = 0;
+  for (; n < (1u << 20); n++) {
+    fmx_seg_t sn = {&n, sizeof n};
+    fmx_return_t rc = fmx_isendx(a, &sn, 1, a_to_r, 0x52, 0, FMX_MSG_NOW, NULL, &q);
+    if (rc == FMX_NO_RESOURCES) break;
+    CHECK_EQ(rc, FMX_SUCCESS);
+  }
+  CHECK(n > 16 && n < (1u << 20));
+  for (uint64_t i = 0; i < n; i++) {
+    CHECK_EQ(fmx_irecvx(r, &d8, 1, NULL, 0x52, ~0ull, 0, NULL, &rq), FMX_SUCCESS);
+    CHECK_EQ(wait_done(r, &rq).code, FMX_SUCCESS);
+    CHECK_EQ(got, i);
+  }
+  CHECK_EQ(fmx_isendx(a, &s8, 1, a_to_r, 0x53, 0, FMX_MSG_NOW, NULL, &q), FMX_SUCCESS);
+  CHECK_EQ(fmx_irecvx(r, &d8, 1, NULL, 0x53, ~0ull, 0, NULL, &rq), FMX_SUCCESS);
+  CHECK_EQ(wait_done(r, &rq).code, FMX_SUCCESS);
+}
+
+/* fmx_test_some: one progress pass, then up to max completions, oldest
+ * first; max 0 progresses only; bad arguments refused. */
+static void test_test_some(void) {
+  uint64_t in[3] = {0}, out[3] = {11, 12, 13};
+  fmx_request_t rq[3], q;
+  for (int i = 0; i < 3; i++) {
+    fmx_seg_t d = {&in[i], sizeof in[i]};
+    CHECK_EQ(fmx_irecv(r, &d, 1, 0x60 + (uint64_t)i, ~0ull, &in[i], &rq[i]), FMX_SUCCESS);
+  }
+  for (int i = 0; i < 3; i++) {
+    fmx_seg_t s = {&out[i], sizeof out[i]};
+    CHECK_EQ(fmx_isendx(a, &s, 1, a_to_r, 0x60 + (uint64_t)i, 0, FMX_MSG_NOW, NULL, &q), FMX_SUCCESS);
+  }
+  fmx_status_t st[2];
+  uint32_t got = 0, n = 0;
+  for (int tries = 0; got < 3 && tries < 100000; tries++) {
+    CHECK_EQ(fmx_test_some(r, st, 2, &n), FMX_SUCCESS);
+    CHECK(n <= 2);
+    for (uint32_t k = 0; k < n; k++, got++) {
+      CHECK_EQ(st[k].code, FMX_SUCCESS);
+      CHECK(st[k].context == &in[got]); /* oldest first: they completed in order */
+      CHECK_EQ(in[got], out[got]);
+    }
+  }
+  CHECK_EQ(got, 3);
+  CHECK_EQ(fmx_test_some(r, NULL, 0, &n), FMX_SUCCESS);
+  CHECK_EQ(n, 0);
+  CHECK_EQ(fmx_test_some(r, st, 2, NULL), FMX_BAD_REQUEST);
+  CHECK_EQ(fmx_test_some(r, NULL, 1, &n), FMX_BAD_REQUEST);
+  CHECK_EQ(fmx_test_some(NULL, st, 2, &n), FMX_BAD_ENDPOINT);
+}
+
 static void test_bad_input(void) {
   char c = 0;
   fmx_seg_t seg = {&c, 1};
@@ -183,6 +263,11 @@ static void test_directed_peer_gone(void) {
   uint32_t res = 0;
   CHECK_EQ(fmx_cancel(r, &any, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
+  /* Now or not at all, to a partner gone: its error at once. */
+  fmx_request_t q = NULL;
+  fmx_return_t rc = fmx_isendx(r, &seg, 1, r_to_b, 0x77, 0, FMX_MSG_NOW, NULL, &q);
+  CHECK(rc == FMX_REMOTE_ENDPOINT_CLOSED || rc == FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  CHECK(q == NULL);
 }
 
 int main(void) {
@@ -197,6 +282,8 @@ int main(void) {
   test_data();
   test_untagged();
   test_directed();
+  test_send_now();
+  test_test_some();
   test_bad_input();
   test_directed_peer_gone();
   CHECK_EQ(fmx_close_endpoint(a), FMX_SUCCESS);
