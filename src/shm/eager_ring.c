@@ -114,7 +114,7 @@ static void put_pad(struct shm_ring *r, uint64_t pad) {
   advance(r, pad);
 }
 
-int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt, int hand_over) {
+int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt) {
   uint64_t need = REC_CELLS(hdr->len), pad;
   if (!room(r, need, &pad)) return -EAGAIN;
   if (pad) put_pad(r, pad);
@@ -122,9 +122,15 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
   memcpy(dst, hdr, sizeof *hdr);
   record_gather(dst + RING_DATA_OFF(hdr->len), iov, iovcnt, hdr->len);
   __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local), __ATOMIC_RELEASE);
-  if (hand_over) copy_hand_over(stamp_at(r, r->pos), need * RING_CELL);
   advance(r, need);
   return 0;
+}
+
+void shm_ring_hand_over(const struct shm_ring *r, const struct proto_hdr *hdr) {
+  /* A record never wraps (a PAD sends it to cell 0): it ends where the
+   * producer now is, or at the ring's end when that is cell 0. */
+  uint64_t need = REC_CELLS(hdr->len), end = r->pos ? r->pos : r->ncells;
+  copy_hand_over(stamp_at(r, end - need), need * RING_CELL);
 }
 
 int shm_ring_ref_fits(struct shm_ring *r) {

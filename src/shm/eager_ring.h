@@ -93,7 +93,10 @@ void shm_ring_set_limit(struct shm_ring *r, uint64_t cells, int fault_in);
 size_t shm_ring_max_payload(const struct shm_ring *r);
 /* Write hdr + payload (gathered from iov, hdr->len bytes) as one record and
  * publish it. Returns 0, or -EAGAIN if there is no room now. */
-int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt, int hand_over);
+int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct iovec *iov, int iovcnt);
+/* Hand the lines of the record just pushed (its header hdr) over to the
+ * cache all cores share (copy_hand_over). */
+void shm_ring_hand_over(const struct shm_ring *r, const struct proto_hdr *hdr);
 /* Whether a record referring to its payload (shm_ring_push_ref) fits now. */
 int shm_ring_ref_fits(struct shm_ring *r);
 /* Write hdr and the reference `ref` (whatever names the payload's place)

@@ -21,6 +21,11 @@
  * tiny ones share it. */
 static size_t inline_max(const struct shm_ring *r) { return shm_ring_max_payload(r) / 2; }
 
+/* Some endpoint of the process may hand replies over (shm_ep.handover,
+ * hand_over): where none does (no CLDEMOTE, FMX_HANDOVER=0, more ranks
+ * than cores) a push looks at nothing more than this. */
+static int handover_any;
+
 /* Our buffers named by records of ch that its receiver has consumed go
  * back to the pool. */
 static void link_reclaim(struct shm_link *ch) {
@@ -122,6 +127,7 @@ static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
   se->ring_for = nlive;
   se->ring_cells = bytes / RING_CELL;
   se->handover = fmx_cfg.handover && per_core == 1 && copy_hand_over_usable();
+  if (se->handover) __atomic_store_n(&handover_any, 1, __ATOMIC_RELAXED);
   return se->ring_cells;
 }
 
@@ -137,8 +143,8 @@ static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
  * where the reader often shares our core and our L2 (8 ranks' alltoall
  * of 4 KiB on 2 cores took 1.25x as long). */
 static int hand_over(struct shm_peer *sp) {
-  int go = sp->heard && sp->answered && sp->ep->handover;
-  sp->answered = sp->heard;
+  int heard = sp->heard, go = heard && sp->answered && sp->ep->handover;
+  sp->answered = (uint8_t)heard;
   sp->heard = 0;
   return go;
 }
@@ -153,10 +159,16 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
    * ends connected at once, shm_peer.switch_tx): it may take only a few
    * records. */
   if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
-  int handing = hand_over(sp);
-  if (handing) TRANSPORT_CNT(ep, HANDOVERS);
-  if (h->len <= inline_max(r) ? shm_ring_push(r, h, iov, iovcnt, handing) < 0 : push_pooled(ep, sp->link[0], h, iov, iovcnt) < 0)
+  /* Decided before the push; a stream's pushes (nothing heard, nothing
+   * answered) store nothing. */
+  int handing = __atomic_load_n(&handover_any, __ATOMIC_RELAXED) && (sp->heard | sp->answered) && hand_over(sp);
+  int inline_rec = h->len <= inline_max(r);
+  if (inline_rec ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, sp->link[0], h, iov, iovcnt) < 0)
     return -EAGAIN;
+  if (handing && inline_rec) {
+    shm_ring_hand_over(r, h);
+    TRANSPORT_CNT(ep, HANDOVERS);
+  }
   if (h->type == PROTO_EAGER && h->msg_len > h->len)
     sp->tx_medium_left = h->msg_len - h->len;
   else if (h->type == PROTO_FRAG)
@@ -227,7 +239,6 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
         ch->rx.broken = 1; /* names a buffer its pool does not have */
         break;
       }
-      sp->heard = 1;
       int gone = deliver(ep, p, &ch->bulk, &hdr, payload);
       returned |= ref != RING_NO_REF; /* the pop returns its buffer */
       shm_ring_pop(&ch->rx);
@@ -235,7 +246,10 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
     }
     /* The sender may wait for a pool buffer: we returned some. */
     if (returned) shm_wake(p);
-    if (sp->nlink == 2 && !sp->rx_done && ch->rx.local != before) retire_rx(ep, p, sp, ch);
+    if (ch->rx.local != before) {
+      if (!sp->heard) sp->heard = 1; /* hand_over; stored only when it changes */
+      if (sp->nlink == 2 && !sp->rx_done) retire_rx(ep, p, sp, ch);
+    }
     /* Nothing came: has the peer given up on us? Checked only when idle,
      * so everything it pushed before is delivered first. */
     if (ch->rx.local == before && t->state == PARTNER_ALIVE &&

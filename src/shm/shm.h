@@ -43,12 +43,12 @@ struct shm_peer {
   uint64_t tx_medium_left;   /* bytes of the medium message we push still to come */
   struct shm_link *link[2];   /* we send on link[0]; we poll every one but rx_done */
   int nlink;
+  /* Replies (shm.c, hand_over): heard, records of its taken since our
+   * last push; answered, that push answered some. */
+  uint8_t heard, answered;
   /* Of two links, the one the peer will push on no more (shm.c,
    * retire_rx): polled no longer. */
   struct shm_link *rx_done;
-  /* Replies (shm.c, hand_over): heard, a record of its came since our
-   * last push; answered, that push answered one. */
-  uint8_t heard, answered;
 };
 
 static inline struct shm_peer *shm_peer(struct partner *p) { return transport_state(p); }

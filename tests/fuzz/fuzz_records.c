@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_take(&data, &size, payload, h.len);
     if (!p || p->t.state != PARTNER_ALIVE) break; /* b dropped a for what it wrote */
     struct iovec iov = {payload, h.len};
-    if (shm_ring_push(&shm_peer(p)->link[0]->tx, &h, &iov, h.len ? 1 : 0, 0) != 0) break; /* ring full */
+    if (shm_ring_push(&shm_peer(p)->link[0]->tx, &h, &iov, h.len ? 1 : 0) != 0) break; /* ring full */
     for (int i = 0; i < 4; i++) fmx_progress(b);
   }
   for (int i = 0; i < 4; i++) {

@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t got = fuzz_take(&data, &size, payload, h.len);
         struct iovec iov = {payload, got};
         h.len = (uint32_t)got;
-        shm_ring_push(&prod, &h, &iov, 1, 0);
+        shm_ring_push(&prod, &h, &iov, 1);
         break;
       }
       case 1: { /* a reference with any index */

@@ -172,7 +172,7 @@ static void test_ring_limit(void) {
       uint8_t buf[700];
       memset(buf, (int)(sent & 0xff), h.len);
       struct iovec iov = {buf, h.len};
-      if (shm_ring_push(&tx, &h, &iov, 1, 0) < 0) break;
+      if (shm_ring_push(&tx, &h, &iov, 1) < 0) break;
       sent++;
     }
     const struct proto_hdr *h;

@@ -33,7 +33,7 @@ static void inject(const struct proto_hdr *h, const void *payload) {
   struct partner *p = ep_partner_from_addr(a, a_to_b);
   CHECK(p != NULL);
   struct iovec iov = {(void *)payload, h->len};
-  CHECK_EQ(shm_ring_push(&shm_peer(p)->link[0]->tx, h, &iov, payload ? 1 : 0, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(p)->link[0]->tx, h, &iov, payload ? 1 : 0), 0);
 }
 
 /* The first fragment of an 8 KiB medium message: 4 KiB of ones. */
@@ -319,7 +319,7 @@ int main(void) {
                           .msg_len = sizeof big, .match = gen};
   struct partner *pa2 = ep_partner_from_addr(a, a_to_b);
   struct iovec none = {NULL, 0};
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->stripe, (uint64_t)gen << COOP_GEN_SHIFT); /* nothing taken */
   memset(area, 0, sizeof *area);
@@ -330,12 +330,12 @@ int main(void) {
   area->segs[0].addr = 4096; /* unmapped in any process */
   area->segs[0].len = sizeof big;
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0, 0), 0); /* b left the first one */
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0); /* b left the first one */
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, EFAULT); /* b tried its stripe, failed, said so (an errno: both ends share a kernel) */
   CHECK_EQ(area->done, 4096);
   struct proto_hdr fin = {.type = PROTO_FIN, .flags = PROTO_F_ERROR, .sreq = sreq->m.id, .match = FMX_MESSAGE_ABORTED};
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);
@@ -359,13 +359,13 @@ int main(void) {
   __atomic_store_n(&area->stripe, (uint64_t)gen << COOP_GEN_SHIFT, __ATOMIC_RELEASE);
   cts.sreq = sreq->m.id;
   cts.match = gen;
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &cts, &none, 0), 0);
   for (int i = 0; i < 10; i++) fmx_progress(b);
   CHECK_EQ(area->error, EFAULT);
   for (size_t i = 0; i < sizeof outside; i++) CHECK_EQ(outside[i], 0x11);
   for (size_t i = 0; i < (1 << 20); i++) CHECK_EQ(reg[i], 0x22);
   fin.sreq = sreq->m.id;
-  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0, 0), 0);
+  CHECK_EQ(shm_ring_push(&shm_peer(pa2)->link[0]->tx, &fin, &none, 0), 0);
   CHECK_EQ(fmx_wait(b, &sr, 5000, &st, &res), FMX_SUCCESS);
   CHECK_EQ(res, 1);
   CHECK_EQ(st.code, FMX_MESSAGE_ABORTED);

@@ -37,7 +37,8 @@ static void test_wrap_and_full(void) {
       h.match = sent;
       memset(buf, (int)(sent & 0xff), h.len);
       struct iovec iov = {buf, h.len};
-      if (shm_ring_push(&tx, &h, &iov, 1, (int)(sent & 1)) < 0) break; /* every other one handed over */
+      if (shm_ring_push(&tx, &h, &iov, 1) < 0) break;
+      if (sent & 1) shm_ring_hand_over(&tx, &h); /* every other one handed over: nothing changes */
       sent++;
       pushed++;
     }
@@ -59,7 +60,7 @@ static void test_wrap_and_full(void) {
   /* Too big for the ring: refused, never written. */
   struct proto_hdr big = {.type = PROTO_EAGER, .len = (uint32_t)bytes};
   struct iovec iov = {buf, 1};
-  CHECK(shm_ring_push(&tx, &big, &iov, 1, 0) < 0);
+  CHECK(shm_ring_push(&tx, &big, &iov, 1) < 0);
   free(mem);
 }
 
@@ -72,7 +73,7 @@ static void test_corrupt(void) {
   struct proto_hdr h = {.type = PROTO_EAGER, .len = 8};
   uint64_t v = 42;
   struct iovec iov = {&v, 8};
-  CHECK_EQ(shm_ring_push(&tx, &h, &iov, 1, 0), 0);
+  CHECK_EQ(shm_ring_push(&tx, &h, &iov, 1), 0);
   /* A hostile peer rewrites the length to run past the ring. */
   ((struct proto_hdr *)(rx.cells + RING_STAMP))->len = 1u << 30;
   CHECK(shm_ring_peek(&rx) == NULL);
