@@ -42,7 +42,7 @@ struct cost_model {
 static struct {
   const char *output, *perf, *engines;
   int reps, cores[2];
-  int dry_run, quick, no_threshold;
+  int dry_run, quick, no_threshold, no_nt;
 } opt = {.reps = 3, .cores = {-1, -1}};
 
 struct engine_run {
@@ -116,6 +116,9 @@ static void usage(void) {
          "  --perf PATH     the fmx_perf to run (default: next to fmx_tune)\n"
          "  --no-threshold  keep FMX_RNDV_THRESHOLD; by default it is measured (eager\n"
          "                  against rendezvous, 4K..1M) and written too\n"
+         "  --no-nt         keep FMX_COPY_NT_THRESHOLD; by default it is measured (regular\n"
+         "                  against non-temporal stores, fmx_perf copylimit, 1 and 2 threads)\n"
+         "                  and written too\n"
          "  --help          this text\n\n"
          "Other levels already in the file stay, as do all other lines. fmx reads the\n"
          "file at fmx_init; FMX_COST_* in the environment override it, FMX_BULK forces.\n"
@@ -132,12 +135,13 @@ static int parse_int(const char *s, int lo, int hi, const char *what) {
 }
 
 static void parse_args(int argc, char **argv) {
-  enum { O_OUT = 256, O_DRY, O_CORES, O_REPS, O_ENGINES, O_QUICK, O_PERF, O_NOTHR, O_HELP };
+  enum { O_OUT = 256, O_DRY, O_CORES, O_REPS, O_ENGINES, O_QUICK, O_PERF, O_NOTHR, O_NONT, O_HELP };
   static const struct option lopts[] = {{"output", required_argument, 0, O_OUT}, {"dry-run", no_argument, 0, O_DRY},
                                         {"cores", required_argument, 0, O_CORES}, {"reps", required_argument, 0, O_REPS},
                                         {"engines", required_argument, 0, O_ENGINES}, {"quick", no_argument, 0, O_QUICK},
                                         {"perf", required_argument, 0, O_PERF},   {"help", no_argument, 0, O_HELP},
                                         {"no-threshold", no_argument, 0, O_NOTHR},
+                                        {"no-nt", no_argument, 0, O_NONT},
                                         {0, 0, 0, 0}};
   opterr = 0;
   int c;
@@ -158,6 +162,7 @@ static void parse_args(int argc, char **argv) {
     case O_QUICK: opt.quick = 1; break;
     case O_PERF: opt.perf = optarg; break;
     case O_NOTHR: opt.no_threshold = 1; break;
+    case O_NONT: opt.no_nt = 1; break;
     case 'h':
     case O_HELP: usage(); exit(0);
     case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -244,6 +249,94 @@ static uint64_t measure_threshold(const char *perf, const struct engine_run *run
   return thr;
 }
 
+/* A size as fmx prints one ("120M", "8192"): bytes, 0 if it does not parse. */
+static uint64_t size_value(const char *v) {
+  char *end;
+  uint64_t n = strtoull(v, &end, 10);
+  switch (*end) {
+    case 'K': return n << 10;
+    case 'M': return n << 20;
+    case 'G': return n << 30;
+    case '\0': return n;
+    default: return 0;
+  }
+}
+
+/*
+ * FMX_COPY_NT_THRESHOLD, measured: the derived one (half this core's L3
+ * share) trusts the L3 the CPU reports, and a VM reports its host's (480
+ * MiB "shared by" the 2 CPUs it sees on the Intel Xeon VM of 2026-11-27,
+ * so NT only from 120 MiB, while regular stores fell from 32 MiB: 64 MiB
+ * copied at 7.1 GB/s regular, 11.7-13.2 NT). fmx_perf copylimit times the
+ * regular routine and the NT one auto would take, on 1 thread and on 2
+ * (two ranks copying at once), at the powers of two from 2 x L2 up to
+ * twice the threshold in force (a buffer at most 1/64 of the memory).
+ * Messages above the threshold go NT: it is the size just below the
+ * smallest from which NT won at both thread counts at every larger size
+ * measured; 0 (nothing written) if regular stores still won at the
+ * largest.
+ */
+static uint64_t measure_nt(const char *perf) {
+  fmx_topology_t topo;
+  if (fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &topo, sizeof topo) != FMX_SUCCESS) die("cannot read the topology");
+  uint64_t l2 = topo.l2.size ? topo.l2.size : 1u << 20, cur = size_value(config_value("FMX_COPY_NT_THRESHOLD"));
+  uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 64;
+  uint64_t from = 2 * l2, top = opt.quick ? 8 * l2 : 2 * (cur ? cur : 64 * l2);
+  if (top > mem) top = mem;
+  uint64_t sizes[MAX_SIZES];
+  int n = 0;
+  for (uint64_t s = from; s <= top && n < MAX_SIZES; s *= 2) sizes[n++] = s;
+  if (n < 2) return 0;
+  char cmd[4096];
+  int len = snprintf(cmd, sizeof cmd, "'%s' copylimit --json --quiet --cores %d,%d%s --sizes ", perf, opt.cores[0],
+                     opt.cores[1], opt.quick ? " --iters 2" : "");
+  for (int i = 0; i < n; i++) len += snprintf(cmd + len, sizeof cmd - (size_t)len, "%s%" PRIu64, i ? "," : "", sizes[i]);
+  /* MB/s: [size][0 regular, 1 avx2_nt, 2 avx512_nt][threads - 1] */
+  double bw[MAX_SIZES][3][2] = {{{0}}};
+  for (int rep = 0; rep < opt.reps; rep++) {
+    fprintf(stderr, "[fmx_tune] rep %d/%d: regular against non-temporal stores, %d sizes\n", rep + 1, opt.reps, n);
+    FILE *f = popen(cmd, "r");
+    if (!f) die("cannot run %s: %s", perf, strerror(errno));
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+      const char *ps = strstr(line, "\"size\":"), *pb = strstr(line, "\"bandwidth_MBps\":"),
+                 *pr = strstr(line, "\"routine\":\""), *pt = strstr(line, "\"threads\":");
+      uint64_t size;
+      double b;
+      int th;
+      if (!ps || !pb || !pr || !pt || sscanf(ps + 7, "%" SCNu64, &size) != 1 || sscanf(pb + 17, "%lf", &b) != 1 ||
+          sscanf(pt + 10, "%d", &th) != 1 || th < 1 || th > 2)
+        continue;
+      pr += 11;
+      int r = strncmp(pr, "regular\"", 8) == 0 ? 0 : strncmp(pr, "avx2_nt\"", 8) == 0 ? 1
+              : strncmp(pr, "avx512_nt\"", 10) == 0 ? 2 : -1;
+      for (int i = 0; r >= 0 && i < n; i++)
+        if (sizes[i] == size && b > bw[i][r][th - 1]) bw[i][r][th - 1] = b;
+    }
+    if (pclose(f) != 0) die("'%s' failed: see its message above", cmd);
+  }
+  /* The NT routine auto takes (copy.h: avx2_nt, else avx512_nt). */
+  int nt = bw[0][1][0] > 0 ? 1 : bw[0][2][0] > 0 ? 2 : 0;
+  if (!nt || bw[0][0][0] <= 0) {
+    printf("# FMX_COPY_NT_THRESHOLD: no non-temporal routine measured here: kept\n");
+    return 0;
+  }
+  printf("# regular against %s stores, best of %d, MB/s (1 thread | 2 threads)\n%10s %10s %10s | %10s %10s\n",
+         nt == 1 ? "avx2_nt" : "avx512_nt", opt.reps, "size", "regular", "nt", "regular", "nt");
+  uint64_t thr = 0;
+  int won = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    won = won && bw[i][nt][0] >= bw[i][0][0] && bw[i][nt][1] >= bw[i][0][1];
+    if (won) thr = i ? sizes[i - 1] : sizes[0] / 2;
+  }
+  for (int i = 0; i < n; i++)
+    printf("%10" PRIu64 " %10.0f %10.0f | %10.0f %10.0f\n", sizes[i], bw[i][0][0], bw[i][nt][0], bw[i][0][1],
+           bw[i][nt][1]);
+  if (!thr) printf("# FMX_COPY_NT_THRESHOLD: regular stores won at %" PRIu64 ": kept\n", sizes[n - 1]);
+  else printf("# FMX_COPY_NT_THRESHOLD=%" PRIu64 "\n", thr);
+  return thr;
+}
+
 /* Least squares of t = a + b * len over sizes [i0, i1) on relative error
  * (weights 1/t^2: the small sizes, where startup matters, count as much as
  * the large ones). Returns the weighted squared error, or -1 if the times
@@ -318,7 +411,8 @@ static void merge_spec(const char *old, const char *level, const char *mine, cha
 }
 
 /* Rewrite the tuning file: our FMX_COST_* lines replaced, the rest kept. */
-static void write_file(const char *path, struct engine_run *runs, int nruns, const char *level, uint64_t thr) {
+static void write_file(const char *path, struct engine_run *runs, int nruns, const char *level, uint64_t thr,
+                       uint64_t nt) {
   char *old_text = NULL;
   size_t old_len = 0;
   FILE *in = fopen(path, "r");
@@ -341,6 +435,7 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, con
       }
       if (strncmp(line, "# fmx_tune", 10) == 0) ours = 1; /* our comment: rewritten below */
       if (thr && strncmp(line, "FMX_RNDV_THRESHOLD=", 19) == 0) ours = 1;
+      if (nt && strncmp(line, "FMX_COPY_NT_THRESHOLD=", 22) == 0) ours = 1;
       if (!ours) fputs(line, mem);
     }
     fclose(in);
@@ -352,6 +447,7 @@ static void write_file(const char *path, struct engine_run *runs, int nruns, con
     merge_spec(old[k], level, runs[k].picked ? runs[k].spec : "", specs[k], sizeof specs[k]);
   fprintf(mem, "# fmx_tune, cores %d,%d (%s)\n", opt.cores[0], opt.cores[1], level);
   if (thr) fprintf(mem, "FMX_RNDV_THRESHOLD=%" PRIu64 "\n", thr);
+  if (nt) fprintf(mem, "FMX_COPY_NT_THRESHOLD=%" PRIu64 "\n", nt);
   for (int k = 0; k < nruns; k++)
     if (specs[k][0]) fprintf(mem, "%s=%s\n", runs[k].cost_var, specs[k]);
   fclose(mem);
@@ -480,7 +576,8 @@ int main(int argc, char **argv) {
   printf("# the model's choice is at most %.1f%% slower than the best measured engine at these sizes\n", worst * 100);
   for (int k = 0; k < nruns; k++)
     if (!runs[k].picked) printf("# %s is never the cheapest here: its cost is not written\n", runs[k].name);
-  write_file(path, runs, nruns, level, thr);
+  uint64_t nt = opt.no_nt ? 0 : measure_nt(perf);
+  write_file(path, runs, nruns, level, thr, nt);
   fmx_finalize();
   return 0;
 }

@@ -16,7 +16,8 @@ def engines_by_size(tuning, sizes="256K,2M"):
 
 def test_fmx_tune_writes_costs_and_keeps_other_lines(tmp_path):
     f = tmp_path / "tuning.conf"
-    f.write_text("# mine\nFMX_SPIN_US=500\nFMX_COST_CMA=NUMA:9:999\nFMX_RNDV_THRESHOLD=1\n")
+    f.write_text("# mine\nFMX_SPIN_US=500\nFMX_COST_CMA=NUMA:9:999\nFMX_RNDV_THRESHOLD=1\n"
+                 "FMX_COPY_NT_THRESHOLD=7M\n")
     p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f)])
     assert p.returncode == 0, p.stderr
     assert "[fmx_tune] rep 1/1: cma" in p.stderr and "loss vs best" in p.stdout
@@ -31,18 +32,29 @@ def test_fmx_tune_writes_costs_and_keeps_other_lines(tmp_path):
     thr = [l for l in lines if l.startswith("FMX_RNDV_THRESHOLD=")]
     assert len(thr) == 1 and int(thr[0].split("=")[1]) >= 4096  # measured, replaced
     assert "NUMA:9:999" in cma[0]          # another level's measurement stays
+    # Regular against non-temporal stores: a threshold written, or the old line kept, as it says.
+    nt = [l for l in lines if l.startswith("FMX_COPY_NT_THRESHOLD=")]
+    said = [l[2:] for l in p.stdout.splitlines() if l.startswith("# FMX_COPY_NT_THRESHOLD")]
+    assert "regular against" in p.stdout and len(said) == 1, p.stdout
+    if "kept" in said[0]:
+        assert nt == ["FMX_COPY_NT_THRESHOLD=7M"], nt
+    else:
+        assert nt == [said[0]] and int(said[0].split("=")[1]) > 0, (nt, said)
     # the engines the model picks got this level's entries (the cheapest at some size: at least one)
     level = [l for l in lines if l.startswith("# fmx_tune")][0].split("(")[1].rstrip(")")
     costs = [l for l in lines if l.startswith("FMX_COST_")]
     assert any(level + ":" in l or level + "@" in l for l in costs), costs
     # A second run replaces its level's entries, adds no duplicate lines.
-    p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f), "--engines", "ring", "--no-threshold"])
+    p = run(["fmx_tune", "--quick", "--reps", "1", "--output", str(f), "--engines", "ring", "--no-threshold",
+             "--no-nt"])
     assert p.returncode == 0, p.stderr
+    assert "regular against" not in p.stdout
     lines2 = f.read_text().splitlines()
     assert sum(l.startswith("FMX_COST_RING=") for l in lines2) == 1  # alone, ring is always picked
     assert sum(l.startswith("# fmx_tune") for l in lines2) == 1
     assert [l for l in lines2 if l.startswith("FMX_COST_CMA=")] == cma
     assert [l for l in lines2 if l.startswith("FMX_RNDV_THRESHOLD=")] == thr  # --no-threshold keeps it
+    assert [l for l in lines2 if l.startswith("FMX_COPY_NT_THRESHOLD=")] == nt  # --no-nt keeps it
     # The library reads what fmx_tune wrote: fmx_info shows where it came from.
     p = run(["fmx_info", "--config"], {"FMX_TUNING_FILE": str(f)})
     assert any(l.startswith("FMX_COST_RING") and "tuning file" in l for l in p.stdout.splitlines())
