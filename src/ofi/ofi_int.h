@@ -64,9 +64,6 @@ struct ofx_fabric {
   struct fid_fabric fabric;
 };
 
-/* A domain opened for RMA owns a hidden fmx endpoint whose regions are its
- * registrations (one cookie per registration, whichever endpoint a peer
- * names); its endpoints progress it. */
 /* An endpoint's or a queue's lock, unless its domain is serial: then
  * the application's order is the lock (8 B ping-pong through Open MPI:
  * docs/ofi.md, Latency). */
@@ -79,6 +76,9 @@ struct ofx_fabric {
     if (!(o)->serial) pthread_mutex_unlock(&(o)->lock); \
   } while (0)
 
+/* A domain opened for RMA owns a hidden fmx endpoint whose regions are its
+ * registrations (one cookie per registration, whichever endpoint a peer
+ * names); its endpoints progress it. */
 struct ofx_domain {
   struct fid_domain domain;
   /* The application serializes its calls on the domain's objects
