@@ -139,7 +139,8 @@ typedef struct fmx_topology {
   int32_t ncores;     /* physical cores */
   int32_t npus;       /* hardware threads */
   int32_t numa_nodes;
-  int32_t reserved;
+  int32_t virtualized; /* 1 under a hypervisor: the cache sizes may be the
+                          host's, not this guest's share (docs/tuning.md) */
   fmx_cache_info_t l1d, l2, l3; /* those of the CPU fmx_init ran on */
   char cpu_model[64];
   char source[32];    /* where it was read: "hwloc", "sysfs", "synthetic" */

@@ -222,6 +222,7 @@ static void print_text(const struct facts *fx, int config)
   printf("%-14s %s\n", "cpu", t->cpu_model);
   printf("%-14s %d (%d PUs)\n", "cores", t->ncores, t->npus);
   printf("%-14s %d\n", "numa nodes", t->numa_nodes);
+  if (t->virtualized) printf("%-14s %s\n", "virtualized", "yes (cache sizes may be the host's)");
   print_cache("L1d", &t->l1d);
   print_cache("L2", &t->l2);
   print_cache("L3", &t->l3);
@@ -337,8 +338,8 @@ static void print_json(const struct facts *fx, int config)
     printf("null");
   printf(",\n  \"cpu_model\": ");
   json_str(t->cpu_model);
-  printf(",\n  \"cores\": %d,\n  \"pus\": %d,\n  \"numa_nodes\": %d,\n", t->ncores, t->npus,
-         t->numa_nodes);
+  printf(",\n  \"cores\": %d,\n  \"pus\": %d,\n  \"numa_nodes\": %d,\n  \"virtualized\": %s,\n", t->ncores,
+         t->npus, t->numa_nodes, t->virtualized ? "true" : "false");
   printf("  \"topology_source\": ");
   json_str(t->source);
   printf(",\n  \"caches\": {\n");

@@ -108,7 +108,8 @@ static struct cfg_entry table[] = {
          "modulo 4 KiB uses the avx2 loop, not memcpy's rep movsb, and such a large receive takes ring over a kernel "
          "copy; default measured at start: 1 where rep movsb takes more than twice the avx2 loop's time there"),
     NUM("FMX_COPY_NT_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, copy_nt_threshold,
-        "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share"),
+        "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share, "
+        "8M in a VM (its L3 figure is the host's) or where no cache is described"),
     STR("FMX_COST_CMA", "", NULL, cost_cma,
         "measured cost of the cma engine, LEVEL:STARTUP_US:MBPS[;...] per topology level (L1 L2 L3 NUMA SYS); "
         "fmx_tune writes it"),

@@ -68,6 +68,7 @@ static fmx_return_t topology(void *out, uint32_t out_len) {
   o.ncores = t->ncores;
   o.npus = t->npus;
   o.numa_nodes = t->numa_nodes;
+  o.virtualized = t->virtualized;
   cache_out(&o.l1d, &t->l1);
   cache_out(&o.l2, &t->l2);
   cache_out(&o.l3, &t->l3);

@@ -17,6 +17,9 @@
 
 #include <errno.h>
 #include <ctype.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <hwloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -183,6 +186,16 @@ static void topo_read_model(char *out, size_t len)
   fclose(f);
 }
 
+static int topo_read_virtualized(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (__get_cpuid(1, &a, &b, &c, &d))
+    return (c >> 31) & 1;
+#endif
+  return 0;
+}
+
 static void topo_describe_cache(const struct topo_cpu *c, int level, struct topo_cache_info *out)
 {
   memset(out, 0, sizeof(*out));
@@ -204,6 +217,7 @@ static void topo_summarise(struct topo_state *st)
   topo_describe_cache(ref, 2, &st->info.l2);
   topo_describe_cache(ref, 3, &st->info.l3);
   topo_read_model(st->info.cpu_model, sizeof(st->info.cpu_model));
+  st->info.virtualized = topo_read_virtualized();
   if (!st->info.cpu_model[0])
     snprintf(st->info.cpu_model, sizeof(st->info.cpu_model), "unknown");
   if (st->info.numa_nodes < 1)

@@ -35,6 +35,10 @@ struct topo_info {
    * first CPU if that is unknown). Instruction caches are not described. */
   struct topo_cache_info l1, l2, l3;
   char cpu_model[64]; /* "model name" of /proc/cpuinfo, else hwloc's CPUModel */
+  /* 1 when the CPU says a hypervisor runs us (CPUID.1:ECX bit 31 on x86):
+   * the cache sizes are then what the hypervisor passes on, often the
+   * host's whole L3 "shared" by the guest's few CPUs alone. */
+  int virtualized;
   char src[32];       /* "hwloc", "sysfs" (fallback), "synthetic" (tests) or
                          "none" (nothing readable: every query says unknown) */
 };

@@ -71,6 +71,21 @@ def test_fmx_info_says_where_the_provider_is(tmp_path):
     assert json.loads(run(["fmx_info", "--json"], {"FI_PROVIDER_PATH": str(tmp_path)}).stdout)["ofi_provider"] is None
 
 
+def test_fmx_info_says_when_a_hypervisor_runs_us():
+    # The CPU's own word (CPUID), as /proc/cpuinfo lists it; in a VM the L3
+    # figure is the host's, and the NT threshold is not derived from it.
+    with open("/proc/cpuinfo") as f:
+        flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    info = json.loads(run(["fmx_info", "--json"]).stdout)
+    assert info["virtualized"] == ("hypervisor" in flags)
+    cfg = run(["fmx_info", "--config"], {"FMX_TUNING_FILE": ""}).stdout
+    nt = [l for l in cfg.splitlines() if l.startswith("FMX_COPY_NT_THRESHOLD")][0].split()
+    if info["virtualized"]:
+        assert nt[1:3] == ["8M", "default"], nt
+    elif info["caches"]["l3"]["size"] or info["caches"]["l2"]["size"]:
+        assert nt[2] == "topology", nt
+
+
 def test_fmx_info_bad_option():
     assert run(["fmx_info", "--bogus"]).returncode == 2
 

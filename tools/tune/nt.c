@@ -30,7 +30,8 @@ static uint64_t size_value(const char *v) {
  * copied at 7.1 GB/s regular, 11.7-13.2 NT). fmx_perf copylimit times the
  * regular routine and the NT one auto would take, on 1 thread and on 2
  * (two ranks copying at once), at the powers of two from 2 x L2 up to
- * twice the threshold in force (a buffer at most 1/64 of the memory).
+ * twice the threshold in force or this core's L3 share as the CPU reports
+ * it, whichever is larger (a buffer at most 1/64 of the memory).
  * Messages above the threshold go NT: it is the size just below the
  * smallest from which NT won at both thread counts at every larger size
  * measured; 0 (nothing written) if regular stores still won at the
@@ -41,7 +42,13 @@ uint64_t measure_nt(const char *perf) {
   if (fmx_get_info(NULL, FMX_INFO_TOPOLOGY, NULL, 0, &topo, sizeof topo) != FMX_SUCCESS) die("cannot read the topology");
   uint64_t l2 = topo.l2.size ? topo.l2.size : 1u << 20, cur = size_value(config_value("FMX_COPY_NT_THRESHOLD"));
   uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 64;
-  uint64_t from = 2 * l2, top = opt.quick ? 8 * l2 : 2 * (cur ? cur : 64 * l2);
+  /* Up to the L3 share as the CPU reports it: in a VM the threshold in
+   * force is the table's default, not the topology's, and the knee lies
+   * between the two. */
+  uint64_t share = topo.l3.size / (uint64_t)(topo.l3.nshare > 0 ? topo.l3.nshare : 1);
+  uint64_t from = 2 * l2, top = 2 * (cur ? cur : 64 * l2);
+  if (share > top) top = share;
+  if (opt.quick) top = 8 * l2;
   if (top > mem) top = mem;
   uint64_t sizes[MAX_SIZES];
   int n = 0;
