@@ -11,6 +11,19 @@
 #include "platform/sys.h"
 #include "platform/topo.h"
 
+/* A destination larger than half the cache the copying core may fill
+ * evicts its own first lines before the reader comes: non-temporal stores
+ * then save the read-for-ownership and spare the cache (platform/copy.h).
+ * Not in a VM: there the L3 is the host's, shared with cores the guest
+ * cannot see (the Xeon VM of 2026-11-27: 480 MiB "shared by" 2 CPUs gave
+ * NT from 120 MiB, while regular stores fell from 32 MiB); the table's
+ * default stands until fmx_tune measures it. */
+uint64_t tunables_nt_threshold(const struct topo_info *t) {
+  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
+  if (!llc->size || t->virtualized) return 0;
+  return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1) / 2;
+}
+
 /* Defaults that follow the cache topology instead of a magic number
  * (measurements behind them: docs/tuning.md):
  *  - rendezvous threshold = one L2: below it the eager class, in fragments
@@ -33,19 +46,6 @@
  *    32K measured even here);
  *  - the ring engine's slots together take one L2 (8 x 64K beat 4 x 64K
  *    1.05-1.4x from 64K to 16M). */
-/* A destination larger than half the cache the copying core may fill
- * evicts its own first lines before the reader comes: non-temporal stores
- * then save the read-for-ownership and spare the cache (platform/copy.h).
- * Not in a VM: there the L3 is the host's, shared with cores the guest
- * cannot see (the Xeon VM of 2026-11-27: 480 MiB "shared by" 2 CPUs gave
- * NT from 120 MiB, while regular stores fell from 32 MiB); the table's
- * default stands until fmx_tune measures it. */
-uint64_t tunables_nt_threshold(const struct topo_info *t) {
-  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
-  if (!llc->size || t->virtualized) return 0;
-  return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1) / 2;
-}
-
 static void derive_from_topology(void) {
   const struct topo_info *t = topo_get();
   if (t->l1.size) {
