@@ -157,6 +157,12 @@ static void start(struct bulk_peer *p, struct adapt_class *a, int pi) {
   }
 }
 
+const struct fmx_bulk_engine *adapt_kept(const struct bulk_peer *p, uint64_t len, const int *usable, int n,
+                                         const struct fmx_bulk_engine *prior) {
+  int inc = p->adapt[size_class(len)].inc - 1;
+  return candidate(usable, n, inc) ? bulk_engines[inc] : prior;
+}
+
 const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer *p, uint64_t len, const int *usable,
                                          int n, const struct fmx_bulk_engine *prior) {
   struct adapt_class *a = &p->adapt[size_class(len)];

@@ -166,6 +166,11 @@ extern __thread uint64_t adapt_wait_ns;
  * suggestion, tried first. */
 const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer *p, uint64_t len, const int *usable,
                                          int n, const struct fmx_bulk_engine *prior);
+/* The engine adapt found fastest for len bytes from p, with no try of
+ * another: for a transfer no one would time (matched outside a wait);
+ * prior where the class has no choice yet. */
+const struct fmx_bulk_engine *adapt_kept(const struct bulk_peer *p, uint64_t len, const int *usable, int n,
+                                         const struct fmx_bulk_engine *prior);
 /* A receive x (x->adapt) finished well: its time counts if clean. */
 void adapt_record(struct bulk_xfer *x);
 /* Start the channels if not yet (a real attempt): 0, or -errno with the reason. */

@@ -140,6 +140,17 @@ int main(void) {
   CHECK_EQ(p.adapt[18].inc - 1, vms);
   speed[vms] = 0.18;
 
+  /* A transfer matched outside a wait (no one would time it) takes what
+   * the class kept and tries nothing; a class with no choice yet, the
+   * topology's suggestion. */
+  uint64_t kept_tries = counters[CNT_ADAPT_TRIES];
+  for (int k = 0; k < 100; k++) CHECK(adapt_kept(&p, len, usable, n, &bulk_cma) == &bulk_vmsplice);
+  CHECK(adapt_kept(&p, 1ull << 30, usable, n, &bulk_ring) == &bulk_ring);
+  usable[vms] = 0;
+  CHECK(adapt_kept(&p, len, usable, n, &bulk_cma) == &bulk_cma);
+  usable[vms] = 1;
+  CHECK_EQ(counters[CNT_ADAPT_TRIES], kept_tries);
+
   /* A new class starts from the nearest smaller class that timed the
    * topology's suggestion (cma here) and chose another (vmsplice). */
   uint64_t big = 1 << 20;
