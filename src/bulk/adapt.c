@@ -70,6 +70,7 @@
 #define ADAPT_TRIES 4
 
 __thread uint64_t adapt_wait_ns;
+__thread int adapt_in_pass;
 
 static int size_class(uint64_t len) {
   int c = 63 - __builtin_clzll(len | 1);
@@ -196,11 +197,12 @@ const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer 
 }
 
 void adapt_record(struct bulk_xfer *x) {
-  if (!x->adapt || x->offloaded || x->job || !offload_in_wait || !x->want) return;
+  if (!x->adapt || x->offloaded || x->job || !adapt_timed() || !x->want) return;
   if (x->env->starts != x->adapt_seq) return; /* another began meanwhile */
   int i = index_of(x->engine);
   if (i < 0) return;
-  uint64_t now = sys_now_ns(), from = x->adapt_ns > adapt_wait_ns ? x->adapt_ns : adapt_wait_ns;
+  uint64_t since = offload_in_wait ? adapt_wait_ns : 0; /* a pass: from the transfer's start */
+  uint64_t now = sys_now_ns(), from = x->adapt_ns > since ? x->adapt_ns : since;
   if (now <= from) return;
   float per_byte = (float)(now - from) / (float)x->want;
   struct adapt_class *a = &x->peer->adapt[size_class(x->want)];

@@ -222,14 +222,10 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
        * on one endpoint for a message from another endpoint of its process
        * would wait forever for an engine the sender must push (ring), when
        * no thread makes progress on the sending endpoint. Only a transfer
-       * matched inside a wait is timed (adapt_record): one matched from
-       * fmx_test or irecv, as every transfer of an MPI over the provider
-       * is, takes what the class kept and tries nothing, since a try no
-       * one times only costs (Open MPI + fmx ping-pong of 40 iterations,
-       * 2026-11-27: 256 KiB 4.1-4.3 GB/s with the tries, 17.3-19.6
-       * without; 16 MiB 10.4-10.5 against 12.7-13.3; 64 MiB 8.1-8.2
-       * against 9.7-10.2). */
-      if (offload_in_wait) {
+       * matched inside a wait or a timed pass (adapt_timed) is timed: one
+       * matched from fmx_test or irecv takes what the class kept and tries
+       * nothing, since a try no one times only costs. */
+      if (adapt_timed()) {
         e = adapt_pick(env, p, len, usable, n, e);
         *adapt = 1;
       } else {

@@ -161,6 +161,13 @@ extern __thread int offload_in_channel;
 /* Adaptive choice (adapt.c), where no cost was measured. */
 /* When this thread's outermost ep_wait began (wait.c stamps it). */
 extern __thread uint64_t adapt_wait_ns;
+/* Nonzero during a progress pass that is timed like a wait's though no
+ * wait runs: fmx_test_some's, which an MPI over the provider calls back to
+ * back while it waits (core/api.c). A transfer is then timed from its own
+ * start, and adapt tries engines as in a wait; offload is not affected. */
+extern __thread int adapt_in_pass;
+/* Whether a transfer matched or finished now is timed (adapt_record). */
+static inline int adapt_timed(void) { return offload_in_wait || adapt_in_pass; }
 /* The engine for the next message of len bytes from p, among the usable
  * ones (usable[i] for bulk_engines[i], n of them); prior is the topology's
  * suggestion, tried first. */

@@ -165,6 +165,19 @@ int main(void) {
   usable[cma] = 0;
   CHECK(message(big, &bulk_ring, ADAPT) == &bulk_ring);
 
+  /* Outside a wait, a transfer counts only within a timed pass
+   * (fmx_test_some's: adapt_in_pass), and is timed from its own start. */
+  for (int k = 0; k < n; k++) usable[k] = 1;
+  uint64_t huge = 1ull << 24;
+  struct adapt_class *hc = &p.adapt[24];
+  offload_in_wait = 0;
+  for (int k = 0; k < 50; k++) message(huge, &bulk_ring, ADAPT);
+  CHECK(hc->win == 0 && hc->best[cma] == 0 && hc->best[vms] == 0);
+  adapt_in_pass = 1;
+  for (int k = 0; k < 50; k++) message(huge, &bulk_ring, ADAPT);
+  adapt_in_pass = 0;
+  CHECK(hc->win > 0 || hc->best[cma] > 0 || hc->best[vms] > 0);
+
   CHECK_DONE("test_adapt");
   return 0;
 }
