@@ -217,7 +217,8 @@ static void topo_summarise(struct topo_state *st)
   topo_describe_cache(ref, 2, &st->info.l2);
   topo_describe_cache(ref, 3, &st->info.l3);
   topo_read_model(st->info.cpu_model, sizeof(st->info.cpu_model));
-  st->info.virtualized = topo_read_virtualized();
+  /* A synthetic topology (tests) describes a machine, not this one. */
+  st->info.virtualized = strcmp(st->info.src, "synthetic") != 0 && topo_read_virtualized();
   if (!st->info.cpu_model[0])
     snprintf(st->info.cpu_model, sizeof(st->info.cpu_model), "unknown");
   if (st->info.numa_nodes < 1)
