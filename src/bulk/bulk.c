@@ -154,9 +154,9 @@ static const struct fmx_bulk_engine *untuned(const struct bulk_peer *p, const st
  * second core working beside the first), it adds nothing. On an Intel Xeon
  * VM (L2 2 MiB, an L3 of 480 MiB that the host shares with other guests),
  * where ring lost at 1 MiB even to a lone pair (94 against 50-60 us), the
- * cache test alone kept ring for every rank count: alltoall of 1 MiB, 8
- * ranks ring 6.1 ms, cma 4.9; 32 ranks 156 MiB of shared memory against
- * Open MPI's 8.5 (docs/performance.md). */
+ * cache test kept ring for every rank count (alltoall of 1 MiB, 8 ranks
+ * ring 6.1 ms, cma 4.9; 32 ranks 156 MiB of shared memory against Open
+ * MPI's 8.5, docs/performance.md): in a VM it is not made. */
 static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const struct bulk_conn *c, uint64_t len,
                                                     uint64_t ranks) {
   const struct fmx_bulk_engine *lone = untuned(p, c, len);
