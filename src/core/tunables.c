@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The tunables' defaults that follow this machine: the core derives them
- * from the topology and hands them to the table (base/config.c), which
+ * from the topology and hands them to the table (base/config_table.c), which
  * sits below every layer and knows no topology. */
 #include "core/tunables.h"
 
