@@ -18,11 +18,13 @@
  * cannot see (the Xeon VM of 2026-11-27: 480 MiB "shared by" 2 CPUs gave
  * NT from 120 MiB, while regular stores fell from 32 MiB); the table's
  * default stands until fmx_tune measures it. */
-uint64_t tunables_nt_threshold(const struct topo_info *t) {
+/* One core's share of the last-level cache (L3, else L2); 0: none known. */
+static uint64_t llc_share(const struct topo_info *t) {
   const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
-  if (!llc->size || t->virtualized) return 0;
-  return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1) / 2;
+  return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
 }
+
+uint64_t tunables_nt_threshold(const struct topo_info *t) { return t->virtualized ? 0 : llc_share(t) / 2; }
 
 /* Defaults that follow the cache topology instead of a magic number
  * (measurements behind them: docs/tuning.md):
@@ -75,9 +77,8 @@ static void derive_from_topology(void) {
   }
   uint64_t nt = tunables_nt_threshold(t);
   if (nt) config_set_derived("FMX_COPY_NT_THRESHOLD", nt, "topology");
-  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
-  if (llc->size) {
-    uint64_t share = llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
+  uint64_t share = llc_share(t);
+  if (share) {
     /* The KNEM paper's offload switch: a message larger than its half of
      * the cache share of one process no longer stays in cache; a channel on
      * another core then costs nothing the cache would have saved. */
