@@ -11,6 +11,12 @@
 #include "platform/sys.h"
 #include "platform/topo.h"
 
+/* One core's share of the last-level cache (L3, else L2); 0: none known. */
+static uint64_t llc_share(const struct topo_info *t) {
+  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
+  return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
+}
+
 /* A destination larger than half the cache the copying core may fill
  * evicts its own first lines before the reader comes: non-temporal stores
  * then save the read-for-ownership and spare the cache (platform/copy.h).
@@ -18,12 +24,6 @@
  * cannot see (the Xeon VM of 2026-11-27: 480 MiB "shared by" 2 CPUs gave
  * NT from 120 MiB, while regular stores fell from 32 MiB); the table's
  * default stands until fmx_tune measures it. */
-/* One core's share of the last-level cache (L3, else L2); 0: none known. */
-static uint64_t llc_share(const struct topo_info *t) {
-  const struct topo_cache_info *llc = t->l3.size ? &t->l3 : &t->l2;
-  return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
-}
-
 uint64_t tunables_nt_threshold(const struct topo_info *t) { return t->virtualized ? 0 : llc_share(t) / 2; }
 
 /* Defaults that follow the cache topology instead of a magic number

@@ -45,11 +45,13 @@ static unsigned copy_cpu(void) {
   /* ERMS has no __builtin_cpu_supports name in gcc 12: CPUID leaf 7, EBX
    * bit 9. It needs no OS support, unlike the vector registers, whose XSAVE
    * state __builtin_cpu_supports checks for us. */
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 9))) f |= COPY_CPU_ERMS;
-  /* CLFLUSHOPT: leaf 7, EBX bit 23 (no OS state either). */
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23))) f |= COPY_CPU_CLFLUSHOPT;
-  /* CLDEMOTE: leaf 7, ECX bit 25 (a hint; no OS state). */
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 25))) f |= COPY_CPU_CLDEMOTE;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    if (b & (1u << 9)) f |= COPY_CPU_ERMS;
+    /* CLFLUSHOPT: leaf 7, EBX bit 23 (no OS state either). */
+    if (b & (1u << 23)) f |= COPY_CPU_CLFLUSHOPT;
+    /* CLDEMOTE: leaf 7, ECX bit 25 (a hint; no OS state). */
+    if (c & (1u << 25)) f |= COPY_CPU_CLDEMOTE;
+  }
   __builtin_cpu_init(); /* in case we run before libgcc's constructor */
   if (__builtin_cpu_supports("avx2")) f |= COPY_CPU_AVX2;
   if (__builtin_cpu_supports("avx512f")) f |= COPY_CPU_AVX512F;
