@@ -64,7 +64,8 @@
   X(CLASS_TRIALS, "medium or rendezvous: trials of the other for a size class (receiver)") \
   X(CLASS_TO_RNDV, "medium or rendezvous: size classes moved to rendezvous by measurement") \
   X(CLASS_TO_MEDIUM, "medium or rendezvous: size classes moved back to the medium class by measurement") \
-  X(HANDOVERS, "records handed to the cache all cores share (CLDEMOTE): replies a peer waits for")
+  X(HANDOVERS, "records handed to the cache all cores share (CLDEMOTE): replies a peer waits for")                    \
+  X(OWNED_AHEAD, "ring cells taken for writing before the record that fills them (PREFETCHW)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

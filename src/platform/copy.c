@@ -34,6 +34,7 @@ enum {
   COPY_CPU_AVX512F = 1 << 3,
   COPY_CPU_CLFLUSHOPT = 1 << 4,
   COPY_CPU_CLDEMOTE = 1 << 5,
+  COPY_CPU_PRFCHW = 1 << 6,
 };
 static unsigned copy_cpu_flags;
 
@@ -52,6 +53,8 @@ static unsigned copy_cpu(void) {
     /* CLDEMOTE: leaf 7, ECX bit 25 (a hint; no OS state). */
     if (c & (1u << 25)) f |= COPY_CPU_CLDEMOTE;
   }
+  /* PREFETCHW: leaf 0x80000001, ECX bit 8 (a hint; no OS state). */
+  if (__get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1u << 8))) f |= COPY_CPU_PRFCHW;
   __builtin_cpu_init(); /* in case we run before libgcc's constructor */
   if (__builtin_cpu_supports("avx2")) f |= COPY_CPU_AVX2;
   if (__builtin_cpu_supports("avx512f")) f |= COPY_CPU_AVX512F;
@@ -72,6 +75,15 @@ bool copy_hand_over_usable(void) { return copy_cpu() & COPY_CPU_CLDEMOTE; }
 __attribute__((target("cldemote"))) void copy_hand_over(const void *p, size_t len) {
   const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + len;
   for (; c < end; c += 64) _cldemote((void *)(uintptr_t)c);
+}
+
+bool copy_own_usable(void) { return copy_cpu() & COPY_CPU_PRFCHW; }
+
+void copy_own(const void *p, size_t len) {
+  /* In asm, volatile: gcc takes a function that only prefetches for one
+   * without effects, and drops the calls to it. */
+  const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + len;
+  for (; c < end; c += 64) __asm__ volatile("prefetchw %0" : : "m"(*c));
 }
 
 static void copy_movsb(void *dst, const void *src, size_t n) {
@@ -176,6 +188,11 @@ __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const v
 
 #else
 bool copy_hand_over_usable(void) { return false; }
+bool copy_own_usable(void) { return false; }
+void copy_own(const void *p, size_t len) {
+  (void)p;
+  (void)len;
+}
 void copy_hand_over(const void *p, size_t len) { (void)p, (void)len; }
 #endif /* COPY_X86 */
 

@@ -114,6 +114,17 @@ int copy_select_forced(const char *name, const struct fmx_copy_routine **out);
 bool copy_hand_over_usable(void);
 void copy_hand_over(const void *p, size_t len);
 
+/*
+ * Ask for the cache lines of [p, p + len) for writing, now (x86
+ * PREFETCHW): the read-for-ownership of lines another core read last runs
+ * in the background, not in the stores that come later. A hint: nothing
+ * changes in memory, and nothing faults. For lines this core will write
+ * soon and nobody reads meanwhile (shm/eager_ring.c). Usable where
+ * copy_own_usable() says so; elsewhere it does nothing.
+ */
+bool copy_own_usable(void);
+void copy_own(const void *p, size_t len);
+
 /* Convenience: copy_select(n, cache_bytes)->fn(dst, src, n). */
 void copy_bytes(void *dst, const void *src, size_t n, size_t cache_bytes);
 

@@ -53,6 +53,7 @@ int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells,
   r->cached = 0;
   r->limit = n;
   r->faulted = 0;
+  r->last_cells = 1;
   r->local = 0;
   r->pos = 0;
   r->broken = 0;
@@ -123,7 +124,33 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
   record_gather(dst + RING_DATA_OFF(hdr->len), iov, iovcnt, hdr->len);
   __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local), __ATOMIC_RELEASE);
   advance(r, need);
+  r->last_cells = need;
   return 0;
+}
+
+uint64_t shm_ring_own_plan(struct shm_ring *r, int stream) {
+  r->own_cells = r->last_cells - (stream ? 0 : 1);
+  return r->own_cells;
+}
+
+uint64_t shm_ring_own_ahead(struct shm_ring *r) {
+  /* From the cell after the next, up to the room the reader left (as its
+   * tail was last seen) and to the end of the cells in use. */
+  uint64_t n = r->own_cells, first = r->pos + 1, end = r->limit < r->ncells ? r->limit : r->ncells;
+  uint64_t room = r->cached + r->ncells - r->local; /* free cells from the next one on */
+  r->own_cells = 0;
+  if (n + 1 > room) n = room ? room - 1 : 0;
+  if (first >= end) return 0;
+  if (n > end - first) n = end - first;
+  if (n) copy_own(r->cells + first * RING_CELL, n * RING_CELL);
+  return n;
+}
+
+int64_t shm_ring_own_when_read(struct shm_ring *r) {
+  uint64_t tail = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
+  if (tail < r->local) return -1;
+  r->cached = tail;
+  return (int64_t)shm_ring_own_ahead(r);
 }
 
 void shm_ring_hand_over(const struct shm_ring *r, const struct proto_hdr *hdr) {

@@ -64,6 +64,8 @@ struct shm_ring {
   uint64_t cached; /* producer: last seen tail */
   uint64_t limit;  /* producer: the cells it uses, from cell 0 (shm_ring_set_limit) */
   uint64_t faulted; /* producer: bytes of cells faulted in from cell 0 */
+  uint64_t last_cells; /* producer: cells of the last record shm_ring_push wrote */
+  uint64_t own_cells;  /* producer: cells planned to take ahead (shm_ring_own_plan) */
   uint64_t local;  /* producer: next cell to write; consumer: next cell to read */
   uint64_t pos;    /* local % ncells, kept as it advances (no division per record) */
   /* Consumer: the cell at `local` and the stamp it will bear, so that an
@@ -97,6 +99,22 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
 /* Hand the lines of the record just pushed (its header hdr) over to the
  * cache all cores share (copy_hand_over). */
 void shm_ring_hand_over(const struct shm_ring *r, const struct proto_hdr *hdr);
+/*
+ * Producer, after a push: plan to take for writing, ahead (copy_own), the
+ * cells the next record will likely fill, so that their transfer from the
+ * reader's cache runs while we wait, not in the next push's stores: from
+ * the one after the next (an idle reader polls the next: taking it would
+ * only make its line travel once more), as many as the record just pushed
+ * took, one fewer unless `stream`. Returns the cells planned.
+ */
+uint64_t shm_ring_own_plan(struct shm_ring *r, int stream);
+/* Take the planned cells now, within the room the reader left (as its
+ * tail was last seen) and the cells in use; returns how many it took. */
+uint64_t shm_ring_own_ahead(struct shm_ring *r);
+/* Take them once the reader has consumed every record pushed (the cells
+ * taken, maybe 0), else nothing (-1). While it reads, taking the lines
+ * past its record competes with its reads (docs/tuning.md). */
+int64_t shm_ring_own_when_read(struct shm_ring *r);
 /* Whether a record referring to its payload (shm_ring_push_ref) fits now. */
 int shm_ring_ref_fits(struct shm_ring *r);
 /* Write hdr and the reference `ref` (whatever names the payload's place)

@@ -128,6 +128,7 @@ static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
   se->ring_cells = bytes / RING_CELL;
   se->handover = fmx_cfg.handover && per_core == 1 && copy_hand_over_usable();
   if (se->handover) __atomic_store_n(&handover_any, 1, __ATOMIC_RELAXED);
+  se->own_ahead = fmx_cfg.own_ahead && per_core == 1 && copy_own_usable();
   return se->ring_cells;
 }
 
@@ -161,10 +162,26 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
   /* Decided before the push; a stream's pushes (nothing heard, nothing
    * answered) store nothing. */
+  /* A stream: neither this push nor the one before heard anything from
+   * the peer (one is not enough: an exchange's receive may come before
+   * its send, and its next send then heard nothing). */
+  int stream = !sp->heard && sp->quiet;
+  sp->quiet = (uint8_t)!sp->heard;
   int handing = __atomic_load_n(&handover_any, __ATOMIC_RELAXED) && (sp->heard | sp->answered) && hand_over(sp);
+  if (sp->heard) sp->heard = 0;
   int inline_rec = h->len <= inline_max(r);
   if (inline_rec ? shm_ring_push(r, h, iov, iovcnt) < 0 : push_pooled(ep, sp->link[0], h, iov, iovcnt) < 0)
     return -EAGAIN;
+  /* A stream's reader is behind; a reply's reads what we pushed now. A
+   * later push replans (and a stream's idle sender must not poll the tail
+   * its reader stores at every record). */
+  sp->own_pending = 0;
+  if (inline_rec && sp->ep->own_ahead && shm_ring_own_plan(r, stream)) {
+    if (stream)
+      TRANSPORT_ADD(ep, OWNED_AHEAD, shm_ring_own_ahead(r));
+    else
+      sp->own_pending = 1;
+  }
   if (handing && inline_rec) {
     shm_ring_hand_over(r, h);
     TRANSPORT_CNT(ep, HANDOVERS);
@@ -246,6 +263,15 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
     }
     /* The sender may wait for a pool buffer: we returned some. */
     if (returned) shm_wake(p);
+    /* Idle: the cells our next reply will fill, once the peer has read
+     * the last (shm_ring_own_when_read). */
+    if (ch->rx.local == before && sp->own_pending) {
+      int64_t taken = shm_ring_own_when_read(&sp->link[0]->tx);
+      if (taken >= 0) {
+        sp->own_pending = 0;
+        TRANSPORT_ADD(ep, OWNED_AHEAD, (uint64_t)taken);
+      }
+    }
     if (ch->rx.local != before) {
       if (!sp->heard) sp->heard = 1; /* hand_over; stored only when it changes */
       if (sp->nlink == 2 && !sp->rx_done) retire_rx(ep, p, sp, ch);

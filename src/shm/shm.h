@@ -26,6 +26,7 @@ struct shm_ep {
   uint32_t ring_for;    /* ep->nlive when ring_cells was set */
   uint64_t ring_cells;  /* the cells of a ring our sends use (shm.c) */
   int handover;         /* replies' records go to the shared cache (shm.c, hand_over) */
+  int own_ahead;        /* the ring's next cells are taken for writing ahead (shm.c, shm_push) */
 };
 
 /* Per partner (transport_state). */
@@ -46,6 +47,10 @@ struct shm_peer {
   /* Replies (shm.c, hand_over): heard, records of its taken since our
    * last push; answered, that push answered some. */
   uint8_t heard, answered;
+  uint8_t quiet; /* our last push had heard nothing since the one before it */
+  /* A reply was pushed: the next cells of our ring are taken for writing
+   * at a poll that finds nothing, once the peer has read it (shm.c). */
+  uint8_t own_pending;
   /* Of two links, the one the peer will push on no more (shm.c,
    * retire_rx): polled no longer. */
   struct shm_link *rx_done;

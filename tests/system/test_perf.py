@@ -174,6 +174,37 @@ def test_replies_handed_to_the_shared_cache():
         assert HANDED not in counters_of(p.stderr, rank), p.stderr
 
 
+OWNED = "ring cells taken for writing before the record that fills them (PREFETCHW)"
+
+
+def test_ring_cells_taken_ahead():
+    """Where the CPU has PREFETCHW and each rank has a core, a ping-pong's
+    replies of more than one cell have the cells of the next taken for
+    writing once the peer has read them, a stream's at once; one-cell
+    replies plan nothing; every byte arrives; FMX_OWN_AHEAD=0 takes none."""
+    if not cpu_has("3dnowprefetch"):
+        pytest.skip("this CPU has no PREFETCHW")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: the ranks share a core")
+    iters = 400
+    p = perf("pingpong", "--sizes", "1K,4K,40K", "--iters", str(iters), "--verify", "--counters")
+    rows_of(p)
+    for rank in (0, 1):
+        assert counters_of(p.stderr, rank).get(OWNED, 0) >= iters, p.stderr
+    p = perf("pingpong", "--sizes", "0,8", "--iters", str(iters), "--verify", "--counters")
+    rows_of(p)
+    for rank in (0, 1):
+        assert counters_of(p.stderr, rank).get(OWNED, 0) < iters, p.stderr
+    p = perf("bw", "--sizes", "1K", "--iters", str(iters), "--window", "16", "--verify", "--counters")
+    rows_of(p)
+    assert counters_of(p.stderr, 0).get(OWNED, 0) >= iters, p.stderr
+    p = perf("pingpong", "--sizes", "1K,4K", "--iters", str(iters), "--verify", "--counters",
+             env={"FMX_OWN_AHEAD": "0"})
+    rows_of(p)
+    for rank in (0, 1):
+        assert OWNED not in counters_of(p.stderr, rank), p.stderr
+
+
 def offsets_0_16(alias):
     """Ping-pong with rank 0's buffers on a page and rank 1's 16 bytes in,
     every byte verified, measured costs that make cma the cheapest, and

@@ -93,8 +93,74 @@ static void test_corrupt(void) {
   free(mem);
 }
 
+/* What the producer takes for writing ahead (shm_ring_own_*): the cells the
+ * next record of the same size would fill, after the next one, and never a
+ * cell the reader has not consumed or one past the cells in use. */
+static void test_own_ahead(void) {
+  size_t bytes = 16 * 1024; /* 256 cells */
+  void *mem = ring_mem(bytes);
+  struct shm_ring tx, rx;
+  CHECK_EQ(shm_ring_attach(&tx, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes)), 0);
+  CHECK_EQ(shm_ring_attach(&rx, SH(mem), CELLS(mem), shm_ring_cells_bytes(bytes)), 0);
+  static uint8_t buf[4096];
+  struct iovec iov = {buf, 1024};
+  struct proto_hdr h = {.type = PROTO_EAGER, .len = 1024}; /* 17 cells */
+  CHECK_EQ(shm_ring_push(&tx, &h, &iov, 1), 0);
+  CHECK_EQ(shm_ring_own_plan(&tx, 0), 16); /* a reply: not the next cell */
+  CHECK_EQ(shm_ring_own_when_read(&tx), -1); /* the reader has not read it */
+  CHECK(shm_ring_peek(&rx) != NULL);
+  shm_ring_pop(&rx);
+  CHECK_EQ(shm_ring_own_when_read(&tx), 16);
+  CHECK_EQ(shm_ring_own_plan(&tx, 1), 17); /* a stream: one more */
+  CHECK_EQ(shm_ring_own_ahead(&tx), 17);
+  CHECK_EQ(shm_ring_own_ahead(&tx), 0); /* taken once */
+  /* A tiny reply plans nothing. */
+  struct proto_hdr t = {.type = PROTO_EAGER, .len = 8};
+  struct iovec tiov = {buf, 8};
+  CHECK_EQ(shm_ring_push(&tx, &t, &tiov, 1), 0);
+  CHECK_EQ(shm_ring_own_plan(&tx, 0), 0);
+  /* The reader behind: never past the room it left. */
+  uint64_t pushed = 0;
+  while (shm_ring_push(&tx, &h, &iov, 1) == 0) pushed++;
+  CHECK(pushed > 0);
+  shm_ring_own_plan(&tx, 1);
+  uint64_t n = shm_ring_own_ahead(&tx);
+  CHECK(n == 0 || tx.local + 1 + n <= tx.cached + tx.ncells);
+  CHECK(tx.pos + 1 + n <= tx.ncells);
+  /* Whatever the stream, records go on arriving whole. */
+  uint64_t got = 0;
+  for (int lap = 0; lap < 200; lap++) {
+    const struct proto_hdr *r;
+    while ((r = shm_ring_peek(&rx)) != NULL) {
+      CHECK(r->len == 1024 || r->len == 8);
+      shm_ring_pop(&rx);
+      got++;
+    }
+    while (shm_ring_push(&tx, &h, &iov, 1) == 0) {
+      shm_ring_own_plan(&tx, lap & 1);
+      n = shm_ring_own_ahead(&tx);
+      CHECK(n == 0 || tx.local + 1 + n <= tx.cached + tx.ncells);
+      CHECK(tx.pos + 1 + n <= tx.ncells);
+    }
+  }
+  CHECK(got > 200);
+  CHECK(!rx.broken);
+  /* A limit below the ring: nothing past it. */
+  shm_ring_set_limit(&tx, 64, 0);
+  while ((shm_ring_peek(&rx)) != NULL) shm_ring_pop(&rx);
+  for (int i = 0; i < 100; i++) {
+    while (shm_ring_peek(&rx) != NULL) shm_ring_pop(&rx);
+    if (shm_ring_push(&tx, &h, &iov, 1) < 0) continue;
+    shm_ring_own_plan(&tx, 1);
+    n = shm_ring_own_ahead(&tx);
+    CHECK(tx.pos >= 64 || tx.pos + 1 + n <= 64);
+  }
+  free(mem);
+}
+
 int main(void) {
   test_wrap_and_full();
+  test_own_ahead();
   test_corrupt();
   CHECK_DONE("test_ring");
   return 0;
