@@ -361,7 +361,7 @@ fmx_return_t fmx_set_request_timeout(fmx_endpoint_t endpoint, fmx_request_t requ
  * sender copies part too; from malloc'd memory the kernel copies it (CMA)
  * or it goes through shared rings. A message qualifies when all its
  * segments lie in one fmx_mem_alloc region and it is longer than one eager
- * fragment (FMX_EAGER_FRAG, half the L1d). The memory is zero-filled,
+ * fragment (FMX_EAGER_FRAG, a quarter of the L1d). The memory is zero-filled,
  * page-aligned and shared with a forked child. Errors: FMX_BAD_ADDRESS
  * (ptr NULL, len 0; fmx_mem_free of a pointer fmx_mem_alloc did not
  * return), FMX_NO_SYSTEM_RESOURCES. fmx_mem_free(NULL) does nothing. A peer

@@ -59,7 +59,7 @@ struct cfg_entry config_table[] = {
         "default one L2 of FMX_EAGER_FRAG fragments"),
     NUM("FMX_EAGER_FRAG", CFG_SIZE, "16K", 64, G, eager_frag,
         "eager messages longer than this travel in fragments up to this size (the medium class), so the receiver "
-        "copies out while the sender copies in; default half the L1 data cache"),
+        "copies out while the sender copies in; default a quarter of the L1 data cache (at least 4K)"),
     STR("FMX_BULK", "auto", "auto cma ring coop vmsplice offload", bulk,
         "bulk engine for large messages: auto, cma, ring, coop, vmsplice, offload"),
     BOOL("FMX_CMA", "1", cma, "allow the cma engine (process_vm_readv); 0 forbids it"),

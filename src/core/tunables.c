@@ -43,15 +43,20 @@ uint64_t tunables_nt_threshold(const struct topo_info *t) { return t->virtualize
  *  - the pool holds one L2 of medium fragments, what the eager ring held
  *    when it was one L2 per connection (512K moved medium messages 1.2-2x
  *    faster than 128K, 256K, 2M or 8M in ping-pong);
- *  - a fragment of a medium message is half the L1 data cache, so the one
- *    being copied out stays in L1 while the next one comes in (8K, 16K and
- *    32K measured even here);
+ *  - a fragment of a medium message is a quarter of the L1 data cache: the
+ *    receiver's copy-out of one (its ring lines and the user's lines it
+ *    fills) takes half the L1, and the next one comes in beside it. It is
+ *    also the longest message sent as one record, whose two copies do not
+ *    overlap: with half the L1d (24K on the Xeon VM of 2026-11-27) 16 KiB
+ *    and 24 KiB ping-pong took 2.06 and 3.05 us, as one record each, against
+ *    1.65 and 2.10 in fragments (8K, 16K and 32K were even on the EPYC VM
+ *    for longer messages);
  *  - the ring engine's slots together take one L2 (8 x 64K beat 4 x 64K
  *    1.05-1.4x from 64K to 16M). */
 static void derive_from_topology(void) {
   const struct topo_info *t = topo_get();
   if (t->l1.size) {
-    uint64_t frag = t->l1.size / 2;
+    uint64_t frag = t->l1.size / 4;
     if (frag < 4096) frag = 4096;
     config_set_derived("FMX_EAGER_FRAG", frag, "topology");
     uint64_t ring = t->l1.size / 8;
