@@ -86,6 +86,11 @@ void copy_own(const void *p, size_t len) {
   for (; c < end; c += 64) __asm__ volatile("prefetchw %0" : : "m"(*c));
 }
 
+void copy_fetch(const void *p, size_t len) {
+  const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + len;
+  for (; c < end; c += 64) __asm__ volatile("prefetcht0 %0" : : "m"(*c));
+}
+
 static void copy_movsb(void *dst, const void *src, size_t n) {
   /* The ABI guarantees DF = 0 (forward) at function entry. */
   __asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
@@ -189,6 +194,11 @@ __attribute__((target("avx512f"))) static void copy_avx512_nt(void *dst, const v
 #else
 bool copy_hand_over_usable(void) { return false; }
 bool copy_own_usable(void) { return false; }
+void copy_fetch(const void *p, size_t len) {
+  const char *c = (const char *)p, *end = c + len;
+  for (; c < end; c += 64) __builtin_prefetch(c, 0, 3);
+  __asm__ volatile("" : : : "memory"); /* an effect: gcc keeps the calls */
+}
 void copy_own(const void *p, size_t len) {
   (void)p;
   (void)len;

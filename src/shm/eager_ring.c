@@ -201,6 +201,9 @@ const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
     }
     r->cur_cells = need;
     r->cur_ref = RING_NO_REF;
+    /* The rest of the record, asked for at once: its lines then travel
+     * together, not as the copy-out reaches each (docs/tuning.md). */
+    if (need > 1) copy_fetch(r->cells + (pos + 1) * RING_CELL, (need - 1) * RING_CELL);
     if (h->type != PROTO_PAD) return h;
     consumed(r, need);
   }
