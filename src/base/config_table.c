@@ -97,7 +97,8 @@ struct cfg_entry config_table[] = {
         "costs, what the application leaves while it computes), on (every rendezvous transfer whose engine can be "
         "offloaded), off"),
     NUM("FMX_OFFLOAD_THRESHOLD", CFG_SIZE, "8M", 0, UINT64_MAX, offload_threshold,
-        "auto offload from this size (untuned); default L3 / (2 x cores sharing it), the KNEM paper's switch"),
+        "auto offload from this size (untuned), and where adapt stops timing engines; default L3 / (2 x cores "
+        "sharing it), the KNEM paper's switch, 8M in a VM (its L3 figure is the host's) or where no cache is described"),
     NUM("FMX_COPY_ASYNC_THRESHOLD", CFG_SIZE, "512K", 0, UINT64_MAX, copy_async_threshold,
         "fmx_copy_async: shorter copies are done at once by the caller, longer ones by an offload channel; "
         "default one L2 (64K-1M)"),

@@ -17,14 +17,19 @@ static uint64_t llc_share(const struct topo_info *t) {
   return llc->size / (uint64_t)(llc->nshare > 0 ? llc->nshare : 1);
 }
 
-/* A destination larger than half the cache the copying core may fill
- * evicts its own first lines before the reader comes: non-temporal stores
- * then save the read-for-ownership and spare the cache (platform/copy.h).
- * Not in a VM: there the L3 is the host's, shared with cores the guest
- * cannot see (the Xeon VM of 2026-11-27: 480 MiB "shared by" 2 CPUs gave
- * NT from 120 MiB, while regular stores fell from 32 MiB); the table's
- * default stands until fmx_tune measures it. */
-uint64_t tunables_nt_threshold(const struct topo_info *t) { return t->virtualized ? 0 : llc_share(t) / 2; }
+/* Half the cache share of one core, where the guest can know it. Two
+ * switches follow it: a destination larger than it evicts its own first
+ * lines before the reader comes (non-temporal stores then save the
+ * read-for-ownership and spare the cache, platform/copy.h), and a message
+ * larger than it no longer stays in cache, so a channel on another core
+ * costs nothing the cache would have saved (the KNEM paper's offload
+ * switch). Not in a VM: there the L3 is the host's, shared with cores the
+ * guest cannot see (the Xeon VM of 2026-11-27: 480 MiB "shared by" 2 CPUs
+ * gave NT from 120 MiB, while regular stores fell from 32 MiB; and the
+ * offload switch at 120 MiB left 16 and 64 MiB to adapt's tries, whose
+ * rounds cost their short runs 15-25%); the table's defaults stand until
+ * fmx_tune measures them. */
+uint64_t tunables_llc_half(const struct topo_info *t) { return t->virtualized ? 0 : llc_share(t) / 2; }
 
 /* Defaults that follow the cache topology instead of a magic number
  * (measurements behind them: docs/tuning.md):
@@ -80,14 +85,10 @@ static void derive_from_topology(void) {
     slot &= ~(uint64_t)4095;
     config_set_derived("FMX_BULK_SLOT_SIZE", slot, "topology");
   }
-  uint64_t nt = tunables_nt_threshold(t);
-  if (nt) config_set_derived("FMX_COPY_NT_THRESHOLD", nt, "topology");
-  uint64_t share = llc_share(t);
-  if (share) {
-    /* The KNEM paper's offload switch: a message larger than its half of
-     * the cache share of one process no longer stays in cache; a channel on
-     * another core then costs nothing the cache would have saved. */
-    config_set_derived("FMX_OFFLOAD_THRESHOLD", share / 2, "topology");
+  uint64_t half = tunables_llc_half(t);
+  if (half) {
+    config_set_derived("FMX_COPY_NT_THRESHOLD", half, "topology");
+    config_set_derived("FMX_OFFLOAD_THRESHOLD", half, "topology");
   }
 }
 

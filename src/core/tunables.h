@@ -9,9 +9,10 @@
 void tunables_load(void);
 
 struct topo_info;
-/* The non-temporal copy threshold the topology t gives (half this core's
- * share of the last-level cache), or 0 where it gives none: no cache
- * described, or a VM, whose L3 figure is its host's (docs/tuning.md). */
-uint64_t tunables_nt_threshold(const struct topo_info *t);
+/* Half this core's share of the last-level cache as the topology t gives
+ * it, or 0 where it gives none: no cache described, or a VM, whose L3
+ * figure is its host's (docs/tuning.md). The non-temporal copy threshold
+ * and the offload switch follow it. */
+uint64_t tunables_llc_half(const struct topo_info *t);
 
 #endif

@@ -73,17 +73,19 @@ def test_fmx_info_says_where_the_provider_is(tmp_path):
 
 def test_fmx_info_says_when_a_hypervisor_runs_us():
     # The CPU's own word (CPUID), as /proc/cpuinfo lists it; in a VM the L3
-    # figure is the host's, and the NT threshold is not derived from it.
+    # figure is the host's, and neither the NT threshold nor the offload
+    # switch is derived from it.
     with open("/proc/cpuinfo") as f:
         flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
     info = json.loads(run(["fmx_info", "--json"]).stdout)
     assert info["virtualized"] == ("hypervisor" in flags)
     cfg = run(["fmx_info", "--config"], {"FMX_TUNING_FILE": ""}).stdout
-    nt = [l for l in cfg.splitlines() if l.startswith("FMX_COPY_NT_THRESHOLD")][0].split()
-    if info["virtualized"]:
-        assert nt[1:3] == ["8M", "default"], nt
-    elif info["caches"]["l3"]["size"] or info["caches"]["l2"]["size"]:
-        assert nt[2] == "topology", nt
+    for name in ("FMX_COPY_NT_THRESHOLD", "FMX_OFFLOAD_THRESHOLD"):
+        row = [l for l in cfg.splitlines() if l.startswith(name + " ")][0].split()
+        if info["virtualized"]:
+            assert row[1:3] == ["8M", "default"], row
+        elif info["caches"]["l3"]["size"] or info["caches"]["l2"]["size"]:
+            assert row[2] == "topology", row
 
 
 def test_fmx_info_bad_option():

@@ -95,23 +95,25 @@ static void test_refusals(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
-/* The NT threshold: half the core's L3 share on a host; none from a VM's
- * L3 (the host's), nor from no cache. */
+/* The NT threshold and the offload switch: half the core's L3 share on a
+ * host; none from a VM's L3 (the host's), nor from no cache. */
 static void test_nt_threshold(void) {
   struct topo_info t;
   memset(&t, 0, sizeof t);
-  CHECK_EQ(tunables_nt_threshold(&t), 0);
+  CHECK_EQ(tunables_llc_half(&t), 0);
   t.l2.size = 2u << 20;
   t.l2.nshare = 1;
-  CHECK_EQ(tunables_nt_threshold(&t), 1u << 20);
+  CHECK_EQ(tunables_llc_half(&t), 1u << 20);
   t.l3.size = 480ull << 20;
   t.l3.nshare = 2;
-  CHECK_EQ(tunables_nt_threshold(&t), 120ull << 20);
+  CHECK_EQ(tunables_llc_half(&t), 120ull << 20);
   t.virtualized = 1;
-  CHECK_EQ(tunables_nt_threshold(&t), 0);
+  CHECK_EQ(tunables_llc_half(&t), 0);
   /* As the library has it on this host. */
-  if (topo_get()->virtualized)
+  if (topo_get()->virtualized) {
     CHECK(strcmp(config_source("FMX_COPY_NT_THRESHOLD"), "topology") != 0);
+    CHECK(strcmp(config_source("FMX_OFFLOAD_THRESHOLD"), "topology") != 0);
+  }
 }
 
 int main(void) {
