@@ -150,6 +150,16 @@ static int hand_over(struct shm_peer *sp) {
   return go;
 }
 
+/* A reply takes its next cells ahead only when they are this many or more:
+ * reading the peer's tail (shm_ring_own_when_read) makes the peer's next
+ * store to it a transfer of the line, on its way to its reply, which costs
+ * about what taking a line or two ahead saves. Open MPI + fmx ping-pong on
+ * the Intel Xeon VM of 2026-11-27, 3 reps, none taken / from 1 / from 4:
+ * 64 B 0.318-0.325 / 0.346-0.357 / 0.313-0.331 us, 128 B 0.327-0.341 /
+ * 0.343-0.356 / 0.318-0.336, 512 B 0.392-0.406 / 0.36-0.38 / 0.361-0.38;
+ * native fmx_perf saw no difference below 512 B. */
+#define OWN_REPLY_MIN 4
+
 static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
                     int iovcnt) {
   struct shm_peer *sp = shm_peer(p);
@@ -176,7 +186,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
    * later push replans (and a stream's idle sender must not poll the tail
    * its reader stores at every record). */
   sp->own_pending = 0;
-  if (inline_rec && sp->ep->own_ahead && shm_ring_own_plan(r, stream)) {
+  if (inline_rec && sp->ep->own_ahead && shm_ring_own_plan(r, stream) >= (stream ? 1u : OWN_REPLY_MIN)) {
     if (stream)
       TRANSPORT_ADD(ep, OWNED_AHEAD, shm_ring_own_ahead(r));
     else
