@@ -53,7 +53,7 @@ struct cfg_entry config_table[] = {
     BOOL("FMX_OWN_AHEAD", "1", own_ahead,
          "after a record, the sender asks for the ring cells the next one will likely fill for writing "
          "(PREFETCHW), so their transfer from the reader's cache runs while it waits, not in its next copy; "
-         "only where the CPU has PREFETCHW; 0: never"),
+         "only where the CPU has PREFETCHW and ranks do not outnumber cores; 0: never"),
     NUM("FMX_POOL_BUFFERS", CFG_INT, "64", 4, 65536, pool_buffers,
         "buffers of an endpoint's send pool, shared by its connections (medium fragments, ring-engine chunks); "
         "default one L2 of FMX_EAGER_FRAG fragments"),

@@ -170,13 +170,13 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
    * ends connected at once, shm_peer.switch_tx): it may take only a few
    * records. */
   if (r->limit != cells || (!r->faulted && !sp->switch_tx)) shm_ring_set_limit(r, cells, !sp->switch_tx);
-  /* Decided before the push; a stream's pushes (nothing heard, nothing
-   * answered) store nothing. */
   /* A stream: neither this push nor the one before heard anything from
    * the peer (one is not enough: an exchange's receive may come before
    * its send, and its next send then heard nothing). */
   int stream = !sp->heard && sp->quiet;
-  sp->quiet = (uint8_t)!sp->heard;
+  if (sp->quiet == !!sp->heard) sp->quiet = !sp->heard; /* stored only when it changes */
+  /* Decided before the push; a stream's pushes (nothing heard, nothing
+   * answered) store nothing. */
   int handing = __atomic_load_n(&handover_any, __ATOMIC_RELAXED) && (sp->heard | sp->answered) && hand_over(sp);
   if (sp->heard) sp->heard = 0;
   int inline_rec = h->len <= inline_max(r);
