@@ -70,9 +70,10 @@ static void finish(struct fmx_endpoint *ep, struct partner *p, struct medium_rx 
     int trunc = r->status.xfer_length < r->status.msg_length;
     if (trunc) PROTO_CNT(pe, TRUNCATED);
     uint64_t total = m->total, t0 = trunc ? 0 : m->class_ns, snap = m->class_snap; /* a cut copy times nothing */
+    int both = m->class_both;
     drop(ep, m);
     proto_up->complete(ep, r, trunc ? FMX_MESSAGE_TRUNCATED : FMX_SUCCESS);
-    proto_class_done(ep, p, total, 0, t0, snap);
+    proto_class_done(ep, p, total, 0, t0, snap, both);
     return;
   }
   struct unexp_msg *u = m->unexp;
@@ -130,6 +131,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
      * one waits for the application, whose time it is not. */
     m->class_ns = t0;
     m->class_snap = snap;
+    m->class_both = t0 && proto_peer(p)->tp->unread && proto_peer(p)->tp->unread(p);
     proto_up->unwatch(ep, r);
     proto_fill_status(r, p, h->match, h->msg_len);
     proto_fill_data(r, h->flags, h->rreq);

@@ -122,6 +122,7 @@ struct medium_rx {
   struct bulk_conn *lane; /* the lane it comes on (NULL for a transport with one) */
   uint64_t sreq, total, got;
   uint64_t class_ns, class_snap; /* timed for the class choice (classes.c); 0: not timed */
+  int class_both; /* timed while the peer still had records of ours to take (classes.c) */
   struct proto_msg *msg;
   struct unexp_msg *unexp;
 };
@@ -136,6 +137,7 @@ struct proto_class {
   uint8_t trial;    /* the other mode being tried */
   uint8_t got;      /* its clean messages so far */
   uint8_t seen;     /* its other messages so far */
+  uint16_t xleft;   /* messages still judged as an exchange's (classes.c, proto_class_cost) */
 };
 
 /* What the protocol keeps of a partner. */

@@ -24,14 +24,19 @@ void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct pro
  * choice is measured with p. proto_class_start: a message of len bytes
  * from p begins (its first record): a stamp, and *snap, for
  * proto_class_done; 0 when it is not timed (nothing else may be in
- * progress). proto_class_done: it ended in mode; may push a HINT.
+ * progress). proto_class_done: it ended in mode (both: timed while p had
+ * records of ours to take); may push a HINT.
  * proto_class_hint: the sender takes a HINT. proto_class_wants_rndv: the
  * partner asked for messages of len bytes by rendezvous. */
 int proto_class_step(struct proto_class *k, int mode, uint64_t ns);
 int proto_class_adapts(struct fmx_endpoint *ep, struct partner *p);
 uint64_t proto_class_start(struct fmx_endpoint *ep, struct partner *p, uint64_t len, uint64_t *snap);
 void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mode, uint64_t start,
-                      uint64_t snap);
+                      uint64_t snap, int both);
+/* What the class k counts a mode's fastest recent message at: ns per 4 KiB
+ * as the receiver timed it, twice that for the medium class while k is
+ * judged an exchange's (k->xleft; classes.c). */
+uint64_t proto_class_cost(const struct proto_class *k, int mode);
 void proto_class_hint(struct partner *p, const struct proto_hdr *h);
 int proto_class_wants_rndv(const struct proto_peer *pp, uint64_t len);
 /* Send the receive m's CTS or FIN to m->partner: kept in m while it waits

@@ -56,7 +56,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return
   uint64_t len = r->status.msg_length, snap = r->class_snap;
   uint64_t t0 = err || r->status.xfer_length < len ? 0 : r->class_ns; /* a cut copy times nothing */
   proto_up->complete(ep, r, code);
-  if (t0) proto_class_done(ep, p, len, 1, t0, snap);
+  if (t0) proto_class_done(ep, p, len, 1, t0, snap, 0);
 }
 
 void rndv_recv_refuse(struct fmx_endpoint *ep, struct proto_msg *r, struct partner *p, uint64_t sreq,

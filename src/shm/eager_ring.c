@@ -146,6 +146,8 @@ uint64_t shm_ring_own_ahead(struct shm_ring *r) {
   return n;
 }
 
+int shm_ring_unread(const struct shm_ring *r) { return __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) < r->local; }
+
 int64_t shm_ring_own_when_read(struct shm_ring *r) {
   uint64_t tail = __atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE);
   if (tail < r->local) return -1;

@@ -115,6 +115,8 @@ uint64_t shm_ring_own_ahead(struct shm_ring *r);
  * taken, maybe 0), else nothing (-1). While it reads, taking the lines
  * past its record competes with its reads (docs/tuning.md). */
 int64_t shm_ring_own_when_read(struct shm_ring *r);
+/* Producer: whether the reader has yet to consume some record pushed. */
+int shm_ring_unread(const struct shm_ring *r);
 /* Whether a record referring to its payload (shm_ring_push_ref) fits now. */
 int shm_ring_ref_fits(struct shm_ring *r);
 /* Write hdr and the reference `ref` (whatever names the payload's place)

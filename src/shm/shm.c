@@ -212,6 +212,11 @@ static size_t shm_max_payload(struct partner *p) {
   return buf > ring ? buf : ring;
 }
 
+static int shm_unread(struct partner *p) {
+  struct shm_peer *sp = shm_peer(p);
+  return sp->nlink && shm_ring_unread(&sp->link[0]->tx);
+}
+
 /* Wake the peer if it sleeps. */
 static void shm_wake(struct partner *p) { ep_wake(shm_peer(p)->desc); }
 
@@ -408,6 +413,7 @@ const struct fmx_transport_ops shm_transport = {
     .connect = shm_connect,
     .push = shm_push,
     .max_payload = shm_max_payload,
+    .unread = shm_unread,
     .poll = shm_poll,
     .abort = shm_abort,
     .conn = shm_conn,

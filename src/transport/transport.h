@@ -149,6 +149,8 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *   conn     what the connection our records to p go on lends the bulk
  *            engines (the sender's side of a rendezvous): NULL, or the op
  *            NULL, when nothing
+ *   unread   1 when p has not yet taken every record we pushed to it, 0
+ *            when it has (NULL: cannot be seen)
  *   abort    tell the peer we give up on the connection (code: why),
  *            without a record: it fails its side once it has taken what we
  *            pushed (NULL: no peer to tell)
@@ -181,6 +183,7 @@ struct fmx_transport_ops {
               int iovcnt);
   size_t (*max_payload)(struct partner *p);
   uint64_t (*eager_max)(struct partner *p);
+  int (*unread)(struct partner *p);
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
   void (*progress)(struct fmx_endpoint *ep, transport_deliver_fn deliver);
   int (*wait_fd)(struct fmx_endpoint *ep, uint64_t *max_ns);

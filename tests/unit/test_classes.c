@@ -71,8 +71,38 @@ static void test_in_flight_and_dirty(void) {
   CHECK(k.mode == MEDIUM && k.span == 32);
 }
 
+/* In an exchange the medium class counts the sender's copy too: twice
+ * what the receiver timed, while the class is judged an exchange's;
+ * rendezvous, a ping-pong's medium class and an unknown time stay as they
+ * are. With receiver times of 180 (medium) and 300 (rendezvous), a
+ * ping-pong keeps the medium class and an exchange moves to rendezvous. */
+static void test_exchange_cost(void) {
+  struct proto_class k;
+  memset(&k, 0, sizeof k);
+  k.best[MEDIUM] = 180;
+  k.best[RNDV] = 300;
+  CHECK_EQ(proto_class_cost(&k, MEDIUM), 180);
+  k.xleft = 1;
+  CHECK_EQ(proto_class_cost(&k, MEDIUM), 360);
+  CHECK_EQ(proto_class_cost(&k, RNDV), 300);
+  k.best[MEDIUM] = DIRTY;
+  CHECK_EQ(proto_class_cost(&k, MEDIUM), DIRTY);
+  k.best[MEDIUM] = DIRTY - 1;
+  CHECK(proto_class_cost(&k, MEDIUM) != DIRTY); /* a huge time stays a time */
+  memset(&k, 0, sizeof k);
+  CHECK_EQ(feed(&k, MEDIUM, 180, 8), RNDV); /* the trial */
+  CHECK_EQ(feed(&k, RNDV, 300, 8), MEDIUM);
+  CHECK(k.mode == MEDIUM);
+  memset(&k, 0, sizeof k);
+  k.xleft = 100;
+  CHECK_EQ(feed(&k, MEDIUM, 180, 8), RNDV);
+  CHECK_EQ(feed(&k, RNDV, 300, 8), RNDV);
+  CHECK(k.mode == RNDV);
+}
+
 int main(void) {
   test_to_rndv();
+  test_exchange_cost();
   test_medium_holds();
   test_in_flight_and_dirty();
   CHECK_DONE("test_classes");
