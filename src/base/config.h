@@ -45,6 +45,7 @@ struct fmx_config {
   uint64_t log_repeat_ms;      /* FMX_LOG_REPEAT_MS */
   int counters_page;           /* FMX_COUNTERS_PAGE */
   uint64_t copy_async_threshold; /* FMX_COPY_ASYNC_THRESHOLD: fmx_copy_async copies shorter ones at once */
+  uint64_t coop_help_min;   /* FMX_COOP_HELP_MIN: coop transfers the sender helps with */
   int self;                    /* FMX_SELF (also OMX_DISABLE_SELF, MX_DISABLE_SELF, inverted) */
   int shm;                     /* FMX_SHM (also OMX_DISABLE_SHARED, MX_DISABLE_SHMEM, inverted) */
   const char *context_ids;     /* FMX_CONTEXT_IDS "BITS,SHIFT" (also OMX_CTXIDS) */

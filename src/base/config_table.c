@@ -107,6 +107,10 @@ struct cfg_entry config_table[] = {
     STR("FMX_OFFLOAD_CPUS", "", NULL, offload_cpus,
         "CPU list the channels run on (e.g. 2-3); default every other online CPU when the thread is bound to one, "
         "else every online CPU"),
+    NUM("FMX_COOP_HELP_MIN", CFG_SIZE, "1M", 0, UINT64_MAX, coop_help_min,
+        "coop transfers (through a mapping of fmx_mem_alloc memory, or forced) at least this long are shared with "
+        "the sender while it is in fmx; shorter ones the receiver copies alone: its copy runs in its cache, and "
+        "the sender's stripes only add traffic between the cores; default one L2"),
     NUM("FMX_CHUNK_MAX", CFG_SIZE, "4M", 4 * K, G, chunk_max,
         "largest chunk one progress call copies (1024 pages): bounds the stall of other peers"),
     NUM("FMX_SPIN_US", CFG_INT, "1000", 0, 10000000, spin_us,

@@ -183,6 +183,9 @@ static int coop_recv_progress(struct bulk_xfer *x) {
 static int coop_send_progress(struct bulk_xfer *s) {
   struct bulk_peer *p = s->peer;
   if (!s->conn) return BULK_DONE; /* nothing to help through: the receiver pulls alone */
+  /* Short: the receiver copies it in its cache before our stripes would
+   * pay for the lines they move between the cores (docs/engines.md). */
+  if (s->want < fmx_cfg.coop_help_min) return BULK_DONE;
   struct coop_area *a = s->conn->tx_coop;
   /* The receiver's buffer in its fmx_mem_alloc memory: map it and store
    * straight into it (every piece is checked against the mapping). */

@@ -78,6 +78,7 @@ static void derive_from_topology(void) {
      * another core would have woken and pulled the lines over, and its
      * destination stays in the caller's cache (docs/copy.md). */
     config_set_derived("FMX_COPY_ASYNC_THRESHOLD", thr, "topology");
+    config_set_derived("FMX_COOP_HELP_MIN", t->l2.size, "topology");
     uint64_t bufs = t->l2.size / (fmx_cfg.eager_frag ? fmx_cfg.eager_frag : 4096);
     config_set_derived("FMX_POOL_BUFFERS", bufs < 4 ? 4 : bufs > 65536 ? 65536 : bufs, "topology");
     uint64_t slot = t->l2.size / (fmx_cfg.bulk_slots ? fmx_cfg.bulk_slots : 8);

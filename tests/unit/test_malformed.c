@@ -305,6 +305,7 @@ int main(void) {
    *    well-formed transfer whose destination is unmapped (b's push fails,
    *    recorded in the area, no crash). A FIN with an error ends the send. */
   CHECK_EQ(config_set("FMX_RNDV_THRESHOLD", "64K", "environment"), 0); /* 1 MiB goes rendezvous on any L2 */
+  CHECK_EQ(config_set("FMX_COOP_HELP_MIN", "0", "environment"), 0);   /* and b helps with it on any L2 */
   static char big[1 << 20];
   fmx_seg_t bs = {big, sizeof big};
   CHECK_EQ(fmx_isend(b, &bs, 1, b_to_a, 8, NULL, &sr), FMX_SUCCESS);
