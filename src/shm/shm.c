@@ -185,8 +185,10 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   /* A stream's reader is behind; a reply's reads what we pushed now. A
    * later push replans (and a stream's idle sender must not poll the tail
    * its reader stores at every record). */
-  sp->own_pending = 0;
-  if (inline_rec && sp->ep->own_ahead && shm_ring_own_plan(r, stream) >= (stream ? 1u : OWN_REPLY_MIN)) {
+  if (sp->own_pending) sp->own_pending = 0;
+  /* A short reply (most of a ping-pong's) looks at its length only. */
+  if ((stream || h->len > (OWN_REPLY_MIN - 1) * RING_CELL) && inline_rec && sp->ep->own_ahead &&
+      shm_ring_own_plan(r, stream) >= (stream ? 1u : OWN_REPLY_MIN)) {
     if (stream)
       TRANSPORT_ADD(ep, OWNED_AHEAD, shm_ring_own_ahead(r));
     else
