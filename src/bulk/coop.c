@@ -186,6 +186,9 @@ static int coop_send_progress(struct bulk_xfer *s) {
   /* Short: the receiver copies it in its cache before our stripes would
    * pay for the lines they move between the cores (docs/engines.md). */
   if (s->want < fmx_cfg.coop_help_min) return BULK_DONE;
+  /* Busy with a receive of our own (an exchange): that copy is ours to
+   * make; the peer takes our stripes meanwhile, and we join once it ends. */
+  if (s->env->receiving && s->env->receiving(s->env)) return BULK_MORE;
   struct coop_area *a = s->conn->tx_coop;
   /* The receiver's buffer in its fmx_mem_alloc memory: map it and store
    * straight into it (every piece is checked against the mapping). */

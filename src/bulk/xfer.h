@@ -86,6 +86,9 @@ struct bulk_env {
    * engine e? An engine that shares something per connection (ring's
    * slots, vmsplice's pipe) asks before taking it from a stale owner. */
   int (*active)(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e);
+  /* Is a receive transfer of ours moving now (NULL: unknown)? A coop
+   * sender busy with one leaves its stripes to the peer meanwhile. */
+  int (*receiving)(struct bulk_env *env);
 };
 
 struct bulk_xfer {

@@ -15,6 +15,7 @@ void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shif
   list_init(&pe->bulk);
   list_init(&pe->claimed);
   pe->benv.active = proto_xfer_active;
+  pe->benv.receiving = proto_xfer_receiving;
 }
 
 void proto_ep_fini(struct proto_ep *pe) {

@@ -299,5 +299,7 @@ void rndv_progress(struct fmx_endpoint *ep);
 /* The engines' question (bulk_env.active): whether our transfer id, a
  * send (still pushing) or a receive (still matched), runs with engine e. */
 int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e);
+/* bulk_env.receiving: a receive transfer of the endpoint is in pe->bulk. */
+int proto_xfer_receiving(struct bulk_env *env);
 
 #endif

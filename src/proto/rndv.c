@@ -234,6 +234,13 @@ void rndv_progress(struct fmx_endpoint *ep) {
   }
 }
 
+int proto_xfer_receiving(struct bulk_env *env) {
+  struct proto_ep *pe = container_of(env, struct proto_ep, benv);
+  struct list_node *pos;
+  list_for_each(pos, &pe->bulk) if (!list_entry(pos, struct proto_msg, bnode)->xfer.send) return 1;
+  return 0;
+}
+
 int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e) {
   struct fmx_endpoint *ep = container_of(env, struct proto_ep, benv)->ep;
   struct proto_msg *o = proto_up->lookup(ep, id, send);
