@@ -146,8 +146,7 @@ static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
 static int hand_over(struct shm_peer *sp) {
   int heard = sp->heard, go = heard && sp->answered && sp->ep->handover;
   sp->answered = (uint8_t)heard;
-  sp->heard = 0;
-  return go;
+  return go; /* heard is cleared by the push (shm_push) */
 }
 
 /* A reply takes its next cells ahead only when they are this many or more:
@@ -173,8 +172,9 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   /* A stream: neither this push nor the one before heard anything from
    * the peer (one is not enough: an exchange's receive may come before
    * its send, and its next send then heard nothing). */
-  int stream = !sp->heard && sp->quiet;
-  if (sp->quiet == !!sp->heard) sp->quiet = !sp->heard; /* stored only when it changes */
+  uint8_t quiet = !sp->heard;
+  int stream = quiet && sp->quiet;
+  if (sp->quiet != quiet) sp->quiet = quiet; /* stored only when it changes */
   /* Decided before the push; a stream's pushes (nothing heard, nothing
    * answered) store nothing. */
   int handing = __atomic_load_n(&handover_any, __ATOMIC_RELAXED) && (sp->heard | sp->answered) && hand_over(sp);

@@ -149,29 +149,35 @@ def cpu_has(flag):
         return any(line.startswith("flags") and flag in line.split() for line in f)
 
 
+def need_cores_and(flag, what):
+    """Skip unless the CPU has `flag` and each of two ranks has a core."""
+    if not cpu_has(flag):
+        pytest.skip("this CPU has no " + what)
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: the ranks share a core")
+
+
+def rank_counts(label, *args, env=None):
+    """fmx_perf ARGS with every byte verified: the counter `label` of ranks
+    0 and 1 (None where a rank has none), and the stderr to show."""
+    p = perf(*args, "--verify", "--counters", env=env)
+    rows_of(p)
+    return [counters_of(p.stderr, rank).get(label) for rank in (0, 1)], p.stderr
+
+
 def test_replies_handed_to_the_shared_cache():
     """Where the CPU has CLDEMOTE and each rank has a core, a ping-pong's
     replies go to the cache all cores share: both ranks count them, and
     every byte of every class arrives. A stream's messages do not go, only
     its acks (replies). FMX_HANDOVER=0 hands nothing over."""
-    if not cpu_has("cldemote"):
-        pytest.skip("this CPU has no CLDEMOTE")
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("one CPU: the ranks share a core")
+    need_cores_and("cldemote", "CLDEMOTE")
     iters = 400
-    p = perf("pingpong", "--sizes", "8,1K,4K,40K", "--iters", str(iters), "--verify", "--counters")
-    rows_of(p)
-    for rank in (0, 1):
-        assert counters_of(p.stderr, rank).get(HANDED, 0) >= iters, p.stderr
-    p = perf("bw", "--sizes", "1K", "--iters", str(iters), "--window", "16", "--verify", "--counters")
-    rows_of(p)
-    streamed = counters_of(p.stderr, 0).get(HANDED, 0)
-    assert streamed < iters // 16, p.stderr  # at most the few exchanges around the windows
-    p = perf("pingpong", "--sizes", "8,1K", "--iters", str(iters), "--verify", "--counters",
-             env={"FMX_HANDOVER": "0"})
-    rows_of(p)
-    for rank in (0, 1):
-        assert HANDED not in counters_of(p.stderr, rank), p.stderr
+    got, err = rank_counts(HANDED, "pingpong", "--sizes", "8,1K,4K,40K", "--iters", str(iters))
+    assert all((c or 0) >= iters for c in got), err
+    got, err = rank_counts(HANDED, "bw", "--sizes", "1K", "--iters", str(iters), "--window", "16")
+    assert (got[0] or 0) < iters // 16, err  # at most the few exchanges around the windows
+    got, err = rank_counts(HANDED, "pingpong", "--sizes", "8,1K", "--iters", str(iters), env={"FMX_HANDOVER": "0"})
+    assert got == [None, None], err
 
 
 OWNED = "ring cells taken for writing before the record that fills them (PREFETCHW)"
@@ -182,27 +188,16 @@ def test_ring_cells_taken_ahead():
     replies of more than one cell have the cells of the next taken for
     writing once the peer has read them, a stream's at once; one-cell
     replies plan nothing; every byte arrives; FMX_OWN_AHEAD=0 takes none."""
-    if not cpu_has("3dnowprefetch"):
-        pytest.skip("this CPU has no PREFETCHW")
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("one CPU: the ranks share a core")
+    need_cores_and("3dnowprefetch", "PREFETCHW")
     iters = 400
-    p = perf("pingpong", "--sizes", "1K,4K,40K", "--iters", str(iters), "--verify", "--counters")
-    rows_of(p)
-    for rank in (0, 1):
-        assert counters_of(p.stderr, rank).get(OWNED, 0) >= iters, p.stderr
-    p = perf("pingpong", "--sizes", "0,8", "--iters", str(iters), "--verify", "--counters")
-    rows_of(p)
-    for rank in (0, 1):
-        assert counters_of(p.stderr, rank).get(OWNED, 0) < iters, p.stderr
-    p = perf("bw", "--sizes", "1K", "--iters", str(iters), "--window", "16", "--verify", "--counters")
-    rows_of(p)
-    assert counters_of(p.stderr, 0).get(OWNED, 0) >= iters, p.stderr
-    p = perf("pingpong", "--sizes", "1K,4K", "--iters", str(iters), "--verify", "--counters",
-             env={"FMX_OWN_AHEAD": "0"})
-    rows_of(p)
-    for rank in (0, 1):
-        assert OWNED not in counters_of(p.stderr, rank), p.stderr
+    got, err = rank_counts(OWNED, "pingpong", "--sizes", "1K,4K,40K", "--iters", str(iters))
+    assert all((c or 0) >= iters for c in got), err
+    got, err = rank_counts(OWNED, "pingpong", "--sizes", "0,8", "--iters", str(iters))
+    assert all((c or 0) < iters for c in got), err
+    got, err = rank_counts(OWNED, "bw", "--sizes", "1K", "--iters", str(iters), "--window", "16")
+    assert (got[0] or 0) >= iters, err
+    got, err = rank_counts(OWNED, "pingpong", "--sizes", "1K,4K", "--iters", str(iters), env={"FMX_OWN_AHEAD": "0"})
+    assert got == [None, None], err
 
 
 def offsets_0_16(alias):
