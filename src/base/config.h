@@ -15,6 +15,7 @@ struct fmx_config {
   uint64_t ring_min;        /* FMX_RING_MIN: the least of it a sender uses */
   int handover;             /* FMX_HANDOVER: replies' records to the shared cache */
   int own_ahead;            /* FMX_OWN_AHEAD: a ring's next cells taken for writing ahead */
+  int duplex_box;           /* FMX_DUPLEX_BOX: tiny records by turns through the link's shared line */
   uint64_t pool_buffers;    /* FMX_POOL_BUFFERS: buffers of an endpoint's send pool */
   uint64_t eager_frag;      /* FMX_EAGER_FRAG: fragment of a medium message */
   const char *bulk;         /* FMX_BULK: auto or an engine name */

@@ -65,7 +65,8 @@
   X(CLASS_TO_RNDV, "medium or rendezvous: size classes moved to rendezvous by measurement") \
   X(CLASS_TO_MEDIUM, "medium or rendezvous: size classes moved back to the medium class by measurement") \
   X(HANDOVERS, "records handed to the cache all cores share (CLDEMOTE): replies a peer waits for")                    \
-  X(OWNED_AHEAD, "ring cells taken for writing before the record that fills them (PREFETCHW)")
+  X(OWNED_AHEAD, "ring cells taken for writing before the record that fills them (PREFETCHW)") \
+  X(BOXED, "tiny records sent through a link's duplex box (the line both directions share by turns)")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -57,6 +57,7 @@ int shm_ring_attach(struct shm_ring *r, struct shm_ring_shared *sh, void *cells,
   r->local = 0;
   r->pos = 0;
   r->broken = 0;
+  r->records = 0;
   r->next = stamp_at(r, 0);
   r->next_stamp = stamp_of(r, 0);
   return 0;
@@ -125,6 +126,7 @@ int shm_ring_push(struct shm_ring *r, const struct proto_hdr *hdr, const struct 
   __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local), __ATOMIC_RELEASE);
   advance(r, need);
   r->last_cells = need;
+  r->records++;
   return 0;
 }
 
@@ -177,6 +179,7 @@ int shm_ring_push_ref(struct shm_ring *r, const struct proto_hdr *hdr, uint64_t 
   memcpy(dst + sizeof *hdr, &ref, sizeof ref);
   __atomic_store_n(stamp_at(r, r->pos), stamp_of(r, r->local) ^ RING_REF, __ATOMIC_RELEASE);
   advance(r, 1);
+  r->records++;
   return 0;
 }
 
@@ -211,4 +214,7 @@ const struct proto_hdr *shm_ring_peek(struct shm_ring *r) {
   }
 }
 
-void shm_ring_pop(struct shm_ring *r) { consumed(r, r->cur_cells); }
+void shm_ring_pop(struct shm_ring *r) {
+  consumed(r, r->cur_cells);
+  r->records++;
+}

@@ -68,6 +68,7 @@ struct shm_ring {
   uint64_t own_cells;  /* producer: cells planned to take ahead (shm_ring_own_plan) */
   uint64_t local;  /* producer: next cell to write; consumer: next cell to read */
   uint64_t pos;    /* local % ncells, kept as it advances (no division per record) */
+  uint64_t records; /* producer: records pushed; consumer: records popped (PADs not counted) */
   /* Consumer: the cell at `local` and the stamp it will bear, so that an
    * idle poll is one load and one compare (no division, no hash). */
   uint64_t *next;

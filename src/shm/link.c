@@ -95,6 +95,7 @@ static int view(struct shm_link *c, const struct chan_hdr *h, int tx_dir, int rx
   c->bulk.rx_coop = (struct coop_area *)(b + h->coop_off[rx_dir]);
   c->tx_abort = &((struct chan_hdr *)b)->abort[tx_dir];
   c->rx_abort = &((struct chan_hdr *)b)->abort[rx_dir];
+  shm_box_attach(&c->box, &live->box, tx_dir == 0);
   return 0;
 }
 

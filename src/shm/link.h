@@ -20,10 +20,11 @@
 #include "bulk/conn.h"
 #include "transport/record.h"
 #include "region/pool.h"
+#include "shm/duplex_box.h"
 #include "shm/eager_ring.h"
 
 #define CHAN_MAGIC 0x464d5843u /* "FMXC" */
-#define CHAN_VERSION 6 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool, ring headers in chan_hdr, 6: HINT records */
+#define CHAN_VERSION 7 /* 2: coop areas, 3: their xmem region, 4: abort words, 5: slot data in the pool, ring headers in chan_hdr, 6: HINT records, 7: the duplex box */
 
 struct chan_hdr {
   uint32_t magic;
@@ -41,6 +42,12 @@ struct chan_hdr {
   _Alignas(64) uint32_t abort[2];
   /* Each direction's ring header (cells at ring_off). */
   struct shm_ring_shared ring[2];
+  /* Tiny records of either direction, by turns (shm/duplex_box.h). The
+   * other line of its 128-byte pair stays idle: a core that reads one
+   * line of a pair may fetch the other too (adjacent-line prefetch), and
+   * the rings' tails, written at every record, must not be that one. */
+  _Alignas(128) struct shm_box_line box;
+  uint8_t box_pair[RING_CELL];
 };
 
 struct shm_link {
@@ -54,6 +61,7 @@ struct shm_link {
     uint32_t head, n, cap;
   } lent;
   struct shm_ring tx, rx;
+  struct shm_box box;
   uint32_t *tx_abort, *rx_abort;       /* chan_hdr.abort of our direction and of the peer's */
   uint64_t rx_freed; /* cells consumed since we last woke the sender */
   /* What the bulk engines use of it (slots, coop areas, pipes, the pools

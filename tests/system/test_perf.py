@@ -200,6 +200,22 @@ def test_ring_cells_taken_ahead():
     assert got == [None, None], err
 
 
+BOXED = "tiny records sent through a link's duplex box (the line both directions share by turns)"
+
+
+def test_tiny_ping_pong_through_the_box():
+    """A ping-pong of tiny messages goes through the link's duplex box,
+    each rank's sends nearly all of them (every byte verified); longer
+    messages do not; FMX_DUPLEX_BOX=0 sends none there."""
+    iters = 400
+    got, err = rank_counts(BOXED, "pingpong", "--sizes", "0,8,16", "--iters", str(iters))
+    assert all((c or 0) >= 3 * iters - 16 for c in got), err
+    got, err = rank_counts(BOXED, "pingpong", "--sizes", "17,1K", "--iters", str(iters))
+    assert all((c or 0) < iters for c in got), err  # only the tiny control records around them
+    got, err = rank_counts(BOXED, "pingpong", "--sizes", "8", "--iters", str(iters), env={"FMX_DUPLEX_BOX": "0"})
+    assert got == [None, None], err
+
+
 def offsets_0_16(alias):
     """Ping-pong with rank 0's buffers on a page and rank 1's 16 bytes in,
     every byte verified, measured costs that make cma the cheapest, and
