@@ -43,7 +43,6 @@ struct shm_box {
   struct shm_box_line *line;
   uint32_t seq; /* the number of the box's last record, ours or the peer's */
   uint8_t turn; /* ours: we may write, the peer writes nothing */
-  uint8_t sent; /* we wrote the last record and have had none back since */
 };
 
 void shm_box_attach(struct shm_box *b, struct shm_box_line *line, int creator);

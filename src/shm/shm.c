@@ -100,9 +100,7 @@ static int push_pooled(struct fmx_endpoint *ep, struct shm_link *ch, const struc
  * of ours is in flight. Looked at every 16th push: it reads the peer's
  * line. */
 static void maybe_switch(struct partner *p, struct shm_peer *sp) {
-  /* Nor while a record of ours may wait in link[0]'s box: the receiver
-   * stops polling that link once a record comes on the other. */
-  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || sp->nlink < 2 || sp->link[0]->box.sent) return;
+  if (++sp->pushes % 16 != 1 || sp->tx_medium_left || sp->nlink < 2) return;
   struct shm_ring *r = &sp->link[0]->tx;
   if (__atomic_load_n(&r->sh->tail, __ATOMIC_ACQUIRE) != r->local || transport_up->peer_lending(p)) return;
   struct shm_link *c = sp->link[0];
@@ -262,16 +260,102 @@ int shm_link_chosen(struct fmx_endpoint *ep, struct partner *p, const struct shm
   return (ch->ours ? mine : theirs) == (mine < theirs ? mine : theirs);
 }
 
-/* Two links (both ends connected at once): a record on the one both ends
- * move their sending to (hello.c: the one the lower endpoint id made)
- * means the peer has moved, for good, and only after we took all it had
- * pushed on the other (maybe_switch), so that other is polled no more:
+/* Two links (both ends connected at once): the first record on the one
+ * both ends move their sending to (hello.c: the one the lower endpoint id
+ * made) means the peer has moved, for good. All it pushed on the other is
+ * visible by then: its records, which it waited for us to take
+ * (maybe_switch), and maybe its last box record, whose taking it cannot
+ * see. That other is polled once more, before ch's record, then no more:
  * polling it cost every 8 B ping-pong 0.20 -> 0.23 us on the Intel Xeon
  * VM of 2026-11-27 (fmx_perf starts its ranks at once). Only where one
  * link is each end's: two of one maker (a reconnect) keep both polled. */
-static void retire_rx(struct fmx_endpoint *ep, struct partner *p, struct shm_peer *sp, struct shm_link *ch) {
-  struct shm_link *other = sp->link[ch == sp->link[0]];
-  if (other->ours != ch->ours && shm_link_chosen(ep, p, ch)) sp->rx_done = other;
+static int retires_other(struct fmx_endpoint *ep, struct partner *p, struct shm_peer *sp, struct shm_link *ch) {
+  return sp->link[ch == sp->link[0]]->ours != ch->ours && shm_link_chosen(ep, p, ch);
+}
+
+#define POLL_RETIRE 1 /* poll_link stopped before the first record on the chosen link */
+
+/* Deliver what came on ch: ring and box, in order. 0, or POLL_RETIRE. */
+static int poll_link(struct fmx_endpoint *ep, struct partner *p, struct shm_link *ch,
+                            transport_deliver_fn deliver) {
+  struct shm_peer *sp = shm_peer(p);
+  struct transport_peer *t = transport_peer(p);
+  uint64_t before = ch->rx.local;
+  const struct proto_hdr *h;
+  int returned = 0, got = 0;
+  while (t->state == PARTNER_ALIVE) {
+    h = shm_ring_peek(&ch->rx);
+    /* The box after the ring: a ring record pushed after the box's is
+     * seen only with it (shm/duplex_box.h). */
+    if (shm_box_ready(&ch->box, ch->rx.records)) {
+      if (sp->nlink == 2 && !sp->rx_done && retires_other(ep, p, sp, ch)) return POLL_RETIRE;
+      got = 1;
+      struct shm_box_line rec;
+      if (shm_box_take(&ch->box, &rec) < 0) {
+        ch->rx.broken = 1;
+        break;
+      }
+      if (deliver(ep, p, &ch->bulk, &rec.hdr, rec.data)) break;
+      continue;
+    }
+    if (!h) break;
+    if (sp->nlink == 2 && !sp->rx_done && retires_other(ep, p, sp, ch)) return POLL_RETIRE;
+    got = 1;
+    /* Copy the header out of shared memory: the peer may rewrite it. */
+    struct proto_hdr hdr = *h;
+    if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
+    uint64_t ref = ch->rx.cur_ref;
+    const void *payload = payload_of(p, &ch->rx, h, hdr.len);
+    if (!payload) {
+      ch->rx.broken = 1; /* names a buffer its pool does not have */
+      break;
+    }
+    int gone = deliver(ep, p, &ch->bulk, &hdr, payload);
+    returned |= ref != RING_NO_REF; /* the pop returns its buffer */
+    shm_ring_pop(&ch->rx);
+    if (gone) break;
+  }
+  /* The sender may wait for a pool buffer: we returned some. */
+  if (returned) shm_wake(p);
+  /* Idle: the cells our next reply will fill, once the peer has read
+   * the last (shm_ring_own_when_read). */
+  if (!got && sp->own_pending) {
+    int64_t taken = shm_ring_own_when_read(&sp->link[0]->tx);
+    if (taken >= 0) {
+      sp->own_pending = 0;
+      TRANSPORT_ADD(ep, OWNED_AHEAD, (uint64_t)taken);
+    }
+  }
+  if (got && !sp->heard) sp->heard = 1; /* hand_over; stored only when it changes */
+  /* Nothing came: has the peer given up on us? Checked only when idle,
+   * so everything it pushed before is delivered first. */
+  if (!got && t->state == PARTNER_ALIVE && __atomic_load_n(ch->rx_abort, __ATOMIC_ACQUIRE) &&
+      !shm_ring_peek(&ch->rx) && !shm_box_ready(&ch->box, ch->rx.records)) {
+    uint32_t why = *ch->rx_abort;
+    fmx_return_t code = why == FMX_NO_RESOURCES || why == FMX_NO_SYSTEM_RESOURCES ? (fmx_return_t)why
+                                                                                  : FMX_REMOTE_ENDPOINT_UNREACHABLE;
+    TRANSPORT_CNT(ep, PEER_ABORTS);
+    log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u (pid %d) dropped the connection (%s): its requests with us fail",
+             shm_eid(ep), t->eid, (int)t->bulk->pid, fmx_strerror(code));
+    transport_up->peer_down(ep, p, PARTNER_DISCONNECTED, code);
+    return 0;
+  }
+  if (ch->rx.broken && t->state == PARTNER_ALIVE) {
+    TRANSPORT_CNT(ep, BAD_PACKET);
+    log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring or box from endpoint %u (pid %d) is corrupt: peer dropped", shm_eid(ep),
+             t->eid, (int)t->bulk->pid);
+    transport_up->peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  }
+  /* The sender may sleep waiting for room. Waking costs a fence, so do it
+   * once a quarter of the ring is freed: a sender that lacks room for a
+   * record (at most half the ring) sees more than half the ring in use, so
+   * draining it always crosses a quarter. */
+  ch->rx_freed += ch->rx.local - before;
+  if (ch->rx_freed >= ch->rx.ncells / 4) {
+    ch->rx_freed = 0;
+    shm_wake(p);
+  }
+  return 0;
 }
 
 static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
@@ -279,83 +363,10 @@ static void shm_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliv
   struct transport_peer *t = transport_peer(p);
   for (int c = 0; c < sp->nlink && t->state == PARTNER_ALIVE; c++) {
     struct shm_link *ch = sp->link[c];
-    if (ch == sp->rx_done) continue;
-    uint64_t before = ch->rx.local;
-    const struct proto_hdr *h;
-    int returned = 0, got = 0;
-    while (t->state == PARTNER_ALIVE) {
-      h = shm_ring_peek(&ch->rx);
-      /* The box after the ring: a ring record pushed after the box's is
-       * seen only with it (shm/duplex_box.h). */
-      if (shm_box_ready(&ch->box, ch->rx.records)) {
-        struct shm_box_line rec;
-        if (shm_box_take(&ch->box, &rec) < 0) {
-          ch->rx.broken = 1;
-          break;
-        }
-        got = 1;
-        if (deliver(ep, p, &ch->bulk, &rec.hdr, rec.data)) break;
-        continue;
-      }
-      if (!h) break;
-      got = 1;
-      /* Copy the header out of shared memory: the peer may rewrite it. */
-      struct proto_hdr hdr = *h;
-      if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;
-      uint64_t ref = ch->rx.cur_ref;
-      const void *payload = payload_of(p, &ch->rx, h, hdr.len);
-      if (!payload) {
-        ch->rx.broken = 1; /* names a buffer its pool does not have */
-        break;
-      }
-      int gone = deliver(ep, p, &ch->bulk, &hdr, payload);
-      returned |= ref != RING_NO_REF; /* the pop returns its buffer */
-      shm_ring_pop(&ch->rx);
-      if (gone) break;
-    }
-    /* The sender may wait for a pool buffer: we returned some. */
-    if (returned) shm_wake(p);
-    /* Idle: the cells our next reply will fill, once the peer has read
-     * the last (shm_ring_own_when_read). */
-    if (!got && sp->own_pending) {
-      int64_t taken = shm_ring_own_when_read(&sp->link[0]->tx);
-      if (taken >= 0) {
-        sp->own_pending = 0;
-        TRANSPORT_ADD(ep, OWNED_AHEAD, (uint64_t)taken);
-      }
-    }
-    if (got) {
-      if (!sp->heard) sp->heard = 1; /* hand_over; stored only when it changes */
-      if (sp->nlink == 2 && !sp->rx_done) retire_rx(ep, p, sp, ch);
-    }
-    /* Nothing came: has the peer given up on us? Checked only when idle,
-     * so everything it pushed before is delivered first. */
-    if (!got && t->state == PARTNER_ALIVE && __atomic_load_n(ch->rx_abort, __ATOMIC_ACQUIRE) &&
-        !shm_ring_peek(&ch->rx) && !shm_box_ready(&ch->box, ch->rx.records)) {
-      uint32_t why = *ch->rx_abort;
-      fmx_return_t code = why == FMX_NO_RESOURCES || why == FMX_NO_SYSTEM_RESOURCES ? (fmx_return_t)why
-                                                                                    : FMX_REMOTE_ENDPOINT_UNREACHABLE;
-      TRANSPORT_CNT(ep, PEER_ABORTS);
-      log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u (pid %d) dropped the connection (%s): its requests with us fail",
-               shm_eid(ep), t->eid, (int)t->bulk->pid, fmx_strerror(code));
-      transport_up->peer_down(ep, p, PARTNER_DISCONNECTED, code);
-      return;
-    }
-    if (ch->rx.broken && t->state == PARTNER_ALIVE) {
-      TRANSPORT_CNT(ep, BAD_PACKET);
-      log_warn("FMX-SHM-CORRUPT", "endpoint %u: ring or box from endpoint %u (pid %d) is corrupt: peer dropped", shm_eid(ep),
-               t->eid, (int)t->bulk->pid);
-      transport_up->peer_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
-    }
-    /* The sender may sleep waiting for room. Waking costs a fence, so do it
-     * once a quarter of the ring is freed: a sender that lacks room for a
-     * record (at most half the ring) sees more than half the ring in use, so
-     * draining it always crosses a quarter. */
-    ch->rx_freed += ch->rx.local - before;
-    if (ch->rx_freed >= ch->rx.ncells / 4) {
-      ch->rx_freed = 0;
-      shm_wake(p);
-    }
+    if (ch == sp->rx_done || poll_link(ep, p, ch, deliver) != POLL_RETIRE) continue;
+    sp->rx_done = sp->link[ch == sp->link[0]]; /* retires_other: it first, then ch's record */
+    poll_link(ep, p, sp->rx_done, deliver);
+    poll_link(ep, p, ch, deliver);
   }
 }
 

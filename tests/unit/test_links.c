@@ -128,13 +128,43 @@ static void test_two_links_at_once(void) {
     formed = sa->nlink == 2 && sb->nlink == 2;
     if (formed) {
       CHECK(!sa->rx_done && !sb->rx_done);
+      /* The higher id left a tiny record in the box of the link it made,
+       * as a send before the second link came would have, then sends on
+       * the chosen link (the lower id's). The lower id, polling the
+       * chosen link first, takes the box record before that send, though
+       * nothing told the sender whether it was taken. */
+      struct shm_peer *lo = eid_of(a) < eid_of(b) ? sa : sb, *hi = lo == sa ? sb : sa;
+      fmx_endpoint_t hi_ep = hi == sa ? a : b, lo_ep = hi == sa ? b : a;
+      struct shm_link *made = hi->link[0]->ours ? hi->link[0] : hi->link[1];
+      CHECK(made->ours && made->box.turn);
+      struct proto_hdr h = {.type = PROTO_EAGER, .len = 8, .msg_len = 8, .match = 500};
+      char word[8] = "in box!";
+      struct iovec iov = {word, sizeof word};
+      shm_box_push(&made->box, &h, &iov, 1, made->tx.records);
+      if (!lo->link[0]->ours) { /* the lower id polls the chosen link first, as if it had moved */
+        struct shm_link *first = lo->link[0];
+        lo->link[0] = lo->link[1];
+        lo->link[1] = first;
+        lo->switch_tx = 0;
+      }
+      fmx_seg_t so = {word, sizeof word};
+      fmx_request_t sr;
+      CHECK_EQ(fmx_isend(hi_ep, &so, 1, hi == sa ? ra.addr : rb.addr, 501, NULL, &sr), FMX_SUCCESS);
+      wait_done(hi_ep, &sr);
+      for (uint64_t want = 500; want <= 501; want++) {
+        char in[8] = "";
+        fmx_seg_t si = {in, sizeof in};
+        fmx_request_t rr;
+        CHECK_EQ(fmx_irecv(lo_ep, &si, 1, 0, 0, NULL, &rr), FMX_SUCCESS);
+        CHECK_EQ(wait_done(lo_ep, &rr).match_info, want);
+        CHECK(memcmp(in, "in box!", 8) == 0);
+      }
       for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
         message(a, ra.addr, b, len);
         message(b, rb.addr, a, len);
       }
       /* Both moved to the lower id's link (ours at that end, the peer's
        * at the other) and retired the other. */
-      struct shm_peer *lo = eid_of(a) < eid_of(b) ? sa : sb, *hi = lo == sa ? sb : sa;
       CHECK(lo->link[0]->ours && !hi->link[0]->ours);
       CHECK(sa->rx_done == sa->link[1] && sb->rx_done == sb->link[1]);
       for (size_t len = 0; len <= (1 << 20); len = len ? len * 4 : 1) {
