@@ -8,6 +8,7 @@ void shm_box_attach(struct shm_box *b, struct shm_box_line *line, int creator) {
   b->line = line;
   b->seq = 0;
   b->turn = (uint8_t)(creator != 0);
+  b->rest = 0;
 }
 
 void shm_box_push(struct shm_box *b, const struct proto_hdr *h, const struct iovec *iov, int iovcnt,

@@ -43,7 +43,11 @@ struct shm_box {
   struct shm_box_line *line;
   uint32_t seq; /* the number of the box's last record, ours or the peer's */
   uint8_t turn; /* ours: we may write, the peer writes nothing */
+  uint16_t rest; /* records still to send through the ring after a crossing (shm_box_crossed) */
 };
+
+/* Records that go through the ring after two ends' records crossed. */
+#define BOX_REST 64
 
 void shm_box_attach(struct shm_box *b, struct shm_box_line *line, int creator);
 
@@ -52,6 +56,26 @@ void shm_box_attach(struct shm_box *b, struct shm_box_line *line, int creator);
 static inline int shm_box_fits(const struct shm_box *b, const struct proto_hdr *h) {
   return b->turn && h->len <= RING_CELL_TINY && h->type != PROTO_FRAG;
 }
+
+/* Whether h goes through the box now: it fits, and the two ends have not
+ * crossed lately (shm_box_crossed). Counts the records it is asked
+ * about: call it once per record sent. */
+static inline int shm_box_pick(struct shm_box *b, const struct proto_hdr *h) {
+  if (!shm_box_fits(b, h)) return 0;
+  if (b->rest) {
+    b->rest--;
+    return 0;
+  }
+  return 1;
+}
+
+/* The record just taken crossed one of ours: it was written while a
+ * record we pushed was still unread (an exchange: both ends send at
+ * once, and through the box every other record would wait for the line
+ * to come back: 2 ranks' alltoall of 8 B 0.27 -> 0.31 us). The next
+ * BOX_REST records we could send there go through the ring, and the turn
+ * stays ours meanwhile. A ping-pong's records never cross. */
+static inline void shm_box_crossed(struct shm_box *b) { b->rest = BOX_REST; }
 
 /* Write h and its payload (gathered from iov) and publish it, after the
  * `ring_records` records pushed to the ring so far. Only when it fits. */

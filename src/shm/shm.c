@@ -191,7 +191,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   int stream = quiet && sp->quiet;
   if (sp->quiet != quiet) sp->quiet = quiet; /* stored only when it changes */
   /* Our turn in the box, on the link we keep sending on (maybe_switch). */
-  if (sp->ep->duplex_box && shm_box_fits(&sp->link[0]->box, h) && !sp->switch_tx)
+  if (sp->ep->duplex_box && !sp->switch_tx && shm_box_pick(&sp->link[0]->box, h))
     return push_boxed(ep, sp, h, iov, iovcnt);
   /* Decided before the push; a stream's pushes (nothing heard, nothing
    * answered) store nothing. */
@@ -295,6 +295,8 @@ static int poll_link(struct fmx_endpoint *ep, struct partner *p, struct shm_link
         ch->rx.broken = 1;
         break;
       }
+      /* A box ping-pong leaves our ring idle: its tail's line stays put. */
+      if (shm_ring_unread(&ch->tx)) shm_box_crossed(&ch->box);
       if (deliver(ep, p, &ch->bulk, &rec.hdr, rec.data)) break;
       continue;
     }

@@ -72,6 +72,14 @@ static void test_turns(void) {
     CHECK(shm_box_ready(&a, 0));
     CHECK_EQ(shm_box_take(&a, &got), -EPROTO);
   }
+  /* After a crossing, the next BOX_REST records that could go there go
+   * through the ring; the turn stays. */
+  shm_box_attach(&c, line, 1);
+  h = (struct proto_hdr){.type = PROTO_EAGER, .len = 8, .msg_len = 8};
+  shm_box_crossed(&c);
+  for (int i = 0; i < BOX_REST; i++) CHECK(!shm_box_pick(&c, &h));
+  CHECK(c.turn);
+  CHECK(shm_box_pick(&c, &h));
   free(line);
 }
 
@@ -191,11 +199,50 @@ static void test_real_mixed_order(void) {
   fmx_close_endpoint(e[1]);
 }
 
+/* Two real endpoints exchange tiny messages (both send, then both
+ * receive: each side's record crosses the other's): the box carries few
+ * of them. Then a ping-pong: the box carries nearly all again. */
+static void test_real_crossing(void) {
+  fmx_endpoint_t e[2] = {open_ep(FMX_ANY_ENDPOINT, 31), open_ep(FMX_ANY_ENDPOINT, 32)};
+  fmx_endpoint_addr_t to[2] = {connect_to(e[0], e[1], 32), connect_to(e[1], e[0], 31)};
+  uint64_t word = 0;
+  fmx_seg_t seg = {&word, sizeof word};
+  fmx_request_t sr, rr;
+  const int n = 1000;
+  uint64_t before = counter_of(e[0], BOXED) + counter_of(e[1], BOXED);
+  if (before == UINT64_MAX) before = 0;
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < 2; k++) {
+      CHECK_EQ(fmx_isend(e[k], &seg, 1, to[k], 1, NULL, &sr), FMX_SUCCESS);
+      wait_done(e[k], &sr);
+    }
+    for (int k = 0; k < 2; k++) {
+      CHECK_EQ(fmx_irecv(e[k], &seg, 1, 1, ~0ull, NULL, &rr), FMX_SUCCESS);
+      wait_done(e[k], &rr);
+    }
+  }
+  uint64_t exchanged = counter_of(e[0], BOXED) + counter_of(e[1], BOXED);
+  if (exchanged == UINT64_MAX) exchanged = 0;
+  CHECK(exchanged - before < (uint64_t)n / 8); /* of 2n records */
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 2; k++) {
+      CHECK_EQ(fmx_irecv(e[!k], &seg, 1, 2, ~0ull, NULL, &rr), FMX_SUCCESS);
+      CHECK_EQ(fmx_isend(e[k], &seg, 1, to[k], 2, NULL, &sr), FMX_SUCCESS);
+      wait_done(e[k], &sr);
+      wait_done(e[!k], &rr);
+    }
+  uint64_t after = counter_of(e[0], BOXED) + counter_of(e[1], BOXED);
+  CHECK(after - exchanged > (uint64_t)n); /* of 2n records */
+  fmx_close_endpoint(e[0]);
+  fmx_close_endpoint(e[1]);
+}
+
 int main(void) {
   test_turns();
   test_order_with_the_ring();
   CHECK_EQ(fmx_init(), FMX_SUCCESS);
   test_real_mixed_order();
+  test_real_crossing();
   fmx_finalize();
   CHECK_DONE("test_box");
   return 0;
