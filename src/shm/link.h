@@ -3,7 +3,7 @@
  * A link: the shared memory between two endpoints, one memfd created by the connecting side and passed over the
  * handshake socket. Layout (offsets, never pointers):
  *
- *   [chan_hdr + both rings' headers][cells 0][cells 1][slots 0][slots 1][coop 0][coop 1]
+ *   [chan_hdr + both rings' headers + the duplex box][cells 0][cells 1][slots 0][slots 1][coop 0][coop 1]
  *
  * Direction 0 is creator -> acceptor, direction 1 the reverse; each
  * direction has a ring, the ring engine's slot headers (their data lies in

@@ -276,8 +276,7 @@ static int retires_other(struct fmx_endpoint *ep, struct partner *p, struct shm_
 #define POLL_RETIRE 1 /* poll_link stopped before the first record on the chosen link */
 
 /* Deliver what came on ch: ring and box, in order. 0, or POLL_RETIRE. */
-static int poll_link(struct fmx_endpoint *ep, struct partner *p, struct shm_link *ch,
-                            transport_deliver_fn deliver) {
+static int poll_link(struct fmx_endpoint *ep, struct partner *p, struct shm_link *ch, transport_deliver_fn deliver) {
   struct shm_peer *sp = shm_peer(p);
   struct transport_peer *t = transport_peer(p);
   uint64_t before = ch->rx.local;
