@@ -7,11 +7,12 @@
  * never write it at once, and neither needs to tell the other it read).
  * The link's creator holds the first turn.
  *
- * Why: through the rings, each tiny message of a ping-pong costs two line
- * transfers (the writer takes the line the reader polls, then the reader
- * fetches it back); through one line both ways, the line is where the
- * next writer polls. Two cores passing a counter, on the Intel Xeon VM of
- * 2026-11-27: 150-157 ns each way through two lines, 60-73 through one.
+ * Why: a tiny message through a ring also publishes a tail, meets PADs
+ * and limits, and decides hand-over and own-ahead. (One line for both
+ * directions is not the gain in itself: two cores passing a counter, on
+ * the Intel Xeon VM of 2026-11-27, took 150-157 ns each way through two
+ * lines and 60-73 through one, but with 20-50 ns of work at each end
+ * 160-166 and 156-177.) 8 B ping-pong 0.211 -> 0.193 us (docs/tuning.md).
  *
  * Order with the ring: the stamp, stored last, is the number of the box's
  * record (both directions count together, from 1) in its low 32 bits and,
@@ -76,7 +77,7 @@ static inline int shm_box_pick(struct shm_box *b, const struct proto_hdr *h) {
  * BOX_REST records we could send there go through the ring, and the turn
  * stays ours meanwhile. A ping-pong's records never cross. With 64, the
  * box still carried 3% of an exchange's records (its reader does not
- * always see its own record unread) and cost it 2-6%; with 1024, 0.1%. */
+ * always see its own record unread) and cost it 1-6%; with 1024, 0.1%. */
 static inline void shm_box_crossed(struct shm_box *b) { b->rest = BOX_REST; }
 
 /* Write h and its payload (gathered from iov) and publish it, after the
