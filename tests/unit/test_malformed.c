@@ -62,66 +62,64 @@ static void progress_b(void) {
   for (int i = 0; i < 10; i++) fmx_progress(b);
 }
 
-/* A fresh pair c -> d (one link, c's), its counter of bad packets. */
-static uint64_t fresh_pair(fmx_endpoint_t *c, fmx_endpoint_t *d, fmx_endpoint_addr_t *c_to_d, fmx_endpoint_addr_t *d_to_c) {
+/* A fresh pair c -> d (one link, c's), d's count of bad packets before,
+ * and a receive of match 9 posted on d, that nothing will meet. */
+struct hostile_pair {
+  fmx_endpoint_t c, d;
+  fmx_endpoint_addr_t c_to_d, d_to_c;
+  uint64_t bad0;
+  fmx_request_t rr;
+  char buf[64];
+};
+
+static struct shm_link *fresh_pair(struct hostile_pair *hp) {
   uint32_t ec, ed;
-  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 3, NULL, 0, c), FMX_SUCCESS);
-  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 4, NULL, 0, d), FMX_SUCCESS);
-  fmx_get_info(*c, FMX_INFO_ENDPOINT_ID, NULL, 0, &ec, sizeof ec);
-  fmx_get_info(*d, FMX_INFO_ENDPOINT_ID, NULL, 0, &ed, sizeof ed);
-  CHECK_EQ(fmx_connect(*c, FMX_ANY_NIC, ed, 4, 1000, c_to_d), FMX_SUCCESS);
-  CHECK_EQ(fmx_connect(*d, FMX_ANY_NIC, ec, 3, 1000, d_to_c), FMX_SUCCESS);
-  return counter(*d, CNT_BAD_PACKET);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 3, NULL, 0, &hp->c), FMX_SUCCESS);
+  CHECK_EQ(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, 4, NULL, 0, &hp->d), FMX_SUCCESS);
+  fmx_get_info(hp->c, FMX_INFO_ENDPOINT_ID, NULL, 0, &ec, sizeof ec);
+  fmx_get_info(hp->d, FMX_INFO_ENDPOINT_ID, NULL, 0, &ed, sizeof ed);
+  CHECK_EQ(fmx_connect(hp->c, FMX_ANY_NIC, ed, 4, 1000, &hp->c_to_d), FMX_SUCCESS);
+  CHECK_EQ(fmx_connect(hp->d, FMX_ANY_NIC, ec, 3, 1000, &hp->d_to_c), FMX_SUCCESS);
+  hp->bad0 = counter(hp->d, CNT_BAD_PACKET);
+  fmx_seg_t rs = {hp->buf, sizeof hp->buf};
+  CHECK_EQ(fmx_irecv(hp->d, &rs, 1, 9, ~0ull, NULL, &hp->rr), FMX_SUCCESS);
+  return shm_peer(ep_partner_from_addr(hp->c, hp->c_to_d))->link[0];
 }
 
-/* d has dropped c (bad0: its count of bad packets before), and its receive
- * rr met nothing; both endpoints closed. */
-static void dropped_and_closed(fmx_endpoint_t c, fmx_endpoint_t d, fmx_endpoint_addr_t d_to_c, uint64_t bad0,
-                               fmx_request_t *rr) {
-  for (int i = 0; i < 10; i++) fmx_progress(d);
-  CHECK(ep_partner_from_addr(d, d_to_c)->t.state != PARTNER_ALIVE);
-  CHECK(counter(d, CNT_BAD_PACKET) > bad0);
+/* d has dropped c, and its receive met nothing; both endpoints closed. */
+static void dropped_and_closed(struct hostile_pair *hp) {
+  for (int i = 0; i < 10; i++) fmx_progress(hp->d);
+  CHECK(ep_partner_from_addr(hp->d, hp->d_to_c)->t.state != PARTNER_ALIVE);
+  CHECK(counter(hp->d, CNT_BAD_PACKET) > hp->bad0);
   uint32_t cancelled = 0;
-  CHECK_EQ(fmx_cancel(d, rr, &cancelled), FMX_SUCCESS); /* nothing matched it */
+  CHECK_EQ(fmx_cancel(hp->d, &hp->rr, &cancelled), FMX_SUCCESS); /* nothing matched it */
   CHECK_EQ(cancelled, 1);
-  CHECK_EQ(fmx_close_endpoint(c), FMX_SUCCESS);
-  CHECK_EQ(fmx_close_endpoint(d), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(hp->c), FMX_SUCCESS);
+  CHECK_EQ(fmx_close_endpoint(hp->d), FMX_SUCCESS);
 }
 
 /* c pushes an EAGER record whose payload, it says, is `len` bytes in
  * buffer `ref` of its pool. */
 static void pool_ref_out_of_range(uint64_t ref, uint32_t len) {
-  fmx_endpoint_t c, d;
-  fmx_endpoint_addr_t c_to_d, d_to_c;
-  uint64_t bad0 = fresh_pair(&c, &d, &c_to_d, &d_to_c);
-  char buf[64];
-  fmx_seg_t rs = {buf, sizeof buf};
-  fmx_request_t rr;
-  CHECK_EQ(fmx_irecv(d, &rs, 1, 9, ~0ull, NULL, &rr), FMX_SUCCESS);
-  struct partner *pc = ep_partner_from_addr(c, c_to_d);
+  struct hostile_pair hp;
+  struct shm_link *l = fresh_pair(&hp);
   struct proto_hdr h = {.type = PROTO_EAGER, .len = len, .msg_len = len, .match = 9};
   uint64_t at;
-  CHECK_EQ(shm_ring_push_ref(&shm_peer(pc)->link[0]->tx, &h, ref, &at), 0);
-  dropped_and_closed(c, d, d_to_c, bad0, &rr);
+  CHECK_EQ(shm_ring_push_ref(&l->tx, &h, ref, &at), 0);
+  dropped_and_closed(&hp);
 }
 
 /* c writes into the link's duplex box, with the stamp d waits for, a
  * record that cannot be (a payload longer than the box, or a type no box
  * carries). */
 static void box_record_that_cannot_be(uint8_t type, uint32_t len) {
-  fmx_endpoint_t c, d;
-  fmx_endpoint_addr_t c_to_d, d_to_c;
-  uint64_t bad0 = fresh_pair(&c, &d, &c_to_d, &d_to_c);
-  char buf[64];
-  fmx_seg_t rs = {buf, sizeof buf};
-  fmx_request_t rr;
-  CHECK_EQ(fmx_irecv(d, &rs, 1, 9, ~0ull, NULL, &rr), FMX_SUCCESS);
-  struct shm_link *l = shm_peer(ep_partner_from_addr(c, c_to_d))->link[0];
+  struct hostile_pair hp;
+  struct shm_link *l = fresh_pair(&hp);
   CHECK(l->box.turn); /* c made the link: the first turn is its */
   struct shm_box_line *line = l->box.line;
   line->hdr = (struct proto_hdr){.type = type, .len = len, .msg_len = len, .match = 9};
   __atomic_store_n(&line->stamp, (uint64_t)(uint32_t)l->tx.records << 32 | (uint32_t)(l->box.seq + 1), __ATOMIC_RELEASE);
-  dropped_and_closed(c, d, d_to_c, bad0, &rr);
+  dropped_and_closed(&hp);
 }
 
 /* A link header whose area offsets are forged so that offset + length
