@@ -53,7 +53,8 @@ struct cfg_entry config_table[] = {
     BOOL("FMX_DUPLEX_BOX", "1", duplex_box,
          "tiny records (up to 16 bytes of payload) go through one cache line a pair of endpoints shares, by "
          "turns (the end that took the last one writes the next), when it is the sender's turn: a ping-pong then "
-         "moves one line, not two, per message; 0: always the rings"),
+         "skips the ring's bookkeeping; after records crossed (an exchange) the next 1024 take the ring; 0: "
+         "always the rings"),
     BOOL("FMX_OWN_AHEAD", "1", own_ahead,
          "after a record, the sender asks for the ring cells the next one will likely fill for writing "
          "(PREFETCHW), so their transfer from the reader's cache runs while it waits, not in its next copy; "

@@ -129,7 +129,6 @@ static uint64_t ring_cells(struct fmx_endpoint *ep, struct shm_ep *se) {
   se->handover = fmx_cfg.handover && per_core == 1 && copy_hand_over_usable();
   if (se->handover) __atomic_store_n(&handover_any, 1, __ATOMIC_RELAXED);
   se->own_ahead = fmx_cfg.own_ahead && per_core == 1 && copy_own_usable();
-  se->duplex_box = fmx_cfg.duplex_box;
   return se->ring_cells;
 }
 
@@ -191,7 +190,7 @@ static int shm_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   int stream = quiet && sp->quiet;
   if (sp->quiet != quiet) sp->quiet = quiet; /* stored only when it changes */
   /* Our turn in the box, on the link we keep sending on (maybe_switch). */
-  if (sp->ep->duplex_box && !sp->switch_tx && shm_box_pick(&sp->link[0]->box, h))
+  if (fmx_cfg.duplex_box && !sp->switch_tx && shm_box_pick(&sp->link[0]->box, h))
     return push_boxed(ep, sp, h, iov, iovcnt);
   /* Decided before the push; a stream's pushes (nothing heard, nothing
    * answered) store nothing. */
@@ -286,9 +285,11 @@ static int poll_link(struct fmx_endpoint *ep, struct partner *p, struct shm_link
     h = shm_ring_peek(&ch->rx);
     /* The box after the ring: a ring record pushed after the box's is
      * seen only with it (shm/duplex_box.h). */
-    if (shm_box_ready(&ch->box, ch->rx.records)) {
-      if (sp->nlink == 2 && !sp->rx_done && retires_other(ep, p, sp, ch)) return POLL_RETIRE;
-      got = 1;
+    int boxed = shm_box_ready(&ch->box, ch->rx.records);
+    if (!boxed && !h) break;
+    if (sp->nlink == 2 && !sp->rx_done && retires_other(ep, p, sp, ch)) return POLL_RETIRE;
+    got = 1;
+    if (boxed) {
       struct shm_box_line rec;
       if (shm_box_take(&ch->box, &rec) < 0) {
         ch->rx.broken = 1;
@@ -299,9 +300,6 @@ static int poll_link(struct fmx_endpoint *ep, struct partner *p, struct shm_link
       if (deliver(ep, p, &ch->bulk, &rec.hdr, rec.data)) break;
       continue;
     }
-    if (!h) break;
-    if (sp->nlink == 2 && !sp->rx_done && retires_other(ep, p, sp, ch)) return POLL_RETIRE;
-    got = 1;
     /* Copy the header out of shared memory: the peer may rewrite it. */
     struct proto_hdr hdr = *h;
     if (hdr.len != h->len || hdr.type != h->type) hdr.type = PROTO_TYPE_MAX;

@@ -27,7 +27,6 @@ struct shm_ep {
   uint64_t ring_cells;  /* the cells of a ring our sends use (shm.c) */
   int handover;         /* replies' records go to the shared cache (shm.c, hand_over) */
   int own_ahead;        /* the ring's next cells are taken for writing ahead (shm.c, shm_push) */
-  int duplex_box;       /* tiny records go through the link's box when it is our turn (shm.c, shm_push) */
 };
 
 /* Per partner (transport_state). */
