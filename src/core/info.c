@@ -246,9 +246,12 @@ API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, u
     case FMX_INFO_COUNTER_VALUES:
       rc = info_put(out, out_len, ep->counters, CNT_MAX * sizeof *ep->counters);
       break;
-    case FMX_INFO_LAST_BULK_ENGINE:
-      rc = info_put_str(out, out_len, ep->pe.last_engine[0] ? ep->pe.last_engine : "none");
+    case FMX_INFO_LAST_BULK_ENGINE: {
+      char name[32];
+      proto_last_engine(&ep->pe, name, sizeof name);
+      rc = info_put_str(out, out_len, name);
       break;
+    }
     case FMX_INFO_ENDPOINT_ID:
       rc = info_put(out, out_len, &ep->t.eid, sizeof ep->t.eid);
       break;

@@ -166,7 +166,10 @@ struct proto_ep {
   int crowded;
   int rndv_explicit;       /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   struct list_node bulk;   /* messages with a transfer in progress (bnode) */
-  char last_engine[16];    /* the engine of the last rendezvous received */
+  /* The engine of the last rendezvous received and whether a channel moved
+   * it: named when asked (proto_last_engine), not formatted per message. */
+  const struct fmx_bulk_engine *last_engine;
+  int last_offloaded;
   struct match_queues mq;  /* tagged */
   struct match_queues mqu; /* untagged (no context ids: match 0, mask 0) */
   struct list_node claimed; /* unexpected messages a matched probe took (unexp_msg.all) */
@@ -301,5 +304,8 @@ void rndv_progress(struct fmx_endpoint *ep);
 int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e);
 /* bulk_env.receiving: a receive transfer of the endpoint is in pe->bulk. */
 int proto_xfer_receiving(struct bulk_env *env);
+/* The last rendezvous received's engine ("cma", "ring+offload"), or
+ * "none", into out (len bytes, NUL-terminated). */
+void proto_last_engine(const struct proto_ep *pe, char *out, size_t len);
 
 #endif

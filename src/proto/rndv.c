@@ -42,8 +42,8 @@ static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return
   struct proto_ep *pe = proto_ep(ep);
   send_fin(ep, r, err);
   if (!err) {
-    snprintf(pe->last_engine, sizeof pe->last_engine, "%s%s", r->xfer.engine->name,
-             r->xfer.offloaded ? "+offload" : "");
+    pe->last_engine = r->xfer.engine;
+    pe->last_offloaded = r->xfer.offloaded;
     bulk_recv_done(&r->xfer);
     if (r->status.xfer_length < r->status.msg_length) PROTO_CNT(pe, TRUNCATED);
   } else {
@@ -232,6 +232,13 @@ void rndv_progress(struct fmx_endpoint *ep) {
         proto_up->complete(ep, r, fmx_code(rc));
     }
   }
+}
+
+void proto_last_engine(const struct proto_ep *pe, char *out, size_t len) {
+  if (!pe->last_engine)
+    snprintf(out, len, "none");
+  else
+    snprintf(out, len, "%s%s", pe->last_engine->name, pe->last_offloaded ? "+offload" : "");
 }
 
 int proto_xfer_receiving(struct bulk_env *env) {
