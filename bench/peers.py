@@ -259,8 +259,22 @@ class FmxBase(Fmx):
         self.note = "BENCH_BASE=%s: the same kernels, for the paired before/after table" % base
 
     def prepare(self):
-        if not os.access(os.path.join(self.base, "fmx_perf"), os.X_OK):
+        exe = os.path.join(self.base, "fmx_perf")
+        if not os.access(exe, os.X_OK):
             return ("failed", "BENCH_BASE=%s has no fmx_perf" % self.base)
+        # An older build may lack a kernel (msgrate came later): it runs the
+        # ones its usage line names, and the paired table leaves the rest out.
+        try:
+            usage = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            usage = ""
+        m = re.search(r"\[([a-z|]+)\]", usage)
+        if m:
+            known = set(m.group(1).split("|"))
+            missing = [k for k in self.kernels if k not in known]
+            self.kernels = tuple(k for k in self.kernels if k in known)
+            if missing:
+                self.note += "; not in that build: " + ", ".join(missing)
         return None
 
     def command(self, kernel, sizes, iters):

@@ -215,7 +215,21 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
      * (crowded_engine). */
     int crowded = !mapped && i < 0 && crowded_here;
     if (crowded) e = crowded_engine(p, c, len, (uint64_t)crowded_here);
-    if (!crowded && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
+    /* Both ends send at once (an exchange): each core copies what it
+     * receives, and ring's second copy is the peer's core's time, which it
+     * needs for its own receive. One copy by the receiver wins while the
+     * message stays within the cache a copy is given (bulk_copy_fn: twice
+     * FMX_COPY_NT_THRESHOLD); past it both stream from memory, where ring's
+     * non-temporal copy-out moves less (2 ranks' alltoall on the Xeon VM,
+     * 2026-11-28, cma against ring: 1 MiB 51 / 150 us, 4 MiB 356-382 / 605,
+     * 8 MiB 731-787 / 1190-1236, 16 MiB 1470-1799 / 2401-2444; 32 MiB
+     * 5249-6337 / 4927-4991, 64 MiB 12942-14325 / 11312-11626; the cache
+     * given there is 16 MiB). Nor does adapt time it: the receiver's clock
+     * flatters ring in an exchange (it timed ring at 11.7 GB/s against cma's
+     * 10.1, kept it, and a 4 MiB exchange took 760 us instead of 373). */
+    int exchange = !mapped && !crowded && i < 0 && (how & BULK_SEL_EXCHANGE) && len <= 2 * fmx_cfg.copy_nt_threshold;
+    if (exchange) e = cma_or_ring(p, c);
+    if (!crowded && !exchange && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
         !p->same_process) {
       /* Nothing measured offline: measure online, starting from the
        * topology's suggestion (adapt.c). Not from the offload switch on:

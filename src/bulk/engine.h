@@ -132,6 +132,11 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
  * 424-458 us, ring 55; docs/engines.md). */
 #define BULK_SEL_MAPPED 1
 #define BULK_SEL_ALIASED 2
+/* BULK_SEL_EXCHANGE: the receiver has a rendezvous send of its own to the
+ * same peer in flight (an exchange: both ends send at once). Up to twice
+ * FMX_COPY_NT_THRESHOLD, auto then takes cma (ring where cma is refused)
+ * and adapt times nothing (bulk.c). */
+#define BULK_SEL_EXCHANGE 4
 /* c: what the connection the RTS came on lends the engines (bulk/conn.h). */
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
                                           uint64_t len, int how, int crowded, int *offload, int *adapt);

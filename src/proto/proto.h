@@ -86,6 +86,7 @@ struct proto_msg {
   struct bulk_xfer xfer;
   uint64_t moved_ns;       /* when the engine last moved bytes (or started) */
   uint64_t class_ns, class_snap; /* receiver: a rendezvous timed for the class choice (classes.c); 0: not */
+  uint8_t sending;         /* receiver: a rendezvous send of ours to its partner was in flight at its match */
   struct region_ref xref;  /* sender: the fmx_mem_alloc region holding segs; len 0: none */
   struct list_node bnode;  /* proto_ep.bulk */
   uint64_t imm;            /* a send's data: set and read only with MSG_F_DATA */
@@ -150,6 +151,10 @@ struct proto_peer {
   uint64_t rndv_mask;                 /* sender: size classes it asked to get by rendezvous (its HINT) */
   uint64_t asked;                     /* receiver: the mask we last sent it */
   struct proto_class cls[PROTO_CLASSES]; /* receiver: the class choice per size (classes.c) */
+  /* receiver: a rendezvous send of ours to it was in flight when its last
+   * rendezvous to us was matched or completed (rndv.c: the next one is half
+   * an exchange too, even if it is matched before we send) */
+  uint8_t exchanged;
 };
 
 /* What the protocol keeps of an endpoint: what every message touches

@@ -63,6 +63,35 @@ def test_alltoall_ring_engine():
     assert rows[0]["engine"] == "ring"
 
 
+TRIED = "large receives moved by an engine FMX_ADAPT tried beside the one in use"
+BY_CMA, BY_RING = "large messages moved by cma", "large messages moved by ring"
+
+
+def test_exchange_takes_one_copy():
+    """Both ranks send 3 MiB to each other at once (alltoall of 2): each
+    receive is half an exchange, taken by cma (the receiver's one copy)
+    and timed by nobody. Only the very first may be matched before its
+    receiver sent (the RTS waited unexpected): that one takes the
+    topology's rule. A ping-pong of the same size is no exchange: FMX_ADAPT
+    tries the engines there (and shows whether cma runs here at all).
+    FMX_BULK still forces an engine. Every byte is verified."""
+    iters = 30
+    p = perf("pingpong", "--sizes", "3M", "--iters", str(iters), "--verify", "--counters")
+    rows_of(p)
+    if not any(counters_of(p.stderr, rank).get(BY_CMA) for rank in (0, 1)):
+        pytest.skip("cma is refused here: %s" % p.stderr[-400:])
+    assert all(counters_of(p.stderr, rank).get(TRIED, 0) > 0 for rank in (0, 1)), p.stderr
+    p = perf("alltoall", "--sizes", "3M", "--iters", str(iters), "--verify", "--counters")
+    rows_of(p)
+    for rank in (0, 1):
+        c = counters_of(p.stderr, rank)
+        assert c.get(BY_RING, 0) <= 1 and TRIED not in c, p.stderr
+        assert c[BY_CMA] + c.get(BY_RING, 0) == c["rendezvous messages received"] >= iters, p.stderr
+    p = perf("alltoall", "--sizes", "3M", "--iters", "6", "--verify", "--counters", env={"FMX_BULK": "ring"})
+    rows_of(p)
+    assert all(BY_CMA not in counters_of(p.stderr, rank) for rank in (0, 1)), p.stderr
+
+
 @pytest.mark.parametrize("kernel", [["pingpong"], ["bw", "--window", "8"], ["alltoall", "--np", "3"]])
 @pytest.mark.parametrize("env", [{}, {"FMX_CMA": "0"}], ids=["cma-on", "cma-off"])
 def test_vmsplice_engine(kernel, env):

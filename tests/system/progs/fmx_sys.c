@@ -52,6 +52,9 @@
 #define WAIT_MS 60000
 
 static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0, rounds = 100, short_recv = 0;
+/* --one-way 1: exchange sends only to higher ranks (no exchange then: a
+ * rank's receives and sends go to different peers) */
+static int one_way = 0;
 static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
 static uint32_t target = 0, key = KEY;
 static int eat_fds = -1, nodump = 0;
@@ -247,7 +250,7 @@ static void exchange(void) {
   int no = 0, ni = 0;
   if (late_ms) sleep_ms(late_ms); /* let senders run ahead: unexpected messages */
   for (int p = 0; p < nprocs; p++) {
-    if (p == rank) continue;
+    if (p == rank || (one_way && p > rank)) continue;
     uint64_t s = seed * 1000003 + (uint64_t)p * 1009 + (uint64_t)rank; /* sizes p -> rank */
     uint64_t cs = s ^ 0xabcdef12345ull;                                 /* our cuts */
     for (int i = 0; i < msgs; i++) {
@@ -267,7 +270,7 @@ static void exchange(void) {
     }
   }
   for (int p = 0; p < nprocs; p++) {
-    if (p == rank) continue;
+    if (p == rank || (one_way && p < rank)) continue;
     uint64_t s = seed * 1000003 + (uint64_t)rank * 1009 + (uint64_t)p; /* sizes rank -> p */
     uint64_t cs = s ^ 0x5a5a5a5a5a5aull;                                /* our cuts */
     for (int i = 0; i < msgs; i++) {
@@ -582,6 +585,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--segs")) use_segs = atoi(v);
     else if (!strcmp(o, "--rounds")) rounds = atoi(v);
     else if (!strcmp(o, "--trunc")) short_recv = atoi(v);
+    else if (!strcmp(o, "--one-way")) one_way = atoi(v);
     else if (!strcmp(o, "--target")) target = (uint32_t)atoi(v);
     else if (!strcmp(o, "--key")) key = (uint32_t)strtoul(v, NULL, 0);
     else if (!strcmp(o, "--eat-fds")) eat_fds = atoi(v);
