@@ -78,8 +78,15 @@ struct fmx_endpoint {
    * match while the application computes, and progress.c's list of such
    * endpoints (under its lock, with channel 0's references). */
   uint32_t nwatch;
-  int nwaiting; /* application threads inside ep_wait */
+  int nwaiting; /* application threads inside ep_wait (counted after the wait's first poll) */
   uint64_t wait_left_ns; /* when the last one left */
+  /* Bumped as a thread enters ep_wait with something watched and as it
+   * leaves (a plain store: only a sign of life; odd: inside, with one
+   * thread), and channel 0's last view of it: the value and when it first
+   * saw it (progress.c). */
+  uint32_t wait_gen;
+  uint32_t idle_seen_gen;
+  uint64_t idle_seen_ns;
   struct list_node watch_node;
   int watch_refs;
   /* The application's unexpected-message handler (core/unexp.c); it

@@ -224,6 +224,12 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
   }
 }
 
+/* A sign of life for channel 0 (progress.c, app_away), given only while
+ * something is watched: no clock, no locked instruction. */
+static void bump_wait_gen(struct fmx_endpoint *ep) {
+  __atomic_store_n(&ep->wait_gen, __atomic_load_n(&ep->wait_gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
 /* While a thread waits here it is idle: what it matches it copies itself
  * (bulk_select offloads nothing automatically for it), and channel 0 does
  * not make progress on this endpoint for it (core/progress.c). */
@@ -238,16 +244,20 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
    * would only sleep out its timeout (unexp.c). */
   if (r || ep_in_handler(ep)) return r;
   int outer = offload_in_wait++ == 0, counted = 0;
+  /* Something is watched: channel 0 may be looking (progress.c). */
+  int life = outer && __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
+  if (life) bump_wait_gen(ep);
   r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and
      * waits again): channel 0 leaves a watched endpoint alone for a moment
      * (progress.c stamps the time itself when the watch begins). */
     int watched = __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
-    if (watched) __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
+    if (watched || life) __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
     if (counted) __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
     if (watched) offload_kick();
   }
   offload_in_wait--;
+  if (life) bump_wait_gen(ep);
   return r;
 }
