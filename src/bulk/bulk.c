@@ -174,6 +174,11 @@ static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const s
   return fits || !bulk_cma.usable(p, c) ? &bulk_ring : &bulk_cma;
 }
 
+/* The cache a copy is given (bulk_copy_fn; the exchange rule in
+ * bulk_select): twice FMX_COPY_NT_THRESHOLD, past half of which a copy
+ * goes non-temporal. */
+static uint64_t copy_cache_given(void) { return 2 * fmx_cfg.copy_nt_threshold; }
+
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
                                           uint64_t len, int how, int crowded_here, int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
@@ -227,7 +232,7 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
      * given there is 16 MiB). Nor does adapt time it: the receiver's clock
      * flatters ring in an exchange (it timed ring at 11.7 GB/s against cma's
      * 10.1, kept it, and a 4 MiB exchange took 760 us instead of 373). */
-    int exchange = !mapped && !crowded && i < 0 && (how & BULK_SEL_EXCHANGE) && len <= 2 * fmx_cfg.copy_nt_threshold;
+    int exchange = !mapped && !crowded && i < 0 && (how & BULK_SEL_EXCHANGE) && len <= copy_cache_given();
     if (exchange) e = cma_or_ring(p, c);
     if (!crowded && !exchange && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
         !p->same_process) {
@@ -307,7 +312,7 @@ copy_fn bulk_copy_fn(uint64_t msg_len) {
                   rc == -ENOTSUP ? "this CPU cannot run it" : "no such copy routine");
   }
   /* copy_select goes non-temporal above half the cache it is given. */
-  return copy_select(msg_len, 2 * fmx_cfg.copy_nt_threshold)->fn;
+  return copy_select(msg_len, copy_cache_given())->fn;
 }
 
 #define CMA_IOV 64

@@ -272,7 +272,7 @@ def offsets_0_16(alias):
              "--counters", env=env)
     rows_of(p)
     r0, r1 = counters_of(p.stderr, 0), counters_of(p.stderr, 1)
-    if not r0.get("large messages moved by cma"):
+    if not r0.get(BY_CMA):
         pytest.skip("cma is refused here: %s" % p.stderr[-400:])
     return env, p, r0, r1
 
@@ -286,7 +286,7 @@ def test_buf_offset_steers_off_the_kernel_copy():
     FMX_COPY_ALIAS=1 steps around the stall whatever this CPU measured."""
     env, p, r0, r1 = offsets_0_16("1")
     assert r1.get(ALIASED, 0) == r1["rendezvous messages received"] > 0, p.stderr
-    assert "large messages moved by cma" not in r1 and ALIASED not in r0, p.stderr
+    assert BY_CMA not in r1 and ALIASED not in r0, p.stderr
     # The same offsets on both sides: nothing to step around.
     p = perf("pingpong", "--sizes", "100001", "--iters", "4", "--buf-offset", "16", "--verify", "--counters",
              env=env)
@@ -300,7 +300,7 @@ def test_buf_offset_without_the_aliasing_rule():
     every byte arrives."""
     _, p, r0, r1 = offsets_0_16("0")
     assert ALIASED not in r0 and ALIASED not in r1, p.stderr
-    assert r1["large messages moved by cma"] == r1["rendezvous messages received"] > 0, p.stderr
+    assert r1[BY_CMA] == r1["rendezvous messages received"] > 0, p.stderr
 
 
 def test_aliasing_rule_is_measured():
