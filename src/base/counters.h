@@ -66,7 +66,9 @@
   X(CLASS_TO_MEDIUM, "medium or rendezvous: size classes moved back to the medium class by measurement") \
   X(HANDOVERS, "records handed to the cache all cores share (CLDEMOTE): replies a peer waits for")                    \
   X(OWNED_AHEAD, "ring cells taken for writing before the record that fills them (PREFETCHW)") \
-  X(BOXED, "tiny records sent through a link's duplex box (the line both directions share by turns)")
+  X(BOXED, "tiny records sent through a link's duplex box (the line both directions share by turns)") \
+  X(KICKS, "wakes of offload channel 0 to look at this endpoint (a large transfer watched)") \
+  X(KICKS_SKIPPED, "wakes of offload channel 0 skipped: its last looks found the application back in a wait")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -197,7 +197,7 @@ int offload_poll(struct bulk_xfer *x);
 /* Stop and join the channels (fmx_finalize, every endpoint closed); the
  * next offload starts them again. */
 void offload_shutdown(void);
-/* An application thread left ep_wait on an endpoint with watched work:
+/* Watched work began, or an application thread left ep_wait with some:
  * channel 0, asleep until then, looks again. */
 void offload_kick(void);
 /* The channels, started if they are not: 0, or -errno (none can run). */
@@ -216,9 +216,10 @@ void offload_job_free(struct offload_job *job);
 /* Channel 0's work while it has no job, given by the core
  * (core/progress.c): pending() says whether there is some, run() does one
  * round of it, and may sleep only through the calls below, so that a job
- * queued to channel 0 still wakes it. thread_init() runs first in every
- * channel (the core marks its threads). */
-void offload_set_idle(int (*pending)(void), void (*run)(void), void (*thread_init)(void));
+ * queued to channel 0 still wakes it; with none, channel 0 sleeps until
+ * offload_kick, or at most look() ns when that is not 0, and asks again.
+ * thread_init() runs first in every channel (the core marks its threads). */
+void offload_set_idle(int (*pending)(void), void (*run)(void), uint64_t (*look)(void), void (*thread_init)(void));
 /* run(): nap up to ns on channel 0's own condition while still(arg) and no
  * job is queued; offload_kick ends it. */
 void offload_idle_nap(int (*still)(void *), void *arg, uint64_t ns);

@@ -67,6 +67,7 @@ static char pool_error[128];
 /* Channel 0's work while no job is queued (offload_set_idle). */
 static int (*idle_pending)(void);
 static void (*idle_run)(void);
+static uint64_t (*idle_look)(void);
 static void (*thread_init)(void);
 static struct offload_chan *chan0; /* set once the pool runs */
 
@@ -129,6 +130,16 @@ static void run_job(struct offload_chan *c, struct offload_job *j) {
   __atomic_store_n(&j->held, 0, __ATOMIC_RELEASE);
 }
 
+/* Sleep on c's condition (c->mu held) until signalled or ns passed. */
+static void cond_wait_ns(struct offload_chan *c, uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec += (long)(ns % 1000000000u);
+  if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+  pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
 static void *chan_main(void *arg) {
   struct offload_chan *c = arg;
   offload_in_channel = 1;
@@ -148,7 +159,12 @@ static void *chan_main(void *arg) {
         pthread_mutex_lock(&c->mu);
         continue;
       }
-      pthread_cond_wait(&c->cv, &c->mu); /* idle: sleep */
+      uint64_t (*look)(void) = __atomic_load_n(&idle_look, __ATOMIC_ACQUIRE);
+      uint64_t ns = c->index == 0 && look ? look() : 0;
+      if (ns)
+        cond_wait_ns(c, ns); /* idle, but asked to look now and then */
+      else
+        pthread_cond_wait(&c->cv, &c->mu); /* idle: sleep */
     }
     struct offload_job *j = c->head;
     c->head = j->next;
@@ -356,8 +372,9 @@ void offload_kick(void) {
   pthread_mutex_unlock(&c->mu);
 }
 
-void offload_set_idle(int (*pending)(void), void (*run)(void), void (*init)(void)) {
+void offload_set_idle(int (*pending)(void), void (*run)(void), uint64_t (*look)(void), void (*init)(void)) {
   __atomic_store_n(&thread_init, init, __ATOMIC_RELEASE);
+  __atomic_store_n(&idle_look, look, __ATOMIC_RELEASE);
   __atomic_store_n(&idle_run, run, __ATOMIC_RELEASE);
   __atomic_store_n(&idle_pending, pending, __ATOMIC_RELEASE);
 }
@@ -366,14 +383,7 @@ void offload_idle_nap(int (*still)(void *), void *arg, uint64_t ns) {
   struct offload_chan *c = __atomic_load_n(&chan0, __ATOMIC_ACQUIRE);
   if (!c) return;
   pthread_mutex_lock(&c->mu);
-  if (!c->head && still(arg)) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec += (long)(ns % 1000000000u);
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-  }
+  if (!c->head && still(arg)) cond_wait_ns(c, ns);
   pthread_mutex_unlock(&c->mu);
 }
 

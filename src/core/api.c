@@ -71,6 +71,7 @@ send_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, fmx_endpoi
     req_complete(ep, r, gone_code(p));
   else if (!sent)
     proto_send_start(ep, m);
+  progress_left(ep);
   ep_unlock(ep);
   return FMX_SUCCESS;
 }
@@ -128,6 +129,7 @@ recv_common(fmx_endpoint_t ep, const fmx_seg_t *segs, uint32_t nsegs, const fmx_
   /* Directed to a partner already gone: what it delivered may have matched;
    * else nothing more comes, as for those posted before it went. */
   if (from && from->t.state != PARTNER_ALIVE) proto_recv_fail_from(ep, from, gone_code(from));
+  progress_left(ep);
   ep_unlock(ep);
   return FMX_SUCCESS;
 }

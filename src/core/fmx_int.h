@@ -10,6 +10,7 @@
 #include "base/counters.h"
 #include "core/eplock.h"
 #include "base/list.h"
+#include "platform/sys.h"
 #include "platform/wake.h"
 #include "fmx.h"
 #include "proto/proto.h"
@@ -80,6 +81,7 @@ struct fmx_endpoint {
   uint32_t nwatch;
   int nwaiting; /* application threads inside ep_wait (counted after the wait's first poll) */
   uint64_t wait_left_ns; /* when the last one left */
+  uint64_t post_left_ns; /* when a post last returned with something watched (progress_left) */
   /* Bumped as a thread enters ep_wait with something watched and as it
    * leaves (a plain store: only a sign of life; odd: inside, with one
    * thread), and channel 0's last view of it: the value and when it first
@@ -179,6 +181,19 @@ void progress_unwatch(struct fmx_endpoint *ep, struct fmx_request *r);
  * copies while it waits in fmx; channel 0 hands it to a channel once the
  * application has been away a moment. */
 void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r);
+/* Wake channel 0 to look at the watched endpoints (a watch began, a
+ * watched wait ended), unless its last looks found the application about
+ * (progress.c). */
+void progress_kick(struct fmx_endpoint *ep);
+/* A wait begins with something watched: was the application away? */
+void progress_wait_begins(struct fmx_endpoint *ep);
+/* A post returns (ep->lock held) with something watched: for
+ * progress_wait_begins, the application's visit ends now (the post may
+ * have copied for a while: a large send's first slots), not when the
+ * watch began. */
+static inline void progress_left(struct fmx_endpoint *ep) {
+  if (__atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED)) __atomic_store_n(&ep->post_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
+}
 /* The send s got its CTS: a channel may fill for it (FMX_OFFLOAD=on,
  * FMX_BULK=offload: at once; auto: deferred, as receives). */
 void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s);

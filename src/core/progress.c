@@ -36,6 +36,78 @@ static int nwatched;
 static int idle_pending(void) { return __atomic_load_n(&nwatched, __ATOMIC_ACQUIRE) != 0; }
 static void idle_run(void);
 
+/* Kicks for nothing. Woken as a watch begins or a watched wait ends,
+ * channel 0 naps AWAY_NS and finds the application back in a wait (a
+ * ping-pong or an exchange of large messages): two context switches on a
+ * core a rank needs, and a futex wake in the rank's call, for nothing
+ * (8 MiB ping-pong on 2 cores: 15 switches per round trip and 735-760 us,
+ * against 0.3 and 660-666 us with FMX_OFFLOAD=off). Each time channel 0
+ * finds the application in a wait without having found it away since the
+ * last, the run of kicks skipped doubles (up to 2^KICK_SKIP_MAX - 1 of
+ * each 2^KICK_SKIP_MAX), and channel 0 then looks on its own every
+ * SKIP_LOOK_NS. Kicking starts again as soon
+ * as the application is seen away: by channel 0, or by the application
+ * itself when it enters a wait AWAY_NS or more after its last visit (it
+ * posted, then computed: the overlap channel 0 is there for). Channel 0
+ * only ever helps (the application progresses itself in its waits): a
+ * skipped kick can cost overlap, never progress. */
+#define KICK_SKIP_MAX 6
+#define SKIP_LOOK_NS 10000000
+static unsigned kick_skip_log, kicks;
+
+void progress_kick(struct fmx_endpoint *ep) {
+  unsigned n = __atomic_load_n(&kick_skip_log, __ATOMIC_RELAXED);
+  if (n && (__atomic_add_fetch(&kicks, 1, __ATOMIC_RELAXED) & ((1u << n) - 1))) {
+    __atomic_fetch_add(&ep->counters[CNT_KICKS_SKIPPED], 1, __ATOMIC_RELAXED);
+    return;
+  }
+  __atomic_fetch_add(&ep->counters[CNT_KICKS], 1, __ATOMIC_RELAXED);
+  offload_kick();
+}
+
+/* The application enters a wait on ep with something watched: if it was
+ * away since its last visit (a post's return, a wait's end) for AWAY_NS or
+ * more, a kick would have found it away: kick again from now on. */
+void progress_wait_begins(struct fmx_endpoint *ep) {
+  if (!__atomic_load_n(&kick_skip_log, __ATOMIC_RELAXED)) return;
+  uint64_t left = __atomic_load_n(&ep->wait_left_ns, __ATOMIC_RELAXED);
+  uint64_t posted = __atomic_load_n(&ep->post_left_ns, __ATOMIC_RELAXED);
+  if (posted > left) left = posted;
+  if (sys_now_ns() - left >= AWAY_NS) __atomic_store_n(&kick_skip_log, 0u, __ATOMIC_RELAXED);
+}
+
+/* Channel 0 has nothing watched to look at. While kicks are skipped, the
+ * one that would bring it back (a large receive posted, then computation)
+ * may be skipped too: it looks every SKIP_LOOK_NS. Twice with nothing
+ * watched, and the application no longer moves large messages: kick
+ * again, and sleep until kicked. Channel 0's only. */
+static int empty_looks;
+static uint64_t idle_look(void) {
+  if (!__atomic_load_n(&kick_skip_log, __ATOMIC_RELAXED)) return 0;
+  if (++empty_looks <= 2) return SKIP_LOOK_NS;
+  empty_looks = 0;
+  __atomic_store_n(&kick_skip_log, 0u, __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* Channel 0's look at a watched endpoint found the application: 0 about
+ * (just left fmx), 1 in a wait, 2 away. Found in a wait with no look
+ * finding it away since it was last found in one: the kicks meanwhile were
+ * for nothing. (After channel 0 took a transfer from an application away,
+ * the application comes back to wait for it: that wait is no sign.) */
+static int away_since_wait; /* channel 0's */
+static void kick_outcome(int found) {
+  empty_looks = 0;
+  unsigned n = __atomic_load_n(&kick_skip_log, __ATOMIC_RELAXED);
+  if (found == 2) {
+    if (n) __atomic_store_n(&kick_skip_log, 0u, __ATOMIC_RELAXED);
+    away_since_wait = 1;
+  } else if (found == 1) {
+    if (!away_since_wait && n < KICK_SKIP_MAX) __atomic_store_n(&kick_skip_log, n + 1, __ATOMIC_RELAXED);
+    away_since_wait = 0;
+  }
+}
+
 /* A forked child has no channel: it forgets what the parent watched. */
 static void fork_prepare(void) { pthread_mutex_lock(&watch_mu); }
 static void fork_parent(void) { pthread_mutex_unlock(&watch_mu); }
@@ -46,7 +118,7 @@ static void fork_child(void) {
 }
 
 static void setup(void) {
-  offload_set_idle(idle_pending, idle_run, ep_lock_library_thread);
+  offload_set_idle(idle_pending, idle_run, idle_look, ep_lock_library_thread);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -79,7 +151,7 @@ static void watch(struct fmx_endpoint *ep, struct fmx_request *r) {
   list_add_tail(&watched, &ep->watch_node);
   __atomic_add_fetch(&nwatched, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&watch_mu);
-  offload_kick();
+  progress_kick(ep);
 }
 
 void progress_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
@@ -207,7 +279,8 @@ static void idle_run(void) {
     /* The application waits in it and progresses itself: do not sleep on
      * its futex (every slot a peer fills would wake us) but on channel 0's
      * own, until it leaves the wait (offload_kick) or a job comes. */
-    offload_idle_nap(app_waits, ep, 100000000);
+    kick_outcome(1);
+    offload_idle_nap(app_waits, ep, __atomic_load_n(&kick_skip_log, __ATOMIC_RELAXED) ? SKIP_LOOK_NS : 100000000);
     __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
     return;
   }
@@ -216,10 +289,12 @@ static void idle_run(void) {
      * nap on channel 0's own futex, not as a sleeper on its endpoint, whose
      * every record or filled slot from a peer would wake us onto a core a
      * rank needs. */
+    kick_outcome(0);
     offload_idle_nap(app_about, ep, AWAY_NS);
     __atomic_sub_fetch(&ep->watch_refs, 1, __ATOMIC_ACQ_REL);
     return;
   }
+  kick_outcome(2);
   int queued = offload_idle_watch(d);
   __atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
   uint32_t seq = __atomic_load_n(&d->wake_seq, __ATOMIC_SEQ_CST);

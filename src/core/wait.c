@@ -246,7 +246,10 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
   int outer = offload_in_wait++ == 0, counted = 0;
   /* Something is watched: channel 0 may be looking (progress.c). */
   int life = outer && __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
-  if (life) bump_wait_gen(ep);
+  if (life) {
+    bump_wait_gen(ep);
+    progress_wait_begins(ep);
+  }
   r = wait_loop(ep, timeout_ms, check, arg, outer ? &counted : NULL);
   if (outer) {
     /* Most waits are followed by another call soon (a ping-pong posts and
@@ -255,7 +258,7 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
     int watched = __atomic_load_n(&ep->nwatch, __ATOMIC_RELAXED) != 0;
     if (watched || life) __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
     if (counted) __atomic_sub_fetch(&ep->nwaiting, 1, __ATOMIC_RELAXED);
-    if (watched) offload_kick();
+    if (watched) progress_kick(ep);
   }
   offload_in_wait--;
   if (life) bump_wait_gen(ep);
