@@ -325,6 +325,7 @@ class FmxMem(Fmx):
         super().__init__(ctx)
         self.name = "fmx-mem"
         self.label = "fmx (auto, fmx_mem_alloc buffers)"
+        self.kernels = KERNELS + MANY
         self.note = "fmx_perf --mem fmx; compare with the MPI lines run with MPI_Alloc_mem buffers"
 
     def command(self, kernel, sizes, iters):
@@ -878,7 +879,7 @@ def configurations(ctx):
         OpenMPI(ctx, "ompi-vader", "Open MPI vader (CMA single copy)", [],
                 "default shared memory BTL", kernels=KERNELS + MSGRATE + MANY),
         OpenMPI(ctx, "ompi-vader-mem", "Open MPI vader (CMA), MPI_Alloc_mem buffers", [],
-                "default shared memory BTL, fmx_perf_mpi --mem mpi", ["--mem", "mpi"]),
+                "default shared memory BTL, fmx_perf_mpi --mem mpi", ["--mem", "mpi"], kernels=KERNELS + MANY),
         OpenMPI(ctx, "ompi-vader-2copy", "Open MPI vader two-copy",
                 ["--mca", "btl_vader_single_copy_mechanism", "none"]),
         OpenMPI(ctx, "ompi-ucx", "Open MPI over UCX", ucx_any,

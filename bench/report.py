@@ -239,20 +239,31 @@ def summary_table(data, stats):
     return "\n".join(out) + "\n"
 
 
-def paired_table(data):
-    """fmx against fmx-base (BENCH_BASE), per rep (both ran in it), the
-    median of the per-rep speed ratios base time / fmx time: above 1 fmx
-    is faster than before."""
+def per_rep_ratios(data, num, den):
+    """Time of config num over time of config den in each rep both ran in:
+    {(kernel, size): [ratio per rep]}."""
     per = {}
     for run in data["runs"]:
-        if run.get("final") and not run.get("error") and run["config"] in ("fmx", "fmx-base"):
+        if run.get("final") and not run.get("error") and run["config"] in (num, den):
             for r in run["records"]:
                 per.setdefault((r.get("kernel", run["kernel"]), r["size"], run["rep"]), {})[run["config"]] = \
                     r["latency_us"]
     ratios = {}
     for (kernel, size, rep), v in per.items():
-        if len(v) == 2 and v["fmx"] > 0:
-            ratios.setdefault((kernel, size), []).append(v["fmx-base"] / v["fmx"])
+        if len(v) == 2 and v[den] > 0:
+            ratios.setdefault((kernel, size), []).append(v[num] / v[den])
+    return ratios
+
+
+def median_range(xs):
+    return "%.2f (%.2f–%.2f)" % (statistics.median(xs), min(xs), max(xs))
+
+
+def paired_table(data):
+    """fmx against fmx-base (BENCH_BASE), per rep (both ran in it), the
+    median of the per-rep speed ratios base time / fmx time: above 1 fmx
+    is faster than before."""
+    ratios = per_rep_ratios(data, "fmx-base", "fmx")
     if not ratios:
         return ""
     out = ["**fmx against fmx before (%s), paired per rep** (base time / fmx time, median of the reps "
@@ -262,15 +273,15 @@ def paired_table(data):
         if not sizes:
             continue
         out += ["| %s | " % kernel + " | ".join(fmt_size(s) for s in sizes) + " |", "|---|" + "---:|" * len(sizes),
-                "| ratio | " + " | ".join("%.2f (%.2f–%.2f)" % (statistics.median(ratios[(kernel, s)]),
-                                                             min(ratios[(kernel, s)]), max(ratios[(kernel, s)]))
-                                           for s in sizes) + " |", ""]
+                "| ratio | " + " | ".join(median_range(ratios[(kernel, s)]) for s in sizes) + " |", ""]
     return "\n".join(out) + "\n"
 
 
 def many_table(data, stats, kernel, sizes):
     """Alltoall with many ranks: time and, beside it, the run's peak of
-    shared memory; fmx against Open MPI vader, both ratios on medians."""
+    shared memory; fmx against Open MPI vader, both ratios on medians, and
+    the times paired per rep (median (min–max) of the reps' ratios): with
+    malloc buffers, and with fmx_mem_alloc against MPI_Alloc_mem ones."""
     configs = [c for c, st in data["configs"].items() if kernel in st["kernels"]]
     if not configs or not sizes:
         return ""
@@ -295,6 +306,13 @@ def many_table(data, stats, kernel, sizes):
     os_ = next((o[s]["shm"][0] for s in sizes if o.get(s) and o[s]["shm"]), None)
     ratio.append("%.2f" % (fs / os_) if fs is not None and os_ else "–")
     out.append("| **fmx / Open MPI vader** | %s |" % " | ".join(ratio))
+    for num, den, label in (("fmx", "ompi-vader", "fmx / Open MPI vader, paired per rep"),
+                            ("fmx-mem", "ompi-vader-mem", "fmx / Open MPI vader, fmx_mem_alloc / MPI_Alloc_mem "
+                             "buffers, paired per rep")):
+        pr = per_rep_ratios(data, num, den)
+        if any((kernel, s) in pr for s in sizes):
+            out.append("| **%s** | %s | |" % (label, " | ".join(median_range(pr[(kernel, s)]) if (kernel, s) in pr
+                                                               else "–" for s in sizes)))
     return "\n".join(out) + "\n"
 
 

@@ -45,12 +45,12 @@ static void idle_run(void);
  * finds the application in a wait without having found it away since the
  * last, the run of kicks skipped doubles (up to 2^KICK_SKIP_MAX - 1 of
  * each 2^KICK_SKIP_MAX), and channel 0 then looks on its own every
- * SKIP_LOOK_NS. Kicking starts again as soon
- * as the application is seen away: by channel 0, or by the application
- * itself when it enters a wait AWAY_NS or more after its last visit (it
- * posted, then computed: the overlap channel 0 is there for). Channel 0
- * only ever helps (the application progresses itself in its waits): a
- * skipped kick can cost overlap, never progress. */
+ * SKIP_LOOK_NS. Kicking starts again as soon as the application is seen
+ * away: by channel 0, or by the application itself when it enters a wait
+ * AWAY_NS or more after its last visit (it posted, then computed: the
+ * overlap channel 0 is there for). Channel 0 only ever helps (the
+ * application progresses itself in its waits): a skipped kick can cost
+ * overlap, never progress. */
 #define KICK_SKIP_MAX 6
 #define SKIP_LOOK_NS 10000000
 static unsigned kick_skip_log, kicks;
