@@ -114,6 +114,8 @@ static void fork_parent(void) { pthread_mutex_unlock(&watch_mu); }
 static void fork_child(void) {
   list_init(&watched);
   nwatched = 0;
+  kick_skip_log = 0; /* its channel 0 starts afresh */
+  empty_looks = away_since_wait = 0;
   pthread_mutex_unlock(&watch_mu);
 }
 
