@@ -132,6 +132,18 @@ def test_overlap_reports_both_sides():
         assert r["t_compute_us"] >= r["latency_us"]
 
 
+def test_overlap_fixed_compute():
+    """--compute US: both sides compute that long, whatever their Tcopy
+    (two builds then compute alike); refused by the other kernels and the
+    single-process modes, and 0 is no length."""
+    rows = rows_of(perf("overlap", "--sizes", "64K", "--iters", "5", "--compute", "300"))
+    assert rows[0]["t_compute_us"] == pytest.approx(300.0)
+    assert rows[0]["t_total_us"] >= 300 * 0.99 and rows[0]["t_total_send_us"] >= 300 * 0.99
+    for bad in (["pingpong", "--compute", "5"], ["copylimit", "--compute", "5"], ["overlap", "--compute", "0"]):
+        p = run([os.path.join(BUILD, "fmx_perf")] + bad)
+        assert p.returncode == 2 and "--compute" in p.stderr, (bad, p.stderr)
+
+
 OFFLOADED = "large transfers (receives, ring sends) handed to an offload channel"
 
 

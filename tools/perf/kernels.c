@@ -292,7 +292,7 @@ void perf_overlap_size(struct perf_comm *c, const struct perf_config *cfg, uint3
     perf_send_wait(c, &bcast, sizeof bcast, 0, PERF_TAG_RESULT, "send (Tcopy)");
   else
     perf_recv_wait(c, &bcast, sizeof bcast, 1, PERF_TAG_RESULT, "receive (Tcopy)");
-  double tc_r = 1.2 * bcast;
+  double tc_r = cfg->compute_us ? cfg->compute_us * 1e-6 : 1.2 * bcast;
   double total_r = overlap_phase(c, cfg, k, b, 1, tc_r);
   double out[2] = {bcast, total_r};
   if (c->rank == 1)
@@ -302,7 +302,8 @@ void perf_overlap_size(struct perf_comm *c, const struct perf_config *cfg, uint3
 
   /* Sending side: rank 0 measures. */
   double copy_s = overlap_phase(c, cfg, k, b, 0, 0);
-  double total_s = overlap_phase(c, cfg, k, b, 0, 1.2 * copy_s);
+  double tc_s = cfg->compute_us ? cfg->compute_us * 1e-6 : 1.2 * copy_s;
+  double total_s = overlap_phase(c, cfg, k, b, 0, tc_s);
   if (c->rank != 0)
     return;
   res->lat_us = out[0] * 1e6;
@@ -311,5 +312,5 @@ void perf_overlap_size(struct perf_comm *c, const struct perf_config *cfg, uint3
   res->overlap = out[0] > 0 ? (out[0] + tc_r - out[1]) / out[0] : 0;
   res->copy_s_us = copy_s * 1e6;
   res->tt_s_us = total_s * 1e6;
-  res->overlap_s = copy_s > 0 ? (copy_s + 1.2 * copy_s - total_s) / copy_s : 0;
+  res->overlap_s = copy_s > 0 ? (copy_s + tc_s - total_s) / copy_s : 0;
 }

@@ -32,6 +32,7 @@ struct perf_opts {
   uint32_t nsizes;
   uint64_t iters; /* 0: scaled to the size */
   uint32_t window;
+  uint32_t compute_us; /* overlap's Tcompute; 0: 1.2 x Tcopy */
   uint32_t timeout_ms;
   bool verify, json, quiet;
   bool native;
@@ -55,6 +56,7 @@ struct perf_opts {
 /* Sent by rank 0 to every other rank (same binary, same host: a raw struct). */
 struct perf_config {
   uint32_t magic, kernel, nsizes, window, verify, np;
+  uint32_t compute_us; /* overlap: --compute, 0 for 1.2 x Tcopy */
   uint64_t sizes[PERF_MAX_SIZES];
   uint64_t iters[PERF_MAX_SIZES];  /* measured iterations */
   uint64_t warmup[PERF_MAX_SIZES]; /* same unit as iters */

@@ -51,15 +51,18 @@ static void usage(FILE *f, bool native)
           "  alltoall         every rank sends SIZE bytes to every other rank and receives\n"
           "                   as much; time of one exchange (mean per rank, max over ranks)\n"
           "  overlap          Tcopy: a transfer alone; then the same transfer with Tcompute\n"
-          "                   (1.2 x Tcopy) of computation between post and wait, no calls\n"
-          "                   into the library meanwhile; overlap = (Tcopy + Tcompute -\n"
-          "                   Ttotal) / Tcopy, on the receiving side and on the sending side\n\n"
+          "                   (1.2 x Tcopy, or --compute) of computation between post and\n"
+          "                   wait, no calls into the library meanwhile; overlap = (Tcopy\n"
+          "                   + Tcompute - Ttotal) / Tcopy, on the receiving side and on\n"
+          "                   the sending side\n\n"
           "Options:\n"
           "  --sizes LIST     comma list of sizes, suffixes K/M/G (powers of 1024),\n"
           "                   e.g. 0,8,4K,1M (default 0,1,2,4,...,64M; alltoall to 1M)\n"
           "  --iters N        measured iterations per size (default: scaled to the size,\n"
           "                   10000 for small messages down to 20 at 64M)\n"
           "  --window W       bw, msgrate: messages in flight (default 16; msgrate 64)\n"
+          "  --compute US     overlap: Tcompute is US microseconds on both sides, not\n"
+          "                   1.2 x each side's Tcopy (two builds then compute alike)\n"
           "  --verify         check every received byte (timings then include the checks)\n"
           "  --json           one JSON object per size per line\n"
           "  --timeout SEC    give up when a peer is silent this long (default 30)\n"
@@ -251,7 +254,8 @@ static void check_native(void)
 
 /* getopt_long codes of the long options. */
 enum { O_SIZES = 256, O_ITERS, O_WINDOW, O_ENGINE, O_VERIFY, O_JSON, O_CORES, O_TIMEOUT,
-       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_COUNTERS, O_OFFSET, O_HELP };
+       O_QUIET, O_NOSPAWN, O_RANK, O_EID, O_NP, O_MEM, O_SERVER, O_CLIENT, O_COUNTERS, O_OFFSET, O_COMPUTE,
+       O_HELP };
 
 /* copylimit, cachepollution: one process, no ranks; refuse what has no
  * meaning there, default the sizes and the cores. */
@@ -261,7 +265,7 @@ static void check_copy(uint32_t given)
       {O_WINDOW, "--window"}, {O_ENGINE, "--engine"}, {O_TIMEOUT, "--timeout"},
       {O_NOSPAWN, "--no-spawn"}, {O_RANK, "--rank"}, {O_EID, "--endpoint-id"},
       {O_NP, "--np"}, {O_MEM, "--mem"}, {O_SERVER, "--server"}, {O_CLIENT, "--client"},
-      {O_OFFSET, "--buf-offset"}};
+      {O_OFFSET, "--buf-offset"}, {O_COMPUTE, "--compute"}};
   const char *mode = perf_kernel_name(perf_opt.kernel);
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (given & (1u << (refused[i].opt - O_SIZES)))
@@ -297,7 +301,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
       {"np", required_argument, 0, O_NP},         {"mem", required_argument, 0, O_MEM},
       {"server", no_argument, 0, O_SERVER},       {"client", required_argument, 0, O_CLIENT},
       {"counters", no_argument, 0, O_COUNTERS},   {"help", no_argument, 0, O_HELP},
-      {"buf-offset", required_argument, 0, O_OFFSET},
+      {"buf-offset", required_argument, 0, O_OFFSET}, {"compute", required_argument, 0, O_COMPUTE},
       {0, 0, 0, 0}};
   uint32_t given = 0; /* bit (option - O_SIZES) per option seen */
   perf_opt.prog = prog;
@@ -351,6 +355,7 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     case O_SERVER: perf_opt.server = true; break;
     case O_COUNTERS: perf_opt.counters = true; break;
     case O_OFFSET: parse_offsets(optarg); break;
+    case O_COMPUTE: perf_opt.compute_us = (uint32_t)parse_int("--compute", optarg, 1, 60000000L); break;
     case O_CLIENT:
       if (!*optarg || strlen(optarg) > 127)
         usage_error("--client: want HOST[:EP] (a peer-table name, a MAC or a NIC id)");
@@ -373,6 +378,8 @@ void perf_parse_args(int argc, char **argv, const char *prog, bool native)
     check_copy(given);
     return;
   }
+  if (perf_opt.compute_us && perf_opt.kernel != PERF_OVERLAP)
+    usage_error("--compute: only the overlap kernel computes");
   if (perf_opt.kernel == PERF_MSGRATE && !(given & 1u << (O_WINDOW - O_SIZES)))
     perf_opt.window = 64;
   if (perf_opt.nsizes == 0) {

@@ -125,6 +125,7 @@ static void build_config(struct perf_config *cfg, int np)
   bool stream = perf_opt.kernel == PERF_BW || perf_opt.kernel == PERF_MSGRATE;
   cfg->window = stream ? perf_opt.window : 1;
   cfg->verify = perf_opt.verify;
+  cfg->compute_us = perf_opt.compute_us;
   cfg->np = (uint32_t)np;
   for (uint32_t k = 0; k < perf_opt.nsizes; k++) {
     uint64_t size = perf_opt.sizes[k];
