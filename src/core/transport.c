@@ -141,13 +141,7 @@ static struct partner *peer_next(struct fmx_endpoint *ep, const struct fmx_trans
   return NULL;
 }
 
-static int peer_lending(struct partner *p) {
-  struct list_node *pos;
-  list_for_each(pos, &p->pp.msgs) {
-    if (list_entry(pos, struct proto_msg, pnode)->flags & MSG_F_RNDV) return 1; /* only sends go rendezvous */
-  }
-  return 0;
-}
+static int peer_lending(struct partner *p) { return proto_sending_rndv(&p->pp); }
 
 static int peer_waited(struct partner *p) { return !list_empty(&p->pp.msgs); }
 

@@ -309,6 +309,10 @@ void rndv_progress(struct fmx_endpoint *ep);
 int proto_xfer_active(struct bulk_env *env, uint64_t id, int send, const struct fmx_bulk_engine *e);
 /* bulk_env.receiving: a receive transfer of the endpoint is in pe->bulk. */
 int proto_xfer_receiving(struct bulk_env *env);
+/* Whether a rendezvous send of ours to pp's partner is in flight (its RTS
+ * out, its FIN not yet in): its engine may still use what the connection
+ * lends, and a receive from that partner now is half an exchange. */
+int proto_sending_rndv(const struct proto_peer *pp);
 /* The last rendezvous received's engine ("cma", "ring+offload"), or
  * "none", into out (len bytes, NUL-terminated). */
 void proto_last_engine(const struct proto_ep *pe, char *out, size_t len);

@@ -38,12 +38,10 @@ static void send_fin(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return_t 
   proto_send_ctl_of(ep, r, &fin);
 }
 
-/* Whether a rendezvous send of ours to pp's partner is in flight (its RTS
- * out, its FIN not yet in): a receive from it now is half an exchange. */
-static int sending_rndv(const struct proto_peer *pp) {
+int proto_sending_rndv(const struct proto_peer *pp) {
   const struct list_node *pos;
   list_for_each(pos, &pp->msgs) if (list_entry(pos, struct proto_msg, pnode)->flags & MSG_F_RNDV) return 1;
-  return 0;
+  return 0; /* only sends go rendezvous */
 }
 
 static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return_t err) {
@@ -52,7 +50,7 @@ static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return
   /* An exchange's receive is matched before or after our send, and our
    * send may complete before it does: a send in flight at either end tells
    * the next one (bulk_select, BULK_SEL_EXCHANGE). */
-  proto_peer(r->partner)->exchanged = (uint8_t)(r->sending || sending_rndv(proto_peer(r->partner)));
+  proto_peer(r->partner)->exchanged = (uint8_t)(r->sending || proto_sending_rndv(proto_peer(r->partner)));
   if (!err) {
     pe->last_engine = r->xfer.engine;
     pe->last_offloaded = r->xfer.offloaded;
@@ -100,7 +98,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
   r->xfer.rsegs = segs;
   r->xfer.nrseg = nseg;
   r->xfer.want = r->status.xfer_length;
-  r->sending = (uint8_t)sending_rndv(proto_peer(p));
+  r->sending = (uint8_t)proto_sending_rndv(proto_peer(p));
   list_add_tail(&proto_peer(p)->msgs, &r->pnode);
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
