@@ -166,6 +166,29 @@ def test_peer_killed_mid_transfer(pair1500):
     assert time.monotonic() - t0 < 30
 
 
+def test_server_killed_while_client_waits_for_reply(pair1500):
+    """A ping-pong of 8 B across hosts: the client's send completes at
+    once, so when the server dies the client is waiting for a reply. Its
+    receive names its one peer, and fails when that peer is found dead: the
+    client exits with an error within FMX_NET_TIMEOUT_MS, not after
+    --timeout (120 s; a receive from anyone would wait that out)."""
+    env = {"FMX_NET_TIMEOUT_MS": "1000"}
+    srv = pair1500.popen(pair1500.b, [PERF, "pingpong", "--sizes", "8", "--iters", "100000000", "--server",
+                                      "--timeout", "120"], env)
+    time.sleep(0.2)
+    cli = pair1500.popen(pair1500.a, [PERF, "pingpong", "--sizes", "8", "--iters", "100000000", "--client",
+                                      pair1500.mac_b, "--timeout", "120"], env)
+    time.sleep(1.0)
+    assert cli.poll() is None and srv.poll() is None
+    srv.send_signal(signal.SIGKILL)
+    srv.wait()
+    t0 = time.monotonic()
+    out, err = cli.communicate(timeout=60)
+    assert cli.returncode != 0, out
+    assert "unreachable" in err.lower() or "closed" in err.lower() or "session" in err.lower(), err
+    assert time.monotonic() - t0 < 30
+
+
 @pytest.mark.parametrize("wire", ["raw", "udp"])
 def test_unmatched_send_receiver_killed(pair1500, wire):
     """A 4 MiB send (rendezvous) that the receiver has seen and acked but

@@ -49,9 +49,14 @@ static void f_irecv(struct perf_comm *c, void *buf, uint64_t len, int peer, enum
                     perf_req_t *req)
 {
   fmx_seg_t seg = {buf, len};
-  check(fmx_irecv(priv(c)->ep, &seg, 1, MATCH(tag, peer), FMX_MATCH_MASK_NONE, NULL,
-                  (fmx_request_t *)&req->p),
-        "fmx_irecv");
+  /* Across hosts nothing supervises the two ranks: a receive directed to
+   * the one peer fails when that peer is found dead, where one from anyone
+   * would wait out --timeout (a server killed between its last receive of
+   * a window and its ack left the client waiting 120 s). */
+  const fmx_endpoint_addr_t *from = perf_opt.client || perf_opt.server ? &priv(c)->peers[peer] : NULL;
+  check(fmx_irecvx(priv(c)->ep, &seg, 1, from, MATCH(tag, peer), FMX_MATCH_MASK_NONE, 0, NULL,
+                   (fmx_request_t *)&req->p),
+        "fmx_irecvx");
 }
 
 static void f_status(const fmx_status_t *st, const char *what, uint64_t expect_len)
