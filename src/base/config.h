@@ -38,6 +38,7 @@ struct fmx_config {
   const char *offload_cpus;   /* FMX_OFFLOAD_CPUS */
   uint64_t chunk_max;       /* FMX_CHUNK_MAX: largest chunk per progress call */
   uint64_t spin_us;         /* FMX_SPIN_US: spin before blocking */
+  const char *crowded;      /* FMX_CROWDED: auto, on, off */
   uint64_t endpoint_max;    /* FMX_ENDPOINT_MAX */
   uint64_t request_timeout_ms; /* FMX_REQUEST_TIMEOUT_MS */
   uint64_t connect_wait_ms;    /* FMX_CONNECT_WAIT_MS */

@@ -380,6 +380,13 @@ API fmx_return_t fmx_wakeup(fmx_endpoint_t ep) {
   return FMX_SUCCESS;
 }
 
+API fmx_return_t fmx_idle(fmx_endpoint_t ep) {
+  if (!ep) return FMX_BAD_ENDPOINT;
+  ep_crowd_look(ep, 0);
+  if (__atomic_load_n(&ep->pe.crowded, __ATOMIC_RELAXED)) ep_give_core(ep);
+  return FMX_SUCCESS;
+}
+
 API fmx_return_t fmx_progress(fmx_endpoint_t ep) {
   if (!ep) return FMX_BAD_ENDPOINT;
   ep_lock(ep);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Library and endpoint life cycle, partners, progress. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,12 +102,49 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
  * The struct stays allocated, so a pointer snapshotted by the watcher
  * never dangles; its generation changes when the slot is reused. Called
  * with ep->lock held, where a partner is added. */
-/* pe.crowded: the partners in use (ourselves included) when they outnumber
- * the host's hardware threads, else 0. */
+/* pe.crowded: 0, or how many ranks share the host's hardware threads when
+ * they outnumber them (FMX_CROWDED). auto: the partners on this host in
+ * use (ourselves included); or, with partners on other hosts, the kernel's
+ * runnable tasks at the last look (ep_crowd_look): hosts in network
+ * namespaces of one machine share its cores, and nothing else tells a rank
+ * that the remote peer it waits for is queued behind it. Partners on other
+ * hosts never count themselves: 256 ranks on hosts of 64 cores each are
+ * not crowded. Under the lock, or from ep_crowd_look (an int store: a
+ * stale value lasts until the next look). */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  int n = ep->t.nlive > (uint32_t)npus ? (int)ep->t.nlive : 0;
+  int n = 0;
+  if (strcmp(fmx_cfg.crowded, "on") == 0) {
+    n = ep->t.nlive > (uint32_t)npus ? (int)ep->t.nlive : npus + 1;
+  } else if (strcmp(fmx_cfg.crowded, "off") != 0) {
+    int runnable = __atomic_load_n(&ep->runnable, __ATOMIC_RELAXED);
+    if (ep->nlocal > (uint32_t)npus) n = (int)ep->nlocal;
+    else if (ep->nlocal < ep->t.nlive && runnable > npus) n = runnable;
+  }
   __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED); /* waits read it unlocked */
+}
+
+/* Reading /proc/loadavg costs a few microseconds: once per CROWD_LOOK_NS
+ * is 0.05% of a core. */
+#define CROWD_LOOK_NS 10000000ull
+
+void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now) {
+  if (fmx_cfg.crowded[0] != 'a') return; /* on or off: fixed */
+  if (__atomic_load_n(&ep->nlocal, __ATOMIC_RELAXED) == __atomic_load_n(&ep->t.nlive, __ATOMIC_RELAXED)) return;
+  if (!now) {
+    if (__atomic_add_fetch(&ep->crowd_polls, 1, __ATOMIC_RELAXED) & 63) return;
+    now = sys_now_ns();
+  }
+  uint64_t last = __atomic_load_n(&ep->crowd_look_ns, __ATOMIC_RELAXED);
+  if (now - last < CROWD_LOOK_NS) return;
+  if (!__atomic_compare_exchange_n(&ep->crowd_look_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  __atomic_store_n(&ep->runnable, sys_runnable_tasks(), __ATOMIC_RELAXED);
+  set_crowded(ep);
+}
+
+void ep_give_core(struct fmx_endpoint *ep) {
+  __atomic_fetch_add(&ep->counters[CNT_YIELDS], 1, __ATOMIC_RELAXED);
+  sched_yield();
 }
 
 void ep_partner_reap(struct fmx_endpoint *ep) {
@@ -120,6 +158,7 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     p->bulk.same_process = 0;
     p->reaped = 1;
     ep->t.nlive--;
+    ep->nlocal -= !p->pp.tp->remote;
   }
   set_crowded(ep);
 }
@@ -142,6 +181,7 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   p->t.bulk = &p->bulk;
   proto_peer_init(&p->pp, tp);
   ep->t.nlive++;
+  ep->nlocal += !tp->remote;
   set_crowded(ep);
   return p;
 }

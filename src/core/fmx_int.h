@@ -75,6 +75,13 @@ struct fmx_endpoint {
 
   struct list_node completed;
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
+  /* Crowding (endpoint.c, set_crowded): partners in use on this host
+   * (ourselves included), the kernel's runnable tasks at the last look,
+   * when that was, and idle polls since the last clock read. */
+  uint32_t nlocal;
+  int runnable;
+  uint64_t crowd_look_ns;
+  uint32_t crowd_polls;
   /* Offload watch (progress.c): posted receives that a channel should
    * match while the application computes, and progress.c's list of such
    * endpoints (under its lock, with channel 0's references). */
@@ -146,6 +153,12 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
 void ep_partner_reap(struct fmx_endpoint *ep);
+/* With partners on other hosts, look at the kernel's runnable tasks at
+ * most every 10 ms (now: the caller's clock, or 0: every 64th call reads
+ * it) and update pe.crowded. Any thread, without the lock. */
+void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now);
+/* Give the core away (sched_yield), counted: ranks outnumber cores. */
+void ep_give_core(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* The same without taking what the partner's rings still hold first. */

@@ -127,7 +127,9 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
     if (n != -FI_EAGAIN) return n;
   }
   progress(cq);
-  return has_entry(cq) ? take(cq, buf, count, src) : -FI_EAGAIN;
+  if (has_entry(cq)) return take(cq, buf, count, src);
+  for (int i = 0; i < cq->bound.n; i++) fmx_idle(cq->bound.ep[i]->fx);
+  return -FI_EAGAIN;
 }
 
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count) { return cq_readfrom(cq, buf, count, NULL); }

@@ -47,5 +47,6 @@ void *sys_zalloc(size_t n);
 uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC */
 uint64_t sys_random64(void);
 uint64_t sys_host_id(void);                            /* stable id of this host */
+int sys_runnable_tasks(void); /* tasks running or runnable on this kernel now (/proc/loadavg), or -1 */
 
 #endif

@@ -76,6 +76,11 @@ def programs(name):
 
 
 def launch(name, np_, argv, preload=None, timeout=600):
+    return run(launch_cmd(name, np_, argv, preload), env_of(name), timeout=timeout)
+
+
+def launch_cmd(name, np_, argv, preload=None):
+    """The command line that starts argv on np_ ranks of this MPI over fmx."""
     venv = VENVS[name]
     if name == "ompi5":
         cmd = [os.path.join(venv, "bin", "mpirun"), "--allow-run-as-root", "--oversubscribe", "-np", str(np_),
@@ -92,7 +97,7 @@ def launch(name, np_, argv, preload=None, timeout=600):
         cmd = [os.path.join(venv, "bin", "mpiexec"), "-n", str(np_)]
         for k, v in genv.items():
             cmd += ["-genv", k, v]
-    return run(cmd + argv, env_of(name), timeout=timeout)
+    return cmd + argv
 
 
 MPIS = ["impi", "ompi5", "mpich"]
