@@ -88,6 +88,8 @@ bench: build bench-deps
 	  --reps $(REPS) \
 	  $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(CHECK)),--check)
 	$(BENCH_PY) bench/net.py --build $(BUILD) --reps $(REPS) $(if $(filter-out 0,$(QUICK)),--quick)
+	$(BENCH_PY) bench/apps.py --build $(BUILD) --impi $(IMPI_VENV) --mpich $(MPICH_VENV) --reps $(REPS) \
+	  $(if $(filter-out 0,$(QUICK)),--quick)
 
 check-bench:
 	$(MAKE) --no-print-directory bench QUICK=1

@@ -2,7 +2,8 @@
 # Install what `make bench` compares fmx with, when missing (idempotent, quick
 # when everything is there):
 #   - Debian: Open MPI, MPICH, UCX tools (ucx_perftest), libfabric tools, iperf3,
-#     matplotlib (apt-get update + install, only as root, only when missing);
+#     matplotlib, LAMMPS (bench/apps.py's application) (apt-get update +
+#     install, only as root, only when missing);
 #   - Intel MPI from PyPI (impi-rt: runtime, mpiexec, IMB-MPI1; impi-devel:
 #     mpicc and headers) into a virtualenv, IMPI_VENV (default
 #     /opt/fmx-bench/impi);
@@ -14,7 +15,7 @@ set -u
 IMPI_VENV=${IMPI_VENV:-/opt/fmx-bench/impi}
 OMPI5_VENV=${OMPI5_VENV:-/opt/fmx-bench/ompi5}
 MPICH_VENV=${MPICH_VENV:-/opt/fmx-bench/mpich}
-PKGS="openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin iperf3 python3-matplotlib python3-venv"
+PKGS="openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin iperf3 python3-matplotlib python3-venv lammps"
 sh "$(dirname "$0")/apt-install-missing.sh" bench-deps $PKGS ||
   echo "[bench-deps] those peers will be skipped" >&2
 

@@ -72,6 +72,7 @@ struct fmx_endpoint {
   struct partner *self;
   uint32_t wakeup_gen;
   uint64_t spin_ns; /* adaptive spin before blocking (wait.c) */
+  uint64_t yield_quiet_until; /* no uncrowded yields before (wait.c, yield_when_long) */
 
   struct list_node completed;
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */

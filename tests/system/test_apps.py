@@ -23,7 +23,7 @@ from test_ofi import FI_ENV, MPIRUN, PROV_DIR, sanitized
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MINIAPP = os.path.join(BUILD, "tests", "miniapp")
 COUNTERS = os.path.join(BUILD, "fmx_counters")
-YIELDS = "polls that gave the core away (ranks outnumber cores)"
+YIELDS = "polls that gave the core away (sched_yield)"
 # Twice the cores, at least 4, at most 8: ranks outnumber cores.
 NP = max(4, min(8, 2 * len(os.sched_getaffinity(0))))
 ARGS = ["--steps", "40", "--rows", "64", "--cols", "512", "--a2a", "4096", "--a2a-every", "5"]
@@ -134,7 +134,19 @@ def test_pypi_mpis_ranks_outnumber_cores(tmp_path, name):
     check(res, counters, NP)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="namespaces need root and iproute2")
+def wrapper(tmp_path, hosts, rank_var):
+    """A script that starts "$@" in the namespace of rank $rank_var."""
+    wrap = tmp_path / "wrap.sh"
+    wrap.write_text("#!/bin/sh\ncase $%s in\n" % rank_var + "".join(
+        "%d) exec ip netns exec %s \"$@\";;\n" % (i, ns) for i, ns in enumerate(hosts.ns)) + "esac\nexit 9\n")
+    wrap.chmod(0o755)
+    return str(wrap)
+
+
+namespaces = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="namespaces need root and iproute2")
+
+
+@namespaces
 def test_openmpi_namespaced_hosts_outnumber_cores(tmp_path):
     """NP namespaced hosts on one bridge, one rank each: every rank's peers
     are on other hosts (the net transport), and all of them share this
@@ -142,18 +154,37 @@ def test_openmpi_namespaced_hosts_outnumber_cores(tmp_path):
     from netns import Bridge
     hosts = Bridge(NP)
     try:
-        wrap = tmp_path / "wrap.sh"
-        wrap.write_text("#!/bin/sh\ncase $OMPI_COMM_WORLD_RANK in\n" + "".join(
-            "%d) exec ip netns exec %s \"$@\";;\n" % (i, ns) for i, ns in enumerate(hosts.ns)) + "esac\nexit 9\n")
-        wrap.chmod(0o755)
+        wrap = wrapper(tmp_path, hosts, "OMPI_COMM_WORLD_RANK")
         dev = "fv0" + hosts.ns[0][3:]
         hold = str(tmp_path / "hold")
         cmd = ["ip", "netns", "exec", hosts.ns[0]] + ompi4_cmd(NP, [
-            "--bind-to", "none", "--mca", "oob_tcp_if_include", "10.99.8.0/24", str(wrap), MINIAPP] + ARGS +
+            "--bind-to", "none", "--mca", "oob_tcp_if_include", "10.99.8.0/24", wrap, MINIAPP] + ARGS +
             ["--hold", hold])
         env = dict(FI_ENV, PMIX_MCA_ptl_tcp_remote_connections="1", PMIX_MCA_ptl_tcp_if_include=dev,
                    ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
         res, counters = run_held(cmd, env, hold)
+        check(res, counters, NP)
+    finally:
+        hosts.close()
+
+
+@namespaces
+@pytest.mark.skipif(sanitized(), reason="these MPIs' programs are not built with the sanitizer the provider of "
+                    "this build needs")
+@pytest.mark.parametrize("name", ["impi", "mpich"])
+def test_hydra_mpis_namespaced_hosts_outnumber_cores(tmp_path, name):
+    """Intel MPI and MPICH across NP namespaced hosts: hydra starts every
+    rank here and each enters its namespace itself (its PMI connection is
+    a descriptor it inherits)."""
+    why = missing(name)
+    if why:
+        pytest.skip(why)
+    from netns import Bridge
+    hosts = Bridge(NP)
+    try:
+        hold = str(tmp_path / "hold")
+        cmd = launch_cmd(name, NP, [wrapper(tmp_path, hosts, "PMI_RANK"), miniapp_of(name)] + ARGS + ["--hold", hold])
+        res, counters = run_held(cmd, env_of(name), hold)
         check(res, counters, NP)
     finally:
         hosts.close()

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* When fmx gives the core away (docs/progress.md): fmx_idle and waits
- * yield only when ranks outnumber cores (FMX_CROWDED auto: the partners on
- * this host, the endpoint itself included, outnumber the hardware threads;
- * on; off). Each case runs in a child of its own, FMX_CROWDED set before
- * fmx_init; the counter of yields tells what happened. */
+/* When fmx gives the core away (docs/progress.md): fmx_idle yields only
+ * when ranks outnumber cores (FMX_CROWDED auto: the partners on this host,
+ * the endpoint itself included, outnumber the hardware threads; on; off),
+ * and a crowded wait yields. (An uncrowded wait yields too, past 5 us,
+ * until a yield comes back a time slice later: that is timing, measured by
+ * bench/apps.py, not asserted here.) Each case runs in a child of its own,
+ * FMX_CROWDED set before fmx_init; the counter of yields tells what
+ * happened. */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "eps.h"
 
-#define YIELDS "polls that gave the core away (ranks outnumber cores)"
+#define YIELDS "polls that gave the core away (sched_yield)"
 #define MAX_EPS 10
 
 static int npus(void) {
@@ -49,10 +52,7 @@ static uint64_t idle_yields(fmx_endpoint_t e, int n) {
 static void case_auto(void) {
   fmx_endpoint_t e[MAX_EPS];
   open_connected(e, 2); /* two partners here: not more than the cores */
-  if (npus() >= 2) {
-    CHECK_EQ(idle_yields(e[0], 100), 0);
-    CHECK_EQ(yields_in_wait(e[0]), 0);
-  }
+  if (npus() >= 2) CHECK_EQ(idle_yields(e[0], 100), 0);
   int n = npus() + 2; /* ourselves and npus + 1 others: crowded */
   if (n <= MAX_EPS) {
     for (int i = 2; i < n; i++) {
@@ -76,7 +76,6 @@ static void case_off(void) {
   int n = npus() + 2 <= MAX_EPS ? npus() + 2 : MAX_EPS;
   open_connected(e, n);
   CHECK_EQ(idle_yields(e[0], 100), 0);
-  CHECK_EQ(yields_in_wait(e[0]), 0);
 }
 
 static void in_child(const char *mode, void (*fn)(void)) {
