@@ -179,9 +179,12 @@ fmx_return_t fmx_wakeup(fmx_endpoint_t endpoint);
 fmx_return_t fmx_progress(fmx_endpoint_t endpoint);
 /* The caller polled this endpoint (fmx_test*, fmx_progress) and found
  * nothing to do: a polling loop's idle turn, such as an MPI progress
- * engine's. When ranks outnumber the cores the one it waits for may be
- * queued behind it on this core: fmx then gives the core away; otherwise
- * it returns at once. Thread safe; FMX_BAD_ENDPOINT for NULL. */
+ * engine's. When ranks outnumber the cores (FMX_CROWDED) the one it waits
+ * for may be queued behind it on this core: fmx then gives the core away
+ * (sched_yield); otherwise it returns at once, but for a look at the
+ * kernel's runnable tasks (/proc/loadavg) at most every 10 ms when the
+ * endpoint has partners on other hosts. Thread safe; FMX_BAD_ENDPOINT for
+ * NULL. */
 fmx_return_t fmx_idle(fmx_endpoint_t endpoint);
 /* The endpoint's own address (usable to send to itself). */
 fmx_return_t fmx_get_endpoint_addr(fmx_endpoint_t endpoint, fmx_endpoint_addr_t *addr);

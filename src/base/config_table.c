@@ -119,12 +119,14 @@ struct cfg_entry config_table[] = {
     NUM("FMX_CHUNK_MAX", CFG_SIZE, "4M", 4 * K, G, chunk_max,
         "largest chunk one progress call copies (1024 pages): bounds the stall of other peers"),
     NUM("FMX_SPIN_US", CFG_INT, "1000", 0, 10000000, spin_us,
-        "longest a waiter polls before it blocks on its futex (when crowded it gives the core away between polls)"),
+        "longest a waiter polls before it blocks on its futex; it gives the core away at every poll when crowded, "
+        "every 16th past 5 us otherwise (until a yield comes back a time slice late: another task's core)"),
     STR("FMX_CROWDED", "auto", "auto on off", crowded,
         "whether ranks outnumber cores: auto (the endpoint's partners on this host, itself included, outnumber its "
-        "hardware threads; or, with partners on other hosts, the kernel's runnable tasks do: namespaced hosts share "
+        "hardware threads; or, with partners on other hosts, the kernel's runnable tasks exceed them by a quarter "
+        "(at least 1) at two looks 10 ms apart: namespaced hosts share "
         "one machine's cores), on, off. Crowded, waits and idle polls (fmx_idle: the provider's empty fi_cq_read) "
-        "give the core away, and messages longer than a fragment go rendezvous"),
+        "give the core away, and messages longer than a fragment go rendezvous; off: fmx_idle never yields"),
     NUM("FMX_ENDPOINT_MAX", CFG_INT, "256", 1, 65536, endpoint_max, "endpoint ids per board (0..max-1)"),
     NUM("FMX_REQUEST_TIMEOUT_MS", CFG_INT, "0", 0, UINT32_MAX - 1, request_timeout_ms,
         "default request timeout (sends not delivered, connects not answered); 0 = none"),

@@ -95,33 +95,28 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
          unexp_from(&ep->pe.claimed, p);
 }
 
-/* Release what gone partners hold (links, descriptor, mapped regions)
- * once nothing refers to them, and mark their slots free for the next
- * partner: a server whose clients come and go stays flat (seen before:
- * 600 short-lived clients left 600 link mappings and 80 MB behind).
- * The struct stays allocated, so a pointer snapshotted by the watcher
- * never dangles; its generation changes when the slot is reused. Called
- * with ep->lock held, where a partner is added. */
-/* pe.crowded: 0, or how many ranks share the host's hardware threads when
+/* pe.crowded: 0, or how many tasks share the host's hardware threads when
  * they outnumber them (FMX_CROWDED). auto: the partners on this host in
- * use (ourselves included); or, with partners on other hosts, the kernel's
- * runnable tasks at the last look (ep_crowd_look): hosts in network
- * namespaces of one machine share its cores, and nothing else tells a rank
- * that the remote peer it waits for is queued behind it. Partners on other
- * hosts never count themselves: 256 ranks on hosts of 64 cores each are
- * not crowded. Under the lock, or from ep_crowd_look (an int store: a
- * stale value lasts until the next look). */
+ * use (ourselves included) outnumber them; or, with partners on other
+ * hosts, the kernel's runnable tasks did at the last two looks
+ * (ep_crowd_look), by a quarter of the threads at least (at least one):
+ * hosts in network namespaces of one machine share its cores, and nothing
+ * else tells a rank that the remote peer it waits for is queued behind it,
+ * while a node running one rank per core also runs daemons and our own
+ * helper threads now and then (4 ranks on 2 cores: 4 against 3; 64 cores:
+ * 80). Partners on other hosts never count themselves: 256 ranks on hosts
+ * of 64 cores each are not crowded. Under the lock (the proto layer reads
+ * it there; waits read it unlocked). */
 static void set_crowded(struct fmx_endpoint *ep) {
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
   int n = 0;
-  if (strcmp(fmx_cfg.crowded, "on") == 0) {
+  if (ep->crowd_mode == CROWD_ON) {
     n = ep->t.nlive > (uint32_t)npus ? (int)ep->t.nlive : npus + 1;
-  } else if (strcmp(fmx_cfg.crowded, "off") != 0) {
-    int runnable = __atomic_load_n(&ep->runnable, __ATOMIC_RELAXED);
+  } else if (ep->crowd_mode == CROWD_AUTO) {
     if (ep->nlocal > (uint32_t)npus) n = (int)ep->nlocal;
-    else if (ep->nlocal < ep->t.nlive && runnable > npus) n = runnable;
+    else if (ep->nlocal < ep->t.nlive && ep->crowd_seen >= 2) n = ep->runnable;
   }
-  __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED); /* waits read it unlocked */
+  __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED);
 }
 
 /* Reading /proc/loadavg costs a few microseconds: once per CROWD_LOOK_NS
@@ -129,17 +124,22 @@ static void set_crowded(struct fmx_endpoint *ep) {
 #define CROWD_LOOK_NS 10000000ull
 
 void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now) {
-  if (fmx_cfg.crowded[0] != 'a') return; /* on or off: fixed */
-  if (__atomic_load_n(&ep->nlocal, __ATOMIC_RELAXED) == __atomic_load_n(&ep->t.nlive, __ATOMIC_RELAXED)) return;
+  if (ep->crowd_mode != CROWD_AUTO || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) return;
   if (!now) {
     if (__atomic_add_fetch(&ep->crowd_polls, 1, __ATOMIC_RELAXED) & 63) return;
     now = sys_now_ns();
   }
   uint64_t last = __atomic_load_n(&ep->crowd_look_ns, __ATOMIC_RELAXED);
-  if (now - last < CROWD_LOOK_NS) return;
+  if (now <= last || now - last < CROWD_LOOK_NS) return; /* a thread's older clock: not time yet */
   if (!__atomic_compare_exchange_n(&ep->crowd_look_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
-  __atomic_store_n(&ep->runnable, sys_runnable_tasks(), __ATOMIC_RELAXED);
+  int runnable = sys_runnable_tasks();
+  int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
+  int margin = npus / 4 > 1 ? npus / 4 : 1;
+  ep_lock(ep);
+  ep->runnable = runnable;
+  ep->crowd_seen = runnable >= npus + margin ? ep->crowd_seen + (ep->crowd_seen < 2) : 0;
   set_crowded(ep);
+  ep_unlock(ep);
 }
 
 void ep_give_core(struct fmx_endpoint *ep) {
@@ -147,6 +147,13 @@ void ep_give_core(struct fmx_endpoint *ep) {
   sched_yield();
 }
 
+/* Release what gone partners hold (links, descriptor, mapped regions)
+ * once nothing refers to them, and mark their slots free for the next
+ * partner: a server whose clients come and go stays flat (seen before:
+ * 600 short-lived clients left 600 link mappings and 80 MB behind).
+ * The struct stays allocated, so a pointer snapshotted by the watcher
+ * never dangles; its generation changes when the slot is reused. Called
+ * with ep->lock held, where a partner is added. */
 void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
@@ -159,6 +166,7 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     p->reaped = 1;
     ep->t.nlive--;
     ep->nlocal -= !p->pp.tp->remote;
+    if (p->pp.tp->remote) __atomic_sub_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
   }
   set_crowded(ep);
 }
@@ -182,6 +190,7 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   proto_peer_init(&p->pp, tp);
   ep->t.nlive++;
   ep->nlocal += !tp->remote;
+  if (tp->remote) __atomic_add_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
   set_crowded(ep);
   return p;
 }
@@ -439,6 +448,9 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->pe.benv.counters = ep->counters;
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   const char *src = config_source("FMX_RNDV_THRESHOLD");
+  ep->crowd_mode = !strcmp(fmx_cfg.crowded, "on")    ? CROWD_ON
+                   : !strcmp(fmx_cfg.crowded, "off") ? CROWD_OFF
+                                                     : CROWD_AUTO;
   ep->pe.rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
   list_init(&ep->completed);
   list_init(&ep->watch_node);

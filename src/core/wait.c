@@ -45,7 +45,10 @@
 #define YIELD_SLICE_NS 1000000ull
 #define YIELD_QUIET_NS 200000000ull
 static int yield_when_long(struct fmx_endpoint *ep, uint64_t now) {
-  if (__atomic_load_n(&ep->pe.crowded, __ATOMIC_RELAXED) || !list_empty(&ep->pe.bulk)) return 1;
+  /* The list's head read unlocked: a hint. */
+  if (__atomic_load_n(&ep->pe.crowded, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&ep->pe.bulk.next, __ATOMIC_RELAXED) != &ep->pe.bulk)
+    return 1;
   return now >= __atomic_load_n(&ep->yield_quiet_until, __ATOMIC_RELAXED);
 }
 

@@ -2,7 +2,10 @@
 /* Completion queues: a ring of completions and a list of errors, filled
  * by the endpoints bound to the queue when a read progresses them
  * (manual progress), handed out in the format the queue was opened with.
- * fi_cq_sread sleeps in fmx (fmx_peek) when one endpoint is bound. */
+ * A read that finds nothing gives the core away when ranks outnumber
+ * cores (fmx_idle: MPIs poll fi_cq_read, and Open MPI's blocking send
+ * does so without ever yielding; docs/progress.md). fi_cq_sread sleeps in
+ * fmx (fmx_peek) when one endpoint is bound. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -128,7 +131,9 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
   }
   progress(cq);
   if (has_entry(cq)) return take(cq, buf, count, src);
-  for (int i = 0; i < cq->bound.n; i++) fmx_idle(cq->bound.ep[i]->fx);
+  /* Nothing: an idle turn of the caller's polling loop (one yield at most,
+   * when crowded: the endpoints of one queue share this host). */
+  if (cq->bound.n) fmx_idle(cq->bound.ep[0]->fx);
   return -FI_EAGAIN;
 }
 

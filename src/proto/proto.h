@@ -164,10 +164,11 @@ struct proto_ep {
   struct fmx_endpoint *ep; /* the endpoint it is part of (opaque) */
   struct bulk_env benv;    /* the endpoint as the bulk engines know it (bulk/xfer.h): its counters, its wake
                               word (the core's to set) */
-  /* The partners in use (ourselves included) when they outnumber the
-   * host's hardware threads, else 0: ranks outnumber cores, and a copy made
-   * twice may be time taken from another rank (the eager limit, the engine
-   * choice). The core's, read unlocked by waits. */
+  /* How many ranks (or runnable tasks) share the host's hardware threads
+   * when they outnumber them, else 0 (FMX_CROWDED; core/endpoint.c,
+   * set_crowded): a copy made twice may be time taken from another rank
+   * (the eager limit, the engine choice). The core's, set under the lock,
+   * read unlocked by waits. */
   int crowded;
   int rndv_explicit;       /* FMX_RNDV_THRESHOLD was set (not derived): it stands, crowded or not */
   struct list_node bulk;   /* messages with a transfer in progress (bnode) */

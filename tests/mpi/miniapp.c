@@ -50,7 +50,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     else if (strcmp(argv[i], "--rows") == 0 && v >= 2 && v <= 65536) o->rows = (int)v;
     else if (strcmp(argv[i], "--cols") == 0 && v >= 3 && v <= 1 << 20) o->cols = (int)v;
     else if (strcmp(argv[i], "--a2a") == 0 && v >= 0 && v <= 64L << 20) o->a2a = v;
-    else if (strcmp(argv[i], "--a2a-every") == 0 && v >= 0) o->a2a_every = (int)v;
+    else if (strcmp(argv[i], "--a2a-every") == 0 && v >= 0 && v <= 1000000) o->a2a_every = (int)v;
     else return -1;
     i++;
   }
@@ -110,8 +110,9 @@ int main(int argc, char **argv) {
     double a = MPI_Wtime();
     MPI_Irecv(g, o.cols, MPI_DOUBLE, up, 1, MPI_COMM_WORLD, &rq[0]);
     MPI_Irecv(g + (size_t)(o.rows + 1) * o.cols, o.cols, MPI_DOUBLE, down, 0, MPI_COMM_WORLD, &rq[1]);
-    /* Down first, then up: every rank's first send is matched by a
-     * receive already posted, whatever the order ranks run in. */
+    /* Down first, then up: the last rank's send down goes nowhere, so a
+     * chain of blocking sends always ends, whatever the order ranks run
+     * in (each rank posts both receives before either send). */
     MPI_Send(g + (size_t)o.rows * o.cols, o.cols, MPI_DOUBLE, down, 1, MPI_COMM_WORLD);
     MPI_Send(g + (size_t)o.cols, o.cols, MPI_DOUBLE, up, 0, MPI_COMM_WORLD);
     double b = MPI_Wtime();
