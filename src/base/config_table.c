@@ -124,7 +124,7 @@ struct cfg_entry config_table[] = {
     STR("FMX_CROWDED", "auto", "auto on off", crowded,
         "whether ranks outnumber cores: auto (the endpoint's partners on this host, itself included, outnumber its "
         "hardware threads; or, with partners on other hosts, the kernel's runnable tasks exceed them by a quarter "
-        "(at least 1) at two looks 10 ms apart: namespaced hosts share "
+        "(at least 1), looked at every 10 ms: namespaced hosts share "
         "one machine's cores), on, off. Crowded, waits and idle polls (fmx_idle: the provider's empty fi_cq_read) "
         "give the core away, and messages longer than a fragment go rendezvous; off: fmx_idle never yields"),
     NUM("FMX_ENDPOINT_MAX", CFG_INT, "256", 1, 65536, endpoint_max, "endpoint ids per board (0..max-1)"),

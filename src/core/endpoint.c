@@ -98,8 +98,8 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
 /* pe.crowded: 0, or how many tasks share the host's hardware threads when
  * they outnumber them (FMX_CROWDED). auto: the partners on this host in
  * use (ourselves included) outnumber them; or, with partners on other
- * hosts, the kernel's runnable tasks did at the last two looks
- * (ep_crowd_look), by a quarter of the threads at least (at least one):
+ * hosts, the kernel's runnable tasks did at the last look (ep_crowd_look),
+ * by a quarter of the threads at least (at least one):
  * hosts in network namespaces of one machine share its cores, and nothing
  * else tells a rank that the remote peer it waits for is queued behind it,
  * while a node running one rank per core also runs daemons and our own
@@ -114,7 +114,7 @@ static void set_crowded(struct fmx_endpoint *ep) {
     n = ep->t.nlive > (uint32_t)npus ? (int)ep->t.nlive : npus + 1;
   } else if (ep->crowd_mode == CROWD_AUTO) {
     if (ep->nlocal > (uint32_t)npus) n = (int)ep->nlocal;
-    else if (ep->nlocal < ep->t.nlive && ep->crowd_seen >= 2) n = ep->runnable;
+    else if (ep->nlocal < ep->t.nlive && ep->runnable >= npus + (npus / 4 > 1 ? npus / 4 : 1)) n = ep->runnable;
   }
   __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED);
 }
@@ -133,11 +133,8 @@ void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now) {
   if (now <= last || now - last < CROWD_LOOK_NS) return; /* a thread's older clock: not time yet */
   if (!__atomic_compare_exchange_n(&ep->crowd_look_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
   int runnable = sys_runnable_tasks();
-  int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  int margin = npus / 4 > 1 ? npus / 4 : 1;
   ep_lock(ep);
   ep->runnable = runnable;
-  ep->crowd_seen = runnable >= npus + margin ? ep->crowd_seen + (ep->crowd_seen < 2) : 0;
   set_crowded(ep);
   ep_unlock(ep);
 }

@@ -78,12 +78,11 @@ struct fmx_endpoint {
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
   /* Crowding (endpoint.c, set_crowded): FMX_CROWDED; partners in use on
    * this host (ourselves included) and on others (read unlocked); under
-   * the lock, the kernel's runnable tasks at the last look and how many
-   * looks in a row found too many (at most 2); when the last look was, and
-   * a count of idle polls (every 64th reads the clock). */
+   * the lock, the kernel's runnable tasks at the last look; when that look
+   * was, and a count of idle polls (every 64th reads the clock). */
   enum { CROWD_AUTO, CROWD_ON, CROWD_OFF } crowd_mode;
   uint32_t nlocal, nremote;
-  int runnable, crowd_seen;
+  int runnable;
   uint64_t crowd_look_ns;
   uint32_t crowd_polls;
   /* Offload watch (progress.c): posted receives that a channel should

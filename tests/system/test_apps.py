@@ -31,7 +31,9 @@ YIELDS = "polls that gave the core away (sched_yield)"
 # process's affinity).
 CPUS = os.cpu_count() or 1
 NP = max(4, min(8, 2 * CPUS))
-ARGS = ["--steps", "40", "--rows", "64", "--cols", "512", "--a2a", "4096", "--a2a-every", "5"]
+# Long enough (0.1-0.2 s on 2 cores) for several of the 10 ms looks at the
+# kernel's runnable tasks that tell namespaced hosts they share cores.
+ARGS = ["--steps", "100", "--rows", "128", "--cols", "1024", "--a2a", "4096", "--a2a-every", "5"]
 
 pytestmark = [
     pytest.mark.skipif(NP <= CPUS, reason="%d ranks would not outnumber this host's %d hardware threads" % (NP, CPUS)),
