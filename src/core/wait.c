@@ -95,7 +95,7 @@ static int has_local_work(struct fmx_endpoint *ep) {
  * wait's start is stamped there, under the lock (adapt.c times the transfer
  * from it); else it stays 0, and a small message's wait, which ends before
  * the 16th poll reads the clock, never pays for one.
- * inflight (with busy): 1 if a large transfer is in flight. */
+ * inflight: set to whether a large transfer is in flight. */
 static int poll_once(struct fmx_endpoint *ep, int (*check)(struct fmx_endpoint *, void *), void *arg, int *busy,
                      uint64_t *start, int *inflight) {
   ep_lock(ep);
