@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Library and endpoint life cycle, partners, progress. */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,55 +94,6 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
          unexp_from(&ep->pe.claimed, p);
 }
 
-/* pe.crowded: 0, or how many tasks share the host's hardware threads when
- * they outnumber them (FMX_CROWDED). auto: the partners on this host in
- * use (ourselves included) outnumber them; or, with partners on other
- * hosts, the kernel's runnable tasks did at the last look (ep_crowd_look),
- * by a quarter of the threads at least (at least one):
- * hosts in network namespaces of one machine share its cores, and nothing
- * else tells a rank that the remote peer it waits for is queued behind it,
- * while a node running one rank per core also runs daemons and our own
- * helper threads now and then (4 ranks on 2 cores: 4 against 3; 64 cores:
- * 80). Partners on other hosts never count themselves: 256 ranks on hosts
- * of 64 cores each are not crowded. Under the lock (the proto layer reads
- * it there; waits read it unlocked). */
-static void set_crowded(struct fmx_endpoint *ep) {
-  int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
-  int n = 0;
-  if (ep->crowd_mode == CROWD_ON) {
-    n = ep->t.nlive > (uint32_t)npus ? (int)ep->t.nlive : npus + 1;
-  } else if (ep->crowd_mode == CROWD_AUTO) {
-    if (ep->nlocal > (uint32_t)npus) n = (int)ep->nlocal;
-    else if (ep->nlocal < ep->t.nlive && ep->runnable >= npus + (npus / 4 > 1 ? npus / 4 : 1)) n = ep->runnable;
-  }
-  __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED);
-}
-
-/* Reading /proc/loadavg costs a few microseconds: once per CROWD_LOOK_NS
- * is 0.05% of a core. */
-#define CROWD_LOOK_NS 10000000ull
-
-void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now) {
-  if (ep->crowd_mode != CROWD_AUTO || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) return;
-  if (!now) {
-    if (__atomic_add_fetch(&ep->crowd_polls, 1, __ATOMIC_RELAXED) & 63) return;
-    now = sys_now_ns();
-  }
-  uint64_t last = __atomic_load_n(&ep->crowd_look_ns, __ATOMIC_RELAXED);
-  if (now <= last || now - last < CROWD_LOOK_NS) return; /* a thread's older clock: not time yet */
-  if (!__atomic_compare_exchange_n(&ep->crowd_look_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
-  int runnable = sys_runnable_tasks();
-  ep_lock(ep);
-  ep->runnable = runnable;
-  set_crowded(ep);
-  ep_unlock(ep);
-}
-
-void ep_give_core(struct fmx_endpoint *ep) {
-  __atomic_fetch_add(&ep->counters[CNT_YIELDS], 1, __ATOMIC_RELAXED);
-  sched_yield();
-}
-
 /* Release what gone partners hold (links, descriptor, mapped regions)
  * once nothing refers to them, and mark their slots free for the next
  * partner: a server whose clients come and go stays flat (seen before:
@@ -162,10 +112,9 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     p->bulk.same_process = 0;
     p->reaped = 1;
     ep->t.nlive--;
-    ep->nlocal -= !p->pp.tp->remote;
     if (p->pp.tp->remote) __atomic_sub_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
   }
-  set_crowded(ep);
+  ep_crowd_set(ep);
 }
 
 /* The transport's private state of a new partner, zeroed, in *tpd (NULL
@@ -186,9 +135,8 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   p->t.bulk = &p->bulk;
   proto_peer_init(&p->pp, tp);
   ep->t.nlive++;
-  ep->nlocal += !tp->remote;
   if (tp->remote) __atomic_add_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
-  set_crowded(ep);
+  ep_crowd_set(ep);
   return p;
 }
 
@@ -445,9 +393,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep->pe.benv.counters = ep->counters;
   ep->timeout_ms = fmx_cfg.request_timeout_ms;
   const char *src = config_source("FMX_RNDV_THRESHOLD");
-  ep->crowd_mode = !strcmp(fmx_cfg.crowded, "on")    ? CROWD_ON
-                   : !strcmp(fmx_cfg.crowded, "off") ? CROWD_OFF
-                                                     : CROWD_AUTO;
+  ep_crowd_init(ep);
   ep->pe.rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
   list_init(&ep->completed);
   list_init(&ep->watch_node);

@@ -76,12 +76,12 @@ struct fmx_endpoint {
 
   struct list_node completed;
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
-  /* Crowding (endpoint.c, set_crowded): FMX_CROWDED; partners in use on
-   * this host (ourselves included) and on others (read unlocked); under
-   * the lock, the kernel's runnable tasks at the last look; when that look
+  /* Crowding (crowd.c): FMX_CROWDED; the partners in use on other hosts
+   * (read unlocked; those on this one are t.nlive less these); under the
+   * lock, the kernel's runnable tasks at the last look; when that look
    * was, and a count of idle polls (every 64th reads the clock). */
   enum { CROWD_AUTO, CROWD_ON, CROWD_OFF } crowd_mode;
-  uint32_t nlocal, nremote;
+  uint32_t nremote;
   int runnable;
   uint64_t crowd_look_ns;
   uint32_t crowd_polls;
@@ -156,6 +156,10 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
 void ep_partner_reap(struct fmx_endpoint *ep);
+/* crowd.c: FMX_CROWDED read into ep at its open; pe.crowded set again
+ * (under the lock) after the partners changed. */
+void ep_crowd_init(struct fmx_endpoint *ep);
+void ep_crowd_set(struct fmx_endpoint *ep);
 /* With partners on other hosts, look at the kernel's runnable tasks at
  * most every 10 ms (now: the caller's clock, or 0: every 64th call reads
  * it) and update pe.crowded. Any thread, without the lock. */

@@ -189,9 +189,9 @@ static int wait_loop(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(
   struct ep_desc *d = ep->pe.benv.desc;
   for (unsigned spins = 1;; spins++) {
     int busy = 0, inflight = 0;
-    /* `busy` (a clock read when a transfer is in flight) is only looked at
-     * on the polls that read the clock below: every 16th. */
-    r = poll_once(ep, check, arg, spins % 16 ? NULL : &busy, NULL, &inflight);
+    /* `busy` (a clock read when a transfer is in flight) and `inflight` are
+     * only looked at on the polls that read the clock below: every 16th. */
+    r = poll_once(ep, check, arg, spins % 16 ? NULL : &busy, NULL, spins % 16 ? NULL : &inflight);
     if (r) {
       adapt_spin(ep, spin, max_spin, slept, slept ? sys_now_ns() - start : 0);
       return r;
