@@ -45,6 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
+from peers import impi_env, venv_missing  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # No discovery broadcast on the host's own interfaces (as the tests).
@@ -119,11 +120,6 @@ class Ctx:
     def fi_env(self):
         return {"FI_PROVIDER_PATH": self.prov, "FI_PROVIDER": "fmx"}
 
-    def impi_env(self):
-        v = self.impi
-        return {"I_MPI_ROOT": v, "PATH": os.path.join(v, "bin") + ":" + os.environ.get("PATH", ""),
-                "LD_LIBRARY_PATH": os.path.join(v, "lib")}
-
     def miniapp(self, mpi):
         """The mini-app built with this MPI's compiler, or raise why not."""
         if mpi in self.progs:
@@ -136,7 +132,7 @@ class Ctx:
             lib = os.path.join(self.impi, "lib")
             cmd = ["cc", "-O2", "-std=gnu11", src, "-I" + os.path.join(self.impi, "include"), "-L" + lib,
                    "-Wl,-rpath," + lib, "-lmpi", "-o", exe]
-            env = self.impi_env()
+            env = impi_env(self.impi)
         else:
             cmd, env = [os.path.join(self.mpich, "bin", "mpicc"), "-O2", src, "-o", exe], {}
         e = dict(os.environ)
@@ -172,7 +168,7 @@ def hydra(ctx, mpi, how, np_, hosts):
     """Intel MPI or MPICH (hydra): how is fmx, shm (Intel MPI's own shared
     memory) or tcp (Intel MPI over libfabric's tcp provider)."""
     venv = ctx.impi if mpi == "impi" else ctx.mpich
-    genv, env = {}, ctx.impi_env() if mpi == "impi" else {}
+    genv, env = {}, impi_env(ctx.impi) if mpi == "impi" else {}
     if how == "fmx":
         genv.update(ctx.fi_env())
         genv.update({"impi": {"I_MPI_FABRICS": "ofi"},
@@ -210,16 +206,7 @@ PAIRS = {"ompi4-fmx": {"host": "ompi4-vader", "hosts": "ompi4-tcp"},
 def missing(ctx, mpi):
     if mpi == "ompi4":
         return None if shutil.which("mpirun.openmpi") else "Debian's Open MPI not installed"
-    venv = ctx.impi if mpi == "impi" else ctx.mpich
-    if os.access(os.path.join(venv, "bin", "mpiexec"), os.X_OK):
-        return None
-    why = "%s not installed in %s" % (mpi, venv)
-    try:
-        with open(venv + ".skip") as f:
-            why += ": " + f.read().strip()
-    except OSError:
-        pass
-    return why
+    return venv_missing(ctx.impi if mpi == "impi" else ctx.mpich, {"impi": "Intel MPI", "mpich": "MPICH"}[mpi])
 
 
 def lammps_input(ctx):
