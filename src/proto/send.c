@@ -24,19 +24,32 @@ static uint64_t frag_size(struct partner *p, const struct proto_peer *pp) {
   return f < ring ? f : ring;
 }
 
+/* Crowded (ranks outnumber cores), a message longer than one fragment goes
+ * rendezvous, one copy, when the peer's memory can be read and the ring
+ * lacks room for it now: the receiver has yet to read records we pushed, or
+ * the message is longer than an empty ring holds (2 x its largest record).
+ * Eager, its fragments would wait in our queue for the receiver to get a
+ * core; every copy made twice is time taken from another rank (alltoall
+ * of 64 KiB among 8 ranks on 2 cores: 207 us instead of 358 us, Open
+ * MPI's 206 us; docs/performance.md). When the ring takes it whole, the
+ * send completes at once, where a rendezvous waits for the receiver's
+ * next turn on a core: a blocking halo send (Intel MPI's mini-app, 16 KiB
+ * halos with 4 ranks on 2 cores: halo time 0.25-0.32 s rendezvous against
+ * Intel MPI's own shm 0.10-0.19 s; docs/progress.md). */
+static int crowded_rndv(struct partner *p, const struct proto_peer *pp, uint64_t len) {
+  return len > 2 * (uint64_t)pp->tp->max_payload(p) || (pp->tp->unread && pp->tp->unread(p)) || !list_empty(&pp->outq);
+}
+
 /* Eager messages longer than one fragment travel in fragments, so no
  * record is larger than the ring can take. Between two endpoints of one
  * process no longer than half the ring, which an empty ring takes whole:
  * the only thread in fmx may be one waiting on the receiving endpoint,
  * and nothing else would push the rest from the sending one.
- * With more endpoints connected than the host has hardware threads, ranks
- * outnumber cores: every copy made twice is time taken from another rank,
- * so a message longer than one fragment goes rendezvous, one copy, when the
- * peer's memory can be read (alltoall of 64 KiB among 8 ranks on 2 cores:
- * 207 us instead of 358 us, Open MPI's 206 us; docs/performance.md).
- * The most an eager message may carry to p; frag: frag_size(p), which the
- * caller has (one call through the transport's table per send). */
-static uint64_t eager_max(const struct proto_ep *pe, struct partner *p, const struct proto_peer *pp, uint64_t frag) {
+ * The most an eager message of len bytes may carry to p; frag:
+ * frag_size(p), which the caller has (one call through the transport's
+ * table per send). */
+static uint64_t eager_max(const struct proto_ep *pe, struct partner *p, const struct proto_peer *pp, uint64_t frag,
+                          uint64_t len) {
   /* Another host: its transport says where pulling pays (docs/protocol.md). */
   if (pp->tp->eager_max) return pp->tp->eager_max(p);
   const struct bulk_peer *b = transport_peer(p)->bulk;
@@ -45,7 +58,9 @@ static uint64_t eager_max(const struct proto_ep *pe, struct partner *p, const st
     uint64_t ring = pp->tp->max_payload(p);
     if (t > ring) t = ring;
   }
-  if (pe->crowded && !pe->rndv_explicit && !b->is_self && b->cma_ok && t > frag) t = frag;
+  if (pe->crowded && !pe->rndv_explicit && !b->is_self && b->cma_ok && t > frag && len > frag &&
+      crowded_rndv(p, pp, len))
+    t = frag;
   return t < PROTO_EAGER_MAX ? t : PROTO_EAGER_MAX;
 }
 
@@ -220,7 +235,7 @@ int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *
    * through the transport's table to ask (8 B message rate, sender). */
   if (len > TRANSPORT_MIN_PAYLOAD || len >= fmx_cfg.rndv_threshold) {
     uint64_t frag = frag_size(p, pp); /* one call through the transport's table */
-    if (len > frag || len > eager_max(pe, p, pp, frag)) return 0;
+    if (len > frag || len > eager_max(pe, p, pp, frag, len)) return 0;
   }
   struct proto_hdr h = {
       .type = PROTO_EAGER, .flags = (uint8_t)hflags, .len = (uint32_t)len, .match = match, .msg_len = len, .rreq = imm};
@@ -242,7 +257,7 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   o->hdr.msg_len = r->len;
   list_add_tail(&pp->msgs, &r->pnode);
   uint64_t frag = frag_size(p, pp);
-  int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag);
+  int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag, r->len);
   /* Longer than a fragment: the receiver may have measured rendezvous
    * faster for its size (classes.c). */
   if (eager && r->len > frag && proto_class_wants_rndv(pp, r->len)) eager = 0;

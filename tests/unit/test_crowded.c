@@ -6,8 +6,11 @@
  * until a yield comes back a time slice later: that is timing, measured by
  * bench/apps.py, not asserted here.) Each case runs in a child of its own,
  * FMX_CROWDED set before fmx_init; the counter of yields tells what
- * happened. */
+ * happened. Crowded, a message longer than a fragment goes eager when the
+ * ring takes it now, rendezvous when its receiver has yet to read what we
+ * sent before (proto/send.c, crowded_rndv); the send counters tell. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +74,38 @@ static void case_on(void) {
   CHECK(yields_in_wait(e[0]) > 0);
 }
 
+#define RNDV "rendezvous sends"
+#define MEDIUM "eager sends in fragments (medium class, longer than FMX_EAGER_FRAG)"
+
+/* Two messages longer than a fragment to a receiver that reads neither
+ * yet: the first finds the ring empty and goes eager; the second finds the
+ * first unread and goes rendezvous. Both arrive whole. */
+static void case_on_classes(void) {
+  fmx_endpoint_t e[2];
+  open_connected(e, 2);
+  fmx_endpoint_addr_t to = connect_to(e[0], e[1], 7);
+  enum { LEN = 24 * 1024 };
+  static char out[2][LEN], in[2][LEN];
+  for (int m = 0; m < 2; m++) memset(out[m], 'a' + m, LEN);
+  uint64_t rndv = counter_of(e[0], RNDV), medium = counter_of(e[0], MEDIUM);
+  fmx_request_t s[2], r[2];
+  for (int m = 0; m < 2; m++) {
+    fmx_seg_t seg = {out[m], LEN};
+    CHECK_EQ(fmx_isend(e[0], &seg, 1, to, 0x100 + (uint64_t)m, NULL, &s[m]), FMX_SUCCESS);
+  }
+  CHECK_EQ(counter_of(e[0], MEDIUM) - medium, 1);
+  CHECK_EQ(counter_of(e[0], RNDV) - rndv, 1);
+  for (int m = 0; m < 2; m++) {
+    fmx_seg_t seg = {in[m], LEN};
+    CHECK_EQ(fmx_irecv(e[1], &seg, 1, 0x100 + (uint64_t)m, ~0ull, NULL, &r[m]), FMX_SUCCESS);
+  }
+  for (int m = 0; m < 2; m++) {
+    CHECK_EQ(wait_done(e[1], &r[m]).code, FMX_SUCCESS);
+    CHECK_EQ(wait_done(e[0], &s[m]).code, FMX_SUCCESS);
+    CHECK(memcmp(in[m], out[m], LEN) == 0);
+  }
+}
+
 static void case_off(void) {
   fmx_endpoint_t e[MAX_EPS];
   int n = npus() + 2 <= MAX_EPS ? npus() + 2 : MAX_EPS;
@@ -100,6 +135,7 @@ int main(void) {
   CHECK_EQ(fmx_idle(NULL), FMX_BAD_ENDPOINT);
   in_child(NULL, case_auto);
   in_child("on", case_on);
+  in_child("on", case_on_classes);
   in_child("off", case_off);
   printf("test_crowded: ok\n");
   return 0;
