@@ -158,12 +158,15 @@ static void ask_lost(struct net_peer *np, struct net_pull *pl, uint32_t stamp, u
 /* How long after asking a block we wait before asking again: three times
  * what a block asked once took to come whole (smoothed, Karn's rule), no
  * shorter than the timers can tell (rto_min_ns, as rel.c's), at most
- * FMX_NET_RTO_US, the first guess. */
+ * FMX_NET_RTO_MAX_US (a sender that waits for a core answers late, and
+ * is not asked again for it: rel.c, base_rto); FMX_NET_RTO_US, the first
+ * guess, until a block is timed. */
 static uint64_t pull_wait(const struct net_peer *np) {
-  uint64_t rto = fmx_cfg.net_rto_us * 1000ull, least = net_ep(np->ep)->rto_min_ns;
+  uint64_t rto = fmx_cfg.net_rto_us * 1000ull, most = fmx_cfg.net_rto_max_us * 1000ull,
+           least = net_ep(np->ep)->rto_min_ns;
   if (!np->pull_srtt_ns) return rto;
   uint64_t w = 3 * np->pull_srtt_ns;
-  return w < least ? least : w > rto ? rto : w;
+  return w < least ? least : w > most ? most : w;
 }
 
 static void block_timed(struct net_peer *np, const struct pull_block *blk, uint64_t now) {

@@ -85,11 +85,17 @@ static void rtt_sample(struct net_rel *r, uint64_t t) {
 }
 
 /* The wait before a resend: measured (srtt + 4 rttvar) within
- * [rto_min_ns, rto_ns], or rto_ns until something is measured. */
+ * [rto_min_ns, rto_max_ns], or rto_ns until something is measured. Above
+ * the first guess too: a partner whose acks come late (its rank waits for
+ * a core among more ranks than cores, a time slice or more) is resent to
+ * only once its acks are later than they have been, not every rto_ns
+ * (8 namespaced hosts on 2 cores, LAMMPS with its halos eager: 22,699
+ * packets resent by the timer and 22,742 duplicates dropped in one run,
+ * with the wait capped at the 2 ms first guess). */
 static uint64_t base_rto(const struct net_rel *r) {
   if (!r->cfg.rto_min_ns || !r->srtt_ns) return r->cfg.rto_ns;
   uint64_t w = r->srtt_ns + 4 * r->rttvar_ns;
-  return w < r->cfg.rto_min_ns ? r->cfg.rto_min_ns : w > r->cfg.rto_ns ? r->cfg.rto_ns : w;
+  return w < r->cfg.rto_min_ns ? r->cfg.rto_min_ns : w > r->cfg.rto_max_ns ? r->cfg.rto_max_ns : w;
 }
 
 int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg) {

@@ -21,10 +21,10 @@
 
 struct net_rel_cfg {
   uint32_t window;       /* packets in flight at most (1..NET_REL_WINDOW_MAX) */
-  uint64_t rto_ns;       /* a packet not acked this long is sent again (the first guess, and the most
-                          * the measured wait may be)... */
+  uint64_t rto_ns;       /* a packet not acked this long is sent again (the first guess, until round
+                          * trips are measured)... */
   uint64_t rto_min_ns;   /* the least the wait measured from round trips may be; 0: rto_ns, not measured */
-  uint64_t rto_max_ns;   /* ...the wait doubling at each resend up to this */
+  uint64_t rto_max_ns;   /* ...the wait doubling at each resend up to this, the most a measured one is */
   uint64_t dead_ns;      /* nothing acked for this long with packets in flight: the partner is gone */
   uint64_t ack_delay_ns; /* a packet received is acked within this... */
   uint32_t ack_every;    /* ...or at once once this many are not acked */

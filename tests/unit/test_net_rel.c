@@ -264,8 +264,9 @@ static void test_edges(void) {
   net_rel_fini(&r);
 }
 
-/* The resend wait measured from round trips: within [rto_min_ns, rto_ns],
- * never from a packet sent twice (Karn), backed off from there. */
+/* The resend wait measured from round trips: within [rto_min_ns,
+ * rto_max_ns], past the first guess when round trips are long, never from
+ * a packet sent twice (Karn), backed off from there. */
 static void test_measured_rto(void) {
   struct net_rel r;
   struct net_rel_cfg c = cfg;
@@ -294,12 +295,18 @@ static void test_measured_rto(void) {
   CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, emit, NULL), 1);
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 150000000, emit, NULL), 0);
   CHECK_EQ(r.srtt_ns, before);
-  for (int i = 0; i < 40; i++) { /* round trips of 10 ms: capped at rto_ns */
+  for (int i = 0; i < 40; i++) { /* round trips of 10 ms: past the first guess, capped at rto_max_ns */
     CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
     t += 10000000;
     CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
   }
-  CHECK_EQ(r.rto_ns, c.rto_ns);
+  CHECK_EQ(r.rto_ns, c.rto_max_ns);
+  for (int i = 0; i < 200; i++) { /* round trips of 1 ms: between the first guess and the cap */
+    CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
+    t += 1000000;
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
+  }
+  CHECK(r.rto_ns > c.rto_ns && r.rto_ns < c.rto_max_ns);
   net_rel_fini(&r);
 }
 
