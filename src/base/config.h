@@ -33,6 +33,7 @@ struct fmx_config {
   const char *cost_vmsplice; /* FMX_COST_VMSPLICE */
   const char *cost_offload; /* FMX_COST_OFFLOAD */
   const char *offload;      /* FMX_OFFLOAD: auto, on, off */
+  const char *net_progress; /* FMX_NET_PROGRESS: auto, on, off */
   uint64_t offload_threshold; /* FMX_OFFLOAD_THRESHOLD */
   uint64_t offload_channels;  /* FMX_OFFLOAD_CHANNELS */
   const char *offload_cpus;   /* FMX_OFFLOAD_CPUS */

@@ -168,6 +168,10 @@ struct cfg_entry config_table[] = {
     NUM("FMX_NET_PULL_THRESHOLD", CFG_SIZE, "0", 0, G, net_pull_threshold,
         "messages to other hosts of this many bytes or more are pulled by the receiver (rendezvous); shorter "
         "ones go eagerly in fragments; 0 = the MTU's packets times the wire's measured ratio (raw 8, UDP 5)"),
+    STR("FMX_NET_PROGRESS", "auto", "auto on off", net_progress,
+        "while a message pulled from or by another host waits and the application computes, offload channel 0 "
+        "sleeps on the socket and answers (pull requests, acks, the next blocks): auto while the kernel's runnable "
+        "tasks leave a hardware thread free (FMX_CROWDED auto looks), on, off (docs/progress.md)"),
     NUM("FMX_NET_PULL_WINDOW", CFG_SIZE, "0", 0, G, net_pull_window,
         "bytes one pull asks for at once; 0 = half the socket's receive buffer"),
     STR("FMX_PEERS", "", NULL, peers,

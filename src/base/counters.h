@@ -69,6 +69,7 @@
   X(BOXED, "tiny records sent through a link's duplex box (the line both directions share by turns)") \
   X(KICKS, "wakes of offload channel 0 to look at this endpoint (a large transfer watched)") \
   X(KICKS_SKIPPED, "wakes of offload channel 0 skipped: its last looks found the application back in a wait") \
+  X(NET_NAPS, "channel 0 naps on the net socket for an application away (FMX_NET_PROGRESS), each then a progress pass") \
   X(YIELDS, "polls that gave the core away (sched_yield)")
 
 enum fmx_counter {

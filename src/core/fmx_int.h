@@ -191,9 +191,10 @@ int ep_wait(struct fmx_endpoint *ep, uint32_t timeout_ms, int (*check)(struct fm
 /* progress.c: progress while the application computes (offload channel 0
  * makes it on watched endpoints). The protocol reaches these through the
  * calls it was given (proto_up.c), with ep->lock held. */
-/* A receive r was posted unmatched, or a large send waits for its CTS: if
- * it may end up offloaded, count it so channel 0 matches for the
- * application meanwhile. */
+/* A receive r was posted unmatched, or a large send waits for its CTS, or
+ * either is pulled across hosts: if it may end up offloaded or needs
+ * progress from another host (FMX_NET_PROGRESS), count it so channel 0
+ * matches for the application meanwhile; else no longer counted. */
 void progress_watch(struct fmx_endpoint *ep, struct fmx_request *r);
 /* r matched, completed or cancelled: no longer counted. */
 void progress_unwatch(struct fmx_endpoint *ep, struct fmx_request *r);

@@ -84,6 +84,12 @@ int net_open(struct fmx_endpoint *ep) {
   /* A peer whose answers come on the wire (no UDP address of ours it may
    * take, net_peer_link): the wire socket's share. */
   ne->pull_window_wire = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
+  /* What net_eager_max gives a partner of the largest packets: longer
+   * messages are pulled, and move only when someone makes progress
+   * (core/progress.c watches such receives). */
+  transport_ep(ep)->pull_min = fmx_cfg.net_pull_threshold
+                                   ? fmx_cfg.net_pull_threshold
+                                   : (uint64_t)ne->sock.wire->pull_frames * (ne->pkt_max - NET_HDR_LEN - NET_RECORD_HDR) + 1;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;

@@ -260,6 +260,7 @@ void proto_recv_post(struct fmx_endpoint *ep, struct proto_msg *r) {
   match_post(mq, r);
   /* A channel may match it while the application computes; not below the
    * rendezvous threshold, with no transfer to move (a call saved per
-   * small receive). */
-  if (r->len >= fmx_cfg.rndv_threshold) proto_up->watch(ep, r);
+   * small receive), nor below what a partner on another host pulls. */
+  uint64_t pull_min = transport_ep(ep)->pull_min;
+  if (r->len >= fmx_cfg.rndv_threshold || (pull_min && r->len >= pull_min)) proto_up->watch(ep, r);
 }

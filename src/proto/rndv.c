@@ -89,9 +89,15 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
   struct proto_ep *pe = proto_ep(ep);
   struct transport_peer *t = transport_peer(p);
   PROTO_CNT(pe, RECV_RNDV);
-  proto_up->unwatch(ep, r);
   r->state = MSG_MATCHED;
   r->partner = p;
+  /* A pull from another host moves only with progress: it may stay
+   * watched until it completes (core/progress.c decides); here a channel's
+   * engine takes it. */
+  if (proto_peer(p)->tp->remote)
+    proto_up->watch(ep, r);
+  else
+    proto_up->unwatch(ep, r);
   xfer_init(ep, r, p);
   r->xfer.conn = lane;
   r->xfer.peer_id = sreq;

@@ -29,6 +29,7 @@ struct transport_ep {
   int desc_fd;          /* its wake word's memfd (platform/wake.h), for peers to map */
   int closing;          /* fmx_close_endpoint began */
   uint32_t nlive;       /* partners in use, ourselves included */
+  uint64_t pull_min;    /* the shortest message a partner on another host pulls (net sets it); 0: no net */
   struct bulk_env *bulk; /* the endpoint as the bulk engines know it (our CPU, its counters) */
 };
 /* Count an event of ep (base/counters.h), its lock held. */

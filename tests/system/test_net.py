@@ -80,6 +80,30 @@ def test_udp_gro_only_while_pulling(pair1500):
     assert switches and switches[0] >= 3, out
 
 
+NAPS = "channel 0 naps on the net socket"
+
+
+def naps(out, rank):
+    """Channel 0's naps on the net socket of a rank (fmx_perf --counters)."""
+    return sum(int(l.rsplit(None, 1)[1]) for l in out.splitlines() if "rank %d:" % rank in l and NAPS in l)
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_net_progress_while_computing(pair1500, mode):
+    """A 1 MiB message pulled across hosts while both sides compute
+    (fmx_perf overlap, 2 ms between post and wait): with FMX_NET_PROGRESS=on
+    offload channel 0 sleeps on the socket and moves the pull for the
+    receiver and the sender (its naps counted on both); off, nobody does.
+    Every byte checked either way."""
+    out = perf(pair1500, "overlap", "1M", {"FMX_NET_PROGRESS": mode}, iters=10,
+               extra=("--compute", "2000", "--counters"), want_err=True)
+    assert len(rows(out)) == 1, out
+    if mode == "on":
+        assert naps(out, 0) > 0 and naps(out, 1) > 0, out
+    else:
+        assert naps(out, 0) == 0 and naps(out, 1) == 0, out
+
+
 def test_bw_window(pair1500):
     """Windows of messages in flight: the send window fills and drains."""
     out = perf(pair1500, "bw", "8,4K,256K", {}, iters=20)
