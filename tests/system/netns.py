@@ -3,6 +3,7 @@
 (Pair) or a bridge (Bridge), fmx_perf --server/--client across them, fmx_sys
 ranks in them. Names are unique per test run; every run is bounded."""
 import os
+import re
 import subprocess
 import time
 
@@ -100,8 +101,10 @@ class Bridge:
         sh("ip", "-n", self.br, "link", "add", "br0", "type", "bridge")
         sh("ip", "-n", self.br, "link", "set", "br0", "mtu", str(mtu), "up")
         self.macs = []
+        self.devs = ["fv%d" % i + tag for i in range(k)]
+        self.ports = ["fp%d" % i + tag for i in range(k)]
         for i, ns in enumerate(self.ns):
-            dev, port = "fv%d" % i + tag, "fp%d" % i + tag
+            dev, port = self.devs[i], self.ports[i]
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "add", dev, "type", "veth", "peer", "name", port)
             sh("ip", "link", "set", dev, "netns", ns)
@@ -112,6 +115,18 @@ class Bridge:
             sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
             self.macs.append(Pair.mac(ns, dev))
+
+    def shape(self, i, rate="1gbit", burst="32kb", limit="64kb"):
+        """The bridge's port toward host i as a shallow switch port (a token
+        bucket dropping what overflows `limit` bytes queued: CLUSTER-NOTES)."""
+        sh("ip", "netns", "exec", self.br, "tc", "qdisc", "replace", "dev", self.ports[i], "root", "tbf", "rate",
+           rate, "burst", burst, "limit", limit)
+
+    def port_stats(self, i):
+        """(frames sent, frames dropped) by the port toward host i."""
+        out = sh("ip", "netns", "exec", self.br, "tc", "-s", "qdisc", "show", "dev", self.ports[i]).stdout
+        m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", out)
+        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
     def close(self):
         for ns in self.ns + [self.br]:

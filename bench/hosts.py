@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+"""Namespaced hosts for the benches across hosts (bench/apps.py,
+bench/incast.py): k network namespaces, each with a veth into one Linux
+bridge living in a namespace of its own, named DEV (the same on every
+host: one name for PMIx and libfabric to take) and 10.97.0.(i+1)/24; the bridge's
+port toward a host may be shaped like a shallow switch port (tbf). Torn
+down by close(), which a failed setup calls too."""
+import os
+import re
+import subprocess
+
+SUBNET = "10.97.0"
+DEV = "fxeth0"
+
+
+def sh(*argv, check=True):
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
+
+
+class Hosts:
+    """k namespaces (fxa0-TAG..) on the bridge br0 of namespace fxabrTAG."""
+
+    def __init__(self, k, tag):
+        self.br = "fxabr" + tag
+        self.ns = ["fxa%d-%s" % (i, tag) for i in range(k)]
+        self.ports = ["fxp%d%s" % (i, tag) for i in range(k)]
+        self.dev0 = DEV
+        try:
+            self._make(tag)
+        except (subprocess.SubprocessError, OSError):
+            self.close()
+            raise
+
+    def _make(self, tag):
+        sh("ip", "netns", "add", self.br)
+        sh("ip", "-n", self.br, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.br, "link", "set", "br0", "up")
+        for i, ns in enumerate(self.ns):
+            dev, port = "fxv%d%s" % (i, tag), self.ports[i]
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", port)
+            sh("ip", "link", "set", dev, "netns", ns)
+            sh("ip", "-n", ns, "link", "set", "dev", dev, "name", DEV)
+            sh("ip", "link", "set", port, "netns", self.br)
+            sh("ip", "-n", self.br, "link", "set", port, "master", "br0", "up")
+            sh("ip", "-n", ns, "addr", "add", "%s.%d/24" % (SUBNET, i + 1), "dev", DEV)
+            sh("ip", "-n", ns, "link", "set", DEV, "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+    def shape(self, i, rate="1gbit", burst="32kb", limit="64kb"):
+        """The bridge's port toward host i as a shallow switch port: a token
+        bucket of `rate`, dropping what overflows `limit` bytes queued."""
+        sh("ip", "netns", "exec", self.br, "tc", "qdisc", "replace", "dev", self.ports[i], "root", "tbf", "rate", rate,
+           "burst", burst, "limit", limit)
+
+    def port_stats(self, i):
+        """(frames sent, frames dropped) by the shaped port toward host i."""
+        out = sh("ip", "netns", "exec", self.br, "tc", "-s", "qdisc", "show", "dev", self.ports[i]).stdout
+        m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", out)
+        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+    def wrapper(self, path, rank_var):
+        """A script that starts "$@" in the namespace of rank $rank_var."""
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\ncase $%s in\n" % rank_var)
+            for i, ns in enumerate(self.ns):
+                f.write('%d) exec ip netns exec %s "$@";;\n' % (i, ns))
+            f.write("esac\nexit 9\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def close(self):
+        for ns in self.ns + [self.br]:
+            sh("ip", "netns", "del", ns, check=False)

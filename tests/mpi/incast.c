@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * incast: every rank but 0 sends --msgs messages of --size bytes to rank 0,
+ * --window in flight, all at once: the many-to-one pattern that fills the
+ * switch port in front of a receiver (a gather, a checkpoint, the root of a
+ * reduction of large vectors). Rank 0 keeps --window receives posted per
+ * sender and checks every byte.
+ *
+ *   incast [--size BYTES] [--msgs N] [--window W]
+ *
+ * Prints one JSON line from rank 0: the senders, the bytes received, the
+ * time from the barrier before the first send to rank 0's last completion,
+ * the goodput (MB/s, 10^6 bytes) and the bytes that came wrong (0).
+ * Exit status: 0 ok, 1 wrong data, 2 usage.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct opts {
+  long size;
+  int msgs, window;
+};
+
+static int parse(int argc, char **argv, struct opts *o) {
+  *o = (struct opts){.size = 1 << 20, .msgs = 16, .window = 8};
+  for (int i = 1; i < argc; i++) {
+    if (i + 1 >= argc) return -1;
+    long v = strtol(argv[i + 1], NULL, 0);
+    if (strcmp(argv[i], "--size") == 0 && v >= 1 && v <= 256L << 20) o->size = v;
+    else if (strcmp(argv[i], "--msgs") == 0 && v >= 1 && v <= 1000000) o->msgs = (int)v;
+    else if (strcmp(argv[i], "--window") == 0 && v >= 1 && v <= 64) o->window = (int)v;
+    else return -1;
+    i++;
+  }
+  return 0;
+}
+
+/* The byte at offset i of message m from rank r. */
+static uint8_t pattern(int r, int m, long i) { return (uint8_t)(r * 131 + m * 31 + i * 7 + (i >> 12)); }
+
+static void fill(uint8_t *b, long n, int r, int m) {
+  for (long i = 0; i < n; i++) b[i] = pattern(r, m, i);
+}
+
+static long check(const uint8_t *b, long n, int r, int m) {
+  long bad = 0;
+  for (long i = 0; i < n; i++) bad += b[i] != pattern(r, m, i);
+  return bad;
+}
+
+static int send_all(const struct opts *o, int rank) {
+  uint8_t *buf = malloc((size_t)o->size * (size_t)o->window);
+  MPI_Request *rq = calloc((size_t)o->window, sizeof *rq);
+  if (!buf || !rq) return -1;
+  for (int m = 0; m < o->msgs; m++) {
+    int slot = m % o->window;
+    if (m >= o->window) MPI_Wait(&rq[slot], MPI_STATUS_IGNORE);
+    uint8_t *b = buf + (size_t)slot * (size_t)o->size;
+    fill(b, o->size, rank, m);
+    MPI_Isend(b, (int)o->size, MPI_BYTE, 0, m, MPI_COMM_WORLD, &rq[slot]);
+  }
+  MPI_Waitall(o->msgs < o->window ? o->msgs : o->window, rq, MPI_STATUSES_IGNORE);
+  free(rq);
+  free(buf);
+  return 0;
+}
+
+/* Rank 0: window receives posted per sender, each checked and reposted
+ * for the sender's next message as it completes. */
+static long recv_all(const struct opts *o, int nsend, long *wrong) {
+  int w = o->msgs < o->window ? o->msgs : o->window, n = nsend * w;
+  uint8_t *buf = malloc((size_t)o->size * (size_t)n);
+  MPI_Request *rq = calloc((size_t)n, sizeof *rq);
+  int *next = calloc((size_t)nsend, sizeof *next); /* the next message each sender's slot gets */
+  int *msg = calloc((size_t)n, sizeof *msg);
+  if (!buf || !rq || !next || !msg) return -1;
+  for (int s = 0; s < nsend; s++)
+    for (int k = 0; k < w; k++) {
+      int i = s * w + k;
+      msg[i] = next[s]++;
+      MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, s + 1, msg[i], MPI_COMM_WORLD, &rq[i]);
+    }
+  long got = 0;
+  for (long left = (long)nsend * o->msgs; left > 0; left--) {
+    int i;
+    MPI_Waitany(n, rq, &i, MPI_STATUS_IGNORE);
+    int s = i / w;
+    *wrong += check(buf + (size_t)i * (size_t)o->size, o->size, s + 1, msg[i]);
+    got += o->size;
+    if (next[s] < o->msgs) {
+      msg[i] = next[s]++;
+      MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, s + 1, msg[i], MPI_COMM_WORLD, &rq[i]);
+    }
+  }
+  free(msg);
+  free(next);
+  free(rq);
+  free(buf);
+  return got;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  struct opts o;
+  if (parse(argc, argv, &o) < 0 || size < 2) {
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  long wrong = 0, got = 0;
+  int rc = 0;
+  if (rank == 0)
+    got = recv_all(&o, size - 1, &wrong);
+  else
+    rc = send_all(&o, rank);
+  double t = MPI_Wtime() - t0;
+  if (got < 0 || rc < 0) {
+    fprintf(stderr, "incast: rank %d: out of memory\n", rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (rank == 0) {
+    printf("{\"app\":\"incast\",\"senders\":%d,\"size\":%ld,\"msgs\":%d,\"window\":%d,\"bytes\":%ld,\"time_s\":%.6f,"
+           "\"goodput_MBps\":%.2f,\"wrong_bytes\":%ld}\n",
+           size - 1, o.size, o.msgs, o.window, got, t, t > 0 ? got / t / 1e6 : 0.0, wrong);
+    fflush(stdout);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rank == 0 && wrong ? 1 : 0;
+}
