@@ -171,7 +171,7 @@ struct cfg_entry config_table[] = {
     STR("FMX_NET_PROGRESS", "auto", "auto on off", net_progress,
         "while a message pulled from or by another host waits and the application computes, offload channel 0 "
         "sleeps on the socket and answers (pull requests, acks, the next blocks): auto while the kernel's runnable "
-        "tasks leave a hardware thread free (FMX_CROWDED auto looks), on, off (docs/progress.md)"),
+        "tasks (/proc/loadavg, every 10 ms at most) leave a hardware thread free, on, off (docs/progress.md)"),
     NUM("FMX_NET_PULL_WINDOW", CFG_SIZE, "0", 0, G, net_pull_window,
         "bytes one pull asks for at once; 0 = half the socket's receive buffer"),
     STR("FMX_PEERS", "", NULL, peers,

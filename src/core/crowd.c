@@ -14,6 +14,8 @@ void ep_crowd_init(struct fmx_endpoint *ep) {
   ep->crowd_mode = !strcmp(fmx_cfg.crowded, "on")    ? CROWD_ON
                    : !strcmp(fmx_cfg.crowded, "off") ? CROWD_OFF
                                                      : CROWD_AUTO;
+  /* FMX_NET_PROGRESS auto reads the load too (core/progress.c). */
+  ep->look_load = ep->crowd_mode == CROWD_AUTO || !strcmp(fmx_cfg.net_progress, "auto");
 }
 
 /* pe.crowded: 0, or how many tasks share the host's hardware threads when
@@ -46,7 +48,7 @@ void ep_crowd_set(struct fmx_endpoint *ep) {
 #define CROWD_LOOK_NS 10000000ull
 
 void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now) {
-  if (ep->crowd_mode != CROWD_AUTO || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) return;
+  if (!ep->look_load || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) return;
   if (!now) {
     if (__atomic_add_fetch(&ep->crowd_polls, 1, __ATOMIC_RELAXED) & 63) return;
     now = sys_now_ns();

@@ -38,6 +38,7 @@ enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
 
 #define REQ_F_FORGOTTEN 0x01
 #define REQ_F_WATCHED 0x02 /* counted in ep->nwatch (posted, or deferred) */
+#define REQ_F_NETWATCH 0x04 /* watched for a partner on another host: counted in ep->nnetwatch too */
 
 /* A request: the core's bookkeeping around the message the protocol
  * moves (m: its description, state and status, proto/proto.h). */
@@ -81,6 +82,7 @@ struct fmx_endpoint {
    * lock, the kernel's runnable tasks at the last look; when that look
    * was, and a count of idle polls (every 64th reads the clock). */
   enum { CROWD_AUTO, CROWD_ON, CROWD_OFF } crowd_mode;
+  int look_load; /* runnable is looked at: FMX_CROWDED or FMX_NET_PROGRESS is auto */
   uint32_t nremote;
   int runnable;
   uint64_t crowd_look_ns;
@@ -89,6 +91,7 @@ struct fmx_endpoint {
    * match while the application computes, and progress.c's list of such
    * endpoints (under its lock, with channel 0's references). */
   uint32_t nwatch;
+  uint32_t nnetwatch; /* of them, those with a partner on another host (channel 0 naps on the socket) */
   int nwaiting; /* application threads inside ep_wait (counted after the wait's first poll) */
   uint64_t wait_left_ns; /* when the last one left */
   uint64_t post_left_ns; /* when a post last returned with something watched (progress_left) */

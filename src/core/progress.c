@@ -155,8 +155,12 @@ static int channels_up(void) {
 /* Count r in ep->nwatch (ep->lock held, the channels running); the first
  * puts the endpoint on the list and tells channel 0. The application is in
  * fmx right now: that counts as its last visit (wait_left_ns). */
-static void watch(struct fmx_endpoint *ep, struct fmx_request *r) {
+static void watch(struct fmx_endpoint *ep, struct fmx_request *r, int net) {
   r->flags |= REQ_F_WATCHED;
+  if (net) {
+    r->flags |= REQ_F_NETWATCH;
+    __atomic_add_fetch(&ep->nnetwatch, 1, __ATOMIC_RELAXED);
+  }
   if (__atomic_fetch_add(&ep->nwatch, 1, __ATOMIC_RELAXED)) return;
   __atomic_store_n(&ep->wait_left_ns, sys_now_ns(), __ATOMIC_RELAXED);
   pthread_mutex_lock(&watch_mu);
@@ -170,8 +174,8 @@ static void watch(struct fmx_endpoint *ep, struct fmx_request *r) {
  * while the application computes: at least the net's pull size, with a
  * partner on another host (a receive from anyone: the endpoint has some),
  * and FMX_NET_PROGRESS on, or auto while a hardware thread is free: the
- * kernel's runnable tasks at the last look (ep_crowd_look, FMX_CROWDED
- * auto) fewer than the threads. Where none is free, channel 0 takes the
+ * kernel's runnable tasks at the last look (ep_crowd_look) fewer than the
+ * threads. Where none is free, channel 0 takes the
  * core of the rank it serves at every packet (LAMMPS on 2 namespaced
  * hosts on 2 cores: 2.8-3.1 s against 2.6 s; 8 hosts: 11.6-12.2 s
  * against 3.7-3.8 s; docs/progress.md). ep->lock held. */
@@ -185,12 +189,14 @@ static int net_watch(struct fmx_endpoint *ep, const struct fmx_request *r) {
 }
 
 void progress_watch(struct fmx_endpoint *ep, struct fmx_request *r) {
-  const struct partner *p = r->m.partner;
-  int want = p && p->pp.tp->remote ? net_watch(ep, r) : may_offload(r->m.len) || (!p && net_watch(ep, r));
-  if (!want)
+  /* The partner: matched, or the one a receive names (NULL: any). */
+  const struct partner *p = r->m.partner ? r->m.partner : r->m.from;
+  int net = (!p || p->pp.tp->remote) && net_watch(ep, r);
+  int want = net || (!(p && p->pp.tp->remote) && may_offload(r->m.len));
+  /* Watched already, but no longer for the same reason: counted afresh. */
+  if (!want || ((r->flags & REQ_F_WATCHED) && !(r->flags & REQ_F_NETWATCH) != !net))
     progress_unwatch(ep, r); /* a receive watched when posted, matched here or with no need of channel 0 */
-  else if (!(r->flags & REQ_F_WATCHED) && channels_up() == 0)
-    watch(ep, r);
+  if (want && !(r->flags & REQ_F_WATCHED) && channels_up() == 0) watch(ep, r, net);
 }
 
 static void unlist(struct fmx_endpoint *ep) {
@@ -206,7 +212,7 @@ static void unlist(struct fmx_endpoint *ep) {
 void progress_defer(struct fmx_endpoint *ep, struct fmx_request *r) {
   if (channels_up() != 0) return;
   r->m.flags |= MSG_F_DEFERRED;
-  watch(ep, r);
+  watch(ep, r, 0);
 }
 
 void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
@@ -222,7 +228,8 @@ void progress_send_cts(struct fmx_endpoint *ep, struct fmx_request *s) {
 
 void progress_unwatch(struct fmx_endpoint *ep, struct fmx_request *r) {
   if (!(r->flags & REQ_F_WATCHED)) return;
-  r->flags &= (uint8_t)~REQ_F_WATCHED;
+  if (r->flags & REQ_F_NETWATCH) __atomic_sub_fetch(&ep->nnetwatch, 1, __ATOMIC_RELAXED);
+  r->flags &= (uint8_t)~(REQ_F_WATCHED | REQ_F_NETWATCH);
   if (__atomic_sub_fetch(&ep->nwatch, 1, __ATOMIC_RELAXED) == 0) unlist(ep);
 }
 
@@ -277,7 +284,7 @@ static int app_away(struct fmx_endpoint *ep, uint64_t now) {
 /* Progress on a watched endpoint, unless the application is in it or just
  * left it: 1 if done (or not needed), 0 if it should be tried again soon.
  * fd (when not NULL): the net socket to sleep on next (its timers within
- * *cap ns), -1 when the endpoint has no partner on another host. */
+ * *cap ns), left -1 unless something watched is pulled across hosts. */
 static int try_progress(struct fmx_endpoint *ep, int *fd, uint64_t *cap) {
   if (__atomic_load_n(&ep->nwaiting, __ATOMIC_RELAXED)) return 1; /* it waits: it progresses itself */
   if (!app_away(ep, sys_now_ns())) return 0;
@@ -286,7 +293,7 @@ static int try_progress(struct fmx_endpoint *ep, int *fd, uint64_t *cap) {
     hand_over(ep);
     ep_progress_locked(ep);
     hand_over(ep); /* what that progress matched */
-    if (fd && __atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) *fd = transports_wait_fd(ep, cap);
+    if (fd && __atomic_load_n(&ep->nnetwatch, __ATOMIC_RELAXED)) *fd = transports_wait_fd(ep, cap);
   }
   ep_unlock(ep);
   return 1;
