@@ -54,7 +54,9 @@ def mpirun(build, how, hosts, work, argv):
     env = {"PMIX_MCA_ptl_tcp_remote_connections": "1", "PMIX_MCA_ptl_tcp_if_include": hosts.dev0}
     if how == "fmx":
         cmd += ["--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "fmx",
-                "-x", "FI_PROVIDER_PATH", "-x", "FI_PROVIDER", "-x", "FMX_NET_DISCOVER_MS"]
+                "-x", "FI_PROVIDER_PATH", "-x", "FI_PROVIDER"]
+        # fmx's tunables set here reach every rank (FMX_NET_DISCOVER_MS among them).
+        cmd += sum((["-x", k] for k in sorted(os.environ) if k.startswith("FMX_")), [])
         env.update(FI_PROVIDER_PATH=os.path.join(build, "ofi"), FI_PROVIDER="fmx")
     elif how == "tcp":
         cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", SUBNET + ".0/24"]
