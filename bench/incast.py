@@ -13,7 +13,9 @@ Peers, all through Debian's Open MPI 4.1:
   TCP BTL    pml ob1, btl tcp,self
   ofi tcp    pml cm, mtl ofi, libfabric's own tcp provider (tcp;ofi_rxm)
 Each run gives rank 0's goodput (bytes over the time from the barrier to
-its last completion) and the frames the port sent and dropped (tc -s).
+its last completion), the frames the port sent and dropped (tc -s), and,
+for fmx, its ranks' resends by timer and by gap and the pulled frames asked
+for again (fmx_counters --running, read while the ranks wait at the end).
 Reps interleave the peers; tables give the median (range), and fmx's
 goodput over each peer's, paired per rep.
 
@@ -68,27 +70,67 @@ def mpirun(build, how, hosts, work, argv):
     return cmd + [wrap] + argv, env
 
 
+# fmx's counters summed over the ranks' endpoints, as the table names them.
+COUNTERS = {"timer_resends": "net: packets resent after a timeout (retransmits)",
+            "gap_resends": "net: packets resent at once on a gap the peer reported",
+            "reasked": "net: pulled frames asked for again (lost or late)"}
+
+
+def counters(build):
+    p = subprocess.run([os.path.join(build, "fmx_counters"), "--running", "--json"], capture_output=True, text=True,
+                       timeout=60)
+    tot = dict.fromkeys(COUNTERS, 0)
+    for x in p.stdout.splitlines():
+        if x.startswith("{"):
+            c = json.loads(x).get("counters", {})
+            for k, label in COUNTERS.items():
+                tot[k] += c.get(label, 0)
+    return tot
+
+
 def run_one(build, how, hosts, work, argv):
-    cmd, env = mpirun(build, how, hosts, work, argv)
+    """One run; the ranks wait at the end (--hold) while fmx's counters are read."""
+    hold = os.path.join(work, "hold")
+    if os.path.exists(hold):
+        os.unlink(hold)
+    cmd, env = mpirun(build, how, hosts, work, argv + ["--hold", hold])
     e = dict(os.environ)
     e.update(env)
     sent0, drop0 = hosts.port_stats(0)
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
-    sent1, drop1 = hosts.port_stats(0)
-    if p.returncode != 0:
-        raise RuntimeError("exit %d: %s" % (p.returncode, (p.stdout[-300:] + p.stderr[-300:]).replace("\n", " ")))
-    line = [x for x in p.stdout.splitlines() if x.startswith("{")]
-    if not line:
-        raise RuntimeError("no result line: " + p.stdout[-300:])
-    r = json.loads(line[-1])
+    err = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the job runs
+    p = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        line, seen = "", []
+        for x in p.stdout:  # mpirun's own lines may come first
+            if x.startswith("{"):
+                line = x
+                break
+            seen.append(x)
+        sent1, drop1 = hosts.port_stats(0)
+        rec = {"frames": sent1 - sent0, "dropped": drop1 - drop0}
+        if line and how == "fmx":
+            rec.update(counters(build))
+        with open(hold, "w"):
+            pass
+        out, _ = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        err.close()
+    if p.returncode != 0 or not line:
+        raise RuntimeError("exit %d: %s" % (p.returncode, ("".join(seen)[-300:] + stderr[-300:]).replace("\n", " ")))
+    r = json.loads(line)
     if r["wrong_bytes"]:
         raise RuntimeError("%d bytes wrong" % r["wrong_bytes"])
-    return {"goodput_MBps": r["goodput_MBps"], "time_s": r["time_s"], "frames": sent1 - sent0,
-            "dropped": drop1 - drop0}
+    rec.update(goodput_MBps=r["goodput_MBps"], time_s=r["time_s"])
+    return rec
 
 
-def med(xs):
-    return "%.3g (%.3g-%.3g)" % (statistics.median(xs), min(xs), max(xs)) if xs else "–"
+def med(xs, fmt="%.3g"):
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(xs), min(xs), max(xs)) if xs else "–"
 
 
 def render(data):
@@ -104,6 +146,12 @@ def render(data):
             g = [r["goodput_MBps"] for r in rs]
             d = [r["dropped"] / max(1, r["frames"]) for r in rs]
             out.append("| %d | %s | %s | %.2f | %s |" % (k, label, med(g), statistics.median(g) / PORT_MBPS, med(d)))
+    out += ["", "fmx's resends and pulled frames asked for again, all ranks, per run: median (range)", "",
+            "| senders | resent by timer | resent on a gap | pulled frames asked again |", "|---:|---:|---:|---:|"]
+    for k in data["senders"]:
+        rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "timer_resends" in r]
+        if rs:
+            out.append("| %d | %s |" % (k, " | ".join(med([r[c] for r in rs], "%d") for c in COUNTERS)))
     out += ["", "fmx's goodput over the peer's, paired per rep:", "", "| senders | " +
             " | ".join(label for name, label in PEERS[1:]) + " |", "|---:|" + "---:|" * (len(PEERS) - 1)]
     for k in data["senders"]:
@@ -178,8 +226,9 @@ def main(argv=None):
                         rec = {"peer": peer, "k": k, "rep": rep}
                         try:
                             rec.update(run_one(build, peer, hosts, work, argv))
-                            log("%d senders %s rep %d: %.1f MB/s, %d frames, %d dropped" %
-                                (k, peer, rep, rec["goodput_MBps"], rec["frames"], rec["dropped"]))
+                            log("%d senders %s rep %d: %.1f MB/s, %d frames, %d dropped%s" %
+                                (k, peer, rep, rec["goodput_MBps"], rec["frames"], rec["dropped"],
+                                 "".join(", %s %d" % (c, rec[c]) for c in COUNTERS if c in rec)))
                         except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as e:
                             rec["error"] = str(e)
                             log("%d senders %s rep %d: ERROR %s" % (k, peer, rep, rec["error"][:200]))

@@ -6,8 +6,11 @@
  * reduction of large vectors). Rank 0 keeps --window receives posted per
  * sender and checks every byte.
  *
- *   incast [--size BYTES] [--msgs N] [--window W]
+ *   incast [--size BYTES] [--msgs N] [--window W] [--hold PATH]
  *
+ * --hold PATH: once the line is printed, every rank waits (sleeping, at
+ * most 60 s) until PATH exists before it finalizes: the bench and the test
+ * read the ranks' endpoint counters meanwhile (fmx_counters --running).
  * Prints one JSON line from rank 0: the senders, the bytes received, the
  * time from the barrier before the first send to rank 0's last completion,
  * the goodput (MB/s, 10^6 bytes) and the bytes that came wrong (0).
@@ -18,16 +21,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 struct opts {
   long size;
   int msgs, window;
+  const char *hold;
 };
 
 static int parse(int argc, char **argv, struct opts *o) {
   *o = (struct opts){.size = 1 << 20, .msgs = 16, .window = 8};
   for (int i = 1; i < argc; i++) {
     if (i + 1 >= argc) return -1;
+    if (strcmp(argv[i], "--hold") == 0) {
+      o->hold = argv[++i];
+      continue;
+    }
     long v = strtol(argv[i + 1], NULL, 0);
     if (strcmp(argv[i], "--size") == 0 && v >= 1 && v <= 256L << 20) o->size = v;
     else if (strcmp(argv[i], "--msgs") == 0 && v >= 1 && v <= 1000000) o->msgs = (int)v;
@@ -109,7 +119,8 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   struct opts o;
   if (parse(argc, argv, &o) < 0 || size < 2) {
-    if (rank == 0) fprintf(stderr, "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W]\n");
+    if (rank == 0)
+      fprintf(stderr, "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W] [--hold PATH]\n");
     MPI_Finalize();
     return 2;
   }
@@ -133,6 +144,10 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; o.hold && i < 6000 && access(o.hold, F_OK) != 0; i++) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
   MPI_Finalize();
   return rank == 0 && wrong ? 1 : 0;
 }

@@ -4,14 +4,14 @@ namespaced hosts on one bridge whose port toward host 0 is a token bucket
 of 1 Gb/s holding 64 KB (tbf). Open MPI + fmx's provider runs
 tests/mpi/incast.c across them: every sender's messages arrive whole and
 checked although the port drops what overflows it."""
-import json
 import os
 import shutil
 
 import pytest
 
 from netns import Bridge
-from sysutil import BUILD, run
+from sysutil import BUILD
+from test_apps import run_held
 
 MPIRUN = shutil.which("mpirun.openmpi")
 INCAST = os.path.join(BUILD, "tests", "incast")
@@ -24,8 +24,12 @@ pytestmark = [
 ]
 
 
+PULLED = "large messages pulled from another host"
+
+
 def incast(tmp_path, hosts, env, args):
-    """incast with rank i in hosts.ns[i] (mpirun inside the first): its line."""
+    """incast with rank i in hosts.ns[i] (mpirun inside the first): its line
+    and the ranks' endpoint counters, read while they wait at the end."""
     wrap = tmp_path / "wrap.sh"
     wrap.write_text("#!/bin/sh\ncase $OMPI_COMM_WORLD_RANK in\n" +
                     "".join('%d) exec ip netns exec %s "$@";;\n' % (i, ns) for i, ns in enumerate(hosts.ns)) +
@@ -34,27 +38,25 @@ def incast(tmp_path, hosts, env, args):
     cmd = ["ip", "netns", "exec", hosts.ns[0], MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
            "-np", str(len(hosts.ns)), "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include",
            "fmx", "--mca", "oob_tcp_if_include", "10.99.8.0/24"] + \
-          sum((["-x", k] for k in sorted(env)), []) + [str(wrap), INCAST] + args
+          sum((["-x", k] for k in sorted(env)), []) + [str(wrap), INCAST] + args + ["--hold", str(tmp_path / "hold")]
     e = dict(env, PMIX_MCA_ptl_tcp_remote_connections="1", PMIX_MCA_ptl_tcp_if_include=hosts.devs[0],
              ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
-    p = run(cmd, e, timeout=300)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-    assert lines, p.stdout[-2000:] + p.stderr[-2000:]
-    return lines[-1]
+    return run_held(cmd, e, str(tmp_path / "hold"))
 
 
 def test_incast_through_shallow_port(tmp_path):
     """3 senders x 6 messages of 1 MiB, 4 in flight each, into host 0
-    through the shaped port: all 18 MiB arrive and check, and the port
-    forwarded at least that many bytes' frames (the traffic went through
-    the shaped port, not around it)."""
+    through the shaped port: all 18 MiB arrive and check, each message
+    pulled by host 0 (its counters), and the port forwarded at least that
+    many bytes' frames (the traffic went through the shaped port, not
+    around it)."""
     hosts = Bridge(4)
     try:
         hosts.shape(0)
         sent0, _ = hosts.port_stats(0)
-        res = incast(tmp_path, hosts, FI_ENV, ["--size", "1048576", "--msgs", "6", "--window", "4"])
+        res, counters = incast(tmp_path, hosts, FI_ENV, ["--size", "1048576", "--msgs", "6", "--window", "4"])
         sent1, dropped = hosts.port_stats(0)
+        assert sum(c.get(PULLED, 0) for c in counters) == 18, counters
         assert res["senders"] == 3 and res["wrong_bytes"] == 0, res
         assert res["bytes"] == 3 * 6 * (1 << 20), res
         assert (sent1 - sent0) * 1500 >= res["bytes"], (sent1 - sent0, dropped, res)
