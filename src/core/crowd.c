@@ -15,7 +15,9 @@ void ep_crowd_init(struct fmx_endpoint *ep) {
                    : !strcmp(fmx_cfg.crowded, "off") ? CROWD_OFF
                                                      : CROWD_AUTO;
   /* FMX_NET_PROGRESS auto reads the load too (core/progress.c). */
-  ep->look_load = ep->crowd_mode == CROWD_AUTO || !strcmp(fmx_cfg.net_progress, "auto");
+  ep->net_mode = !strcmp(fmx_cfg.net_progress, "on")    ? CROWD_ON
+                 : !strcmp(fmx_cfg.net_progress, "off") ? CROWD_OFF
+                                                        : CROWD_AUTO;
 }
 
 /* pe.crowded: 0, or how many tasks share the host's hardware threads when
@@ -48,7 +50,8 @@ void ep_crowd_set(struct fmx_endpoint *ep) {
 #define CROWD_LOOK_NS 10000000ull
 
 void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now) {
-  if (!ep->look_load || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) return;
+  if ((ep->crowd_mode != CROWD_AUTO && ep->net_mode != CROWD_AUTO) || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED))
+    return;
   if (!now) {
     if (__atomic_add_fetch(&ep->crowd_polls, 1, __ATOMIC_RELAXED) & 63) return;
     now = sys_now_ns();

@@ -82,7 +82,8 @@ struct fmx_endpoint {
    * lock, the kernel's runnable tasks at the last look; when that look
    * was, and a count of idle polls (every 64th reads the clock). */
   enum { CROWD_AUTO, CROWD_ON, CROWD_OFF } crowd_mode;
-  int look_load; /* runnable is looked at: FMX_CROWDED or FMX_NET_PROGRESS is auto */
+  /* FMX_NET_PROGRESS (progress.c, net_watch), as crowd_mode: auto reads runnable too. */
+  int net_mode;
   uint32_t nremote;
   int runnable;
   uint64_t crowd_look_ns;

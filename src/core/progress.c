@@ -182,8 +182,7 @@ static void watch(struct fmx_endpoint *ep, struct fmx_request *r, int net) {
 static int net_watch(struct fmx_endpoint *ep, const struct fmx_request *r) {
   uint64_t min = ep->t.pull_min;
   if (!min || r->m.len < min || !__atomic_load_n(&ep->nremote, __ATOMIC_RELAXED)) return 0;
-  if (!strcmp(fmx_cfg.net_progress, "off")) return 0;
-  if (!strcmp(fmx_cfg.net_progress, "on")) return 1;
+  if (ep->net_mode != CROWD_AUTO) return ep->net_mode == CROWD_ON;
   int npus = topo_get()->npus > 0 ? topo_get()->npus : 1;
   return !ep->pe.crowded && ep->runnable > 0 && ep->runnable < npus;
 }

@@ -11,7 +11,7 @@ import pytest
 
 from netns import Bridge
 from sysutil import BUILD
-from test_apps import run_held
+from test_apps import run_held, wrapper
 
 MPIRUN = shutil.which("mpirun.openmpi")
 INCAST = os.path.join(BUILD, "tests", "incast")
@@ -30,15 +30,11 @@ PULLED = "large messages pulled from another host"
 def incast(tmp_path, hosts, env, args):
     """incast with rank i in hosts.ns[i] (mpirun inside the first): its line
     and the ranks' endpoint counters, read while they wait at the end."""
-    wrap = tmp_path / "wrap.sh"
-    wrap.write_text("#!/bin/sh\ncase $OMPI_COMM_WORLD_RANK in\n" +
-                    "".join('%d) exec ip netns exec %s "$@";;\n' % (i, ns) for i, ns in enumerate(hosts.ns)) +
-                    "esac\nexit 9\n")
-    wrap.chmod(0o755)
+    wrap = wrapper(tmp_path, hosts, "OMPI_COMM_WORLD_RANK")
     cmd = ["ip", "netns", "exec", hosts.ns[0], MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
            "-np", str(len(hosts.ns)), "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include",
            "fmx", "--mca", "oob_tcp_if_include", "10.99.8.0/24"] + \
-          sum((["-x", k] for k in sorted(env)), []) + [str(wrap), INCAST] + args + ["--hold", str(tmp_path / "hold")]
+          sum((["-x", k] for k in sorted(env)), []) + [wrap, INCAST] + args + ["--hold", str(tmp_path / "hold")]
     e = dict(env, PMIX_MCA_ptl_tcp_remote_connections="1", PMIX_MCA_ptl_tcp_if_include=hosts.devs[0],
              ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
     return run_held(cmd, e, str(tmp_path / "hold"))
