@@ -19,7 +19,8 @@ for again (fmx_counters --running, read while the ranks wait at the end).
 Reps interleave the peers; tables give the median (range), and fmx's
 goodput over each peer's, paired per rep.
 
-  python3 bench/incast.py [--build DIR] [--reps N] [--senders 3,7,15] [--quick] [--docs FILE]
+  python3 bench/incast.py [--build DIR] [--reps N] [--senders 3,7,15] [--peers fmx,tcp,ofitcp] [--quick]
+                          [--docs FILE]
 Exit status: 0; 1 when fmx ran and no run of it gave a goodput; 2 usage.
 """
 import argparse
@@ -74,17 +75,24 @@ def mpirun(build, how, hosts, work, argv):
 COUNTERS = {"timer_resends": "net: packets resent after a timeout (retransmits)",
             "gap_resends": "net: packets resent at once on a gap the peer reported",
             "reasked": "net: pulled frames asked for again (lost or late)"}
+# The receiver's scheduler (host 0's; the senders' are 0): events, then gauges read at the end.
+GRANTS = {"grants": "net: blocks granted: asked by the receiver for the first time",
+          "cuts": "net: budget halved on a loss (a gap in a pull's answers)",
+          "resets": "net: budget back to its floor (a block asked again on a timer)",
+          "budget": "net: budget: bytes that may be on their way to us (now)",
+          "bdp": "net: bandwidth-delay product measured, bytes (now)"}
 
 
 def counters(build):
     p = subprocess.run([os.path.join(build, "fmx_counters"), "--running", "--json"], capture_output=True, text=True,
                        timeout=60)
-    tot = dict.fromkeys(COUNTERS, 0)
+    both = dict(COUNTERS, **GRANTS)
+    tot = dict.fromkeys(both, 0)
     for x in p.stdout.splitlines():
         if x.startswith("{"):
             c = json.loads(x).get("counters", {})
-            for k, label in COUNTERS.items():
-                tot[k] += c.get(label, 0)
+            for k, label in both.items():
+                tot[k] += c.get(label[:63], 0)  # fmx_counters' labels are at most 63 characters
     return tot
 
 
@@ -152,6 +160,13 @@ def render(data):
         rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "timer_resends" in r]
         if rs:
             out.append("| %d | %s |" % (k, " | ".join(med([r[c] for r in rs], "%d") for c in COUNTERS)))
+    out += ["", "fmx's receiver (host 0): blocks granted, budget cuts on a loss and resets on a silence per run; its "
+            "budget and measured bandwidth-delay product at the end (bytes): median (range)", "",
+            "| senders | grants | cuts | resets | budget | BDP |", "|---:|---:|---:|---:|---:|---:|"]
+    for k in data["senders"]:
+        rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "grants" in r]
+        if rs:
+            out.append("| %d | %s |" % (k, " | ".join(med([r[c] for r in rs], "%d") for c in GRANTS)))
     out += ["", "fmx's goodput over the peer's, paired per rep:", "", "| senders | " +
             " | ".join(label for name, label in PEERS[1:]) + " |", "|---:|" + "---:|" * (len(PEERS) - 1)]
     for k in data["senders"]:
@@ -181,6 +196,7 @@ def main(argv=None):
     ap.add_argument("--msgs", type=int, default=16)
     ap.add_argument("--window", type=int, default=8)
     ap.add_argument("--quick", action="store_true", help="1 rep, 3 senders, docs untouched")
+    ap.add_argument("--peers", default=",".join(p for p, _ in PEERS), help="which of fmx,tcp,ofitcp run")
     ap.add_argument("--docs", default=None)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args(argv)
@@ -199,7 +215,7 @@ def main(argv=None):
     data = {"host": os.uname().nodename, "date": datetime.datetime.now().strftime("%Y-%m-%dT%H%M"),
             "reps": args.reps, "senders": senders, "size": args.size, "msgs": args.msgs, "window": args.window,
             "runs": [], "skipped": {}}
-    peers = [p for p, _ in PEERS]
+    peers = [p for p, _ in PEERS if p in args.peers.split(",")]
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
         data["skipped"]["all"] = "needs root, iproute2 and tc"
         peers = []
@@ -208,7 +224,7 @@ def main(argv=None):
         peers = []
     elif not os.path.exists(os.path.join(build, "ofi", "libfmx-fi.so")):
         data["skipped"]["fmx"] = "libfmx-fi.so not built"
-        peers.remove("fmx")
+        peers = [p for p in peers if p != "fmx"]
     argv = [prog, "--size", str(args.size), "--msgs", str(args.msgs), "--window", str(args.window)]
     work = tempfile.mkdtemp(prefix="fmx-incast-")
     tag = "i%d" % (os.getpid() % 10000)
@@ -228,7 +244,7 @@ def main(argv=None):
                             rec.update(run_one(build, peer, hosts, work, argv))
                             log("%d senders %s rep %d: %.1f MB/s, %d frames, %d dropped%s" %
                                 (k, peer, rep, rec["goodput_MBps"], rec["frames"], rec["dropped"],
-                                 "".join(", %s %d" % (c, rec[c]) for c in COUNTERS if c in rec)))
+                                 "".join(", %s %d" % (c, rec[c]) for c in list(COUNTERS) + list(GRANTS) if c in rec)))
                         except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as e:
                             rec["error"] = str(e)
                             log("%d senders %s rep %d: ERROR %s" % (k, peer, rep, rec["error"][:200]))

@@ -173,7 +173,8 @@ struct cfg_entry config_table[] = {
         "sleeps on the socket and answers (pull requests, acks, the next blocks): auto while the kernel's runnable "
         "tasks (/proc/loadavg, every 10 ms at most) leave a hardware thread free, on, off (docs/progress.md)"),
     NUM("FMX_NET_PULL_WINDOW", CFG_SIZE, "0", 0, G, net_pull_window,
-        "bytes one pull asks for at once; 0 = half the socket's receive buffer"),
+        "the most bytes an endpoint's pulls ask for at once, all partners together (the cap of the receiver's "
+        "budget, docs/protocol.md); 0 = half the socket's receive buffer"),
     STR("FMX_PEERS", "", NULL, peers,
         "the peer table: a file of 'MAC hostname:board' lines (Open-MX's omx_init_peers format) naming other "
         "hosts' boards; when none is given, names are found on the wire (FMX_NET_DISCOVER_MS)"),

@@ -56,6 +56,14 @@
   X(BULK_PULL_BYTES, "bytes pulled from other hosts")                      \
   X(NET_PULL_REASKED, "net: pulled frames asked for again (lost or late)")  \
   X(NET_PULL_SERVED, "net: frames sent for peers' pulls")                  \
+  X(NET_GRANTS, "net: blocks granted: asked by the receiver for the first time")          \
+  X(NET_GRANT_WAITS, "net: blocks granted late: they waited for room in the budget") \
+  X(NET_GRANT_CUTS, "net: budget halved on a loss (a gap in a pull's answers)") \
+  X(NET_GRANT_PROBES, "net: runs asked beyond the budget: nothing came for 2 round trips") \
+  X(NET_GRANT_RESETS, "net: budget back to its floor (a block asked again on a timer)") \
+  X(NET_GRANT_BUDGET, "net: budget: bytes that may be on their way to us (now)") \
+  X(NET_GRANT_BDP, "net: bandwidth-delay product measured, bytes (now)") \
+  X(NET_GRANT_QUEUE, "net: queue estimate: bytes on their way beyond the BDP (most)") \
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
   X(NET_GRO_SWITCHES, "net: UDP receive GRO switched on (a pull began) or off (none for a while)") \

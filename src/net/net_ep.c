@@ -84,6 +84,11 @@ int net_open(struct fmx_endpoint *ep) {
   /* A peer whose answers come on the wire (no UDP address of ours it may
    * take, net_peer_link): the wire socket's share. */
   ne->pull_window_wire = fmx_cfg.net_pull_window ? fmx_cfg.net_pull_window : net_sock_rcvbuf(&ne->sock) / 2;
+  /* The receiver's budget: at most what a pull may ask of the bigger
+   * socket, one block to begin, a frame its step (net/grant.h). */
+  uint64_t cap = ne->pull_window > ne->pull_window_wire ? ne->pull_window : ne->pull_window_wire;
+  net_grant_init(&ne->grant, cap, ne->pkt_max - NET_HDR_LEN - NET_PULL_REPLY_HDR, NET_PULL_BLOCK_BYTES);
+  list_init(&ne->granting);
   /* What net_eager_max gives a partner of the largest packets: longer
    * messages are pulled, and move only when someone makes progress
    * (core/progress.c watches such receives). */

@@ -7,6 +7,7 @@
 
 #include "base/list.h"
 #include "bulk/conn.h"
+#include "net/grant.h"
 #include "net/rel.h"
 #include "net/sock.h"
 #include "net/wire.h"
@@ -57,6 +58,13 @@ struct net_ep {
   uint64_t pull_window;     /* bytes a pull asks for at once (pull.c) */
   uint64_t pull_window_wire; /* the same from a peer that answers on the wire (no UDP address: it has none
                               * of ours it would take either, the subnet rule being the same both ways) */
+  /* The receiver's scheduler (pull.c): the budget of bytes on their way to
+   * us from every partner, and the pulls with blocks still to ask, fewest
+   * bytes left first. */
+  struct net_grant grant;
+  struct list_node granting;
+  uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
+  uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
   uint8_t pkt[NET_HDR_LEN + NET_BODY_MAX]; /* a packet being written */
   uint8_t hdrs[NET_PULL_FRAMES_MAX * (NET_HDR_LEN + NET_PULL_REPLY_HDR)]; /* the heads of a PULL's answers */
 };
@@ -79,6 +87,9 @@ struct net_peer {
   struct bulk_conn lend;
   struct list_node pulls, exports;
   uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
+  uint64_t pull_var_ns;  /* its mean deviation, smoothed */
+  uint32_t pull_stamp;   /* pull requests sent to it: it answers them in this order */
+  uint32_t pulls_begun;  /* our pulls from it begun and not ended */
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
   uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */

@@ -6,10 +6,13 @@
  * ops below).
  *
  * The receiver cuts the message into frames (the bytes one packet carries)
- * and the frames into blocks (what one request asks for: at most 64 frames
- * and 64 KiB of packets, so one UDP GSO send carries a block). It asks for
- * several blocks at once (PULL), as many as half its socket's receive
- * buffer holds, and asks for the next one as each completes. The sender
+ * and the frames into blocks (at most 64 frames and 64 KiB of packets, so
+ * one UDP GSO send carries a block). It asks for runs of frames (PULL), in
+ * order, a block or a quarter of its budget at most, while its budget of
+ * bytes on their way (net/grant.h), shared by every pull of the endpoint,
+ * has room: the pull with the fewest bytes left to ask goes first (shortest
+ * remaining first), and the frames that come make room for the next. The
+ * sender
  * answers each PULL from its buffer (PULL_REPLY, one per frame), and keeps
  * no state but the transfer it serves. Frames are written straight into
  * the receive buffer at their offset; a bitmap per block says which came.
@@ -39,27 +42,36 @@
 #include "platform/sys.h"
 
 struct pull_block {
-  uint64_t missing; /* bit i: frame i of the block has not come */
-  uint64_t asked_ns; /* when it was first asked */
-  uint32_t asked;   /* the request stamp it was last asked with; 0: never */
-  uint32_t again;   /* asked more than once: its time says nothing of the line */
+  uint64_t missing; /* bit i: frame i of the block was asked and has not come */
+  uint64_t asked_ns; /* when a run of it was last asked */
+  uint32_t asked;   /* the request stamp (its partner's) it was last asked with; 0: never */
+  uint32_t oldest;  /* the stamp of the oldest request of it with frames on their way */
+  uint16_t again;   /* asked more than once: its time says nothing of the line */
+  uint16_t heard;   /* a frame came since its last run was asked with nothing else of it on its way */
 };
 
 /* A transfer we pull (receiver). */
 struct net_pull {
-  struct list_node node;
+  struct list_node node;     /* in its partner's pulls */
+  struct list_node gnode;    /* in the endpoint's granting, while frames are left to ask */
+  int queued;
+  struct net_peer *np;
   struct bulk_xfer *x;
+  uint64_t unasked;          /* bytes never asked */
+  uint64_t out;              /* bytes asked that have not come */
+  int waited;                /* its next run waits for room in the budget */
   uint32_t frame;            /* bytes per frame */
   uint32_t nframes, bframes; /* frames, frames per block */
   uint32_t nblocks;
-  uint32_t next;             /* the first block never asked */
+  uint32_t next;             /* the blocks asked from, whole or in part */
+  uint32_t nextf;            /* the first frame never asked */
   uint32_t low;              /* every block before it is complete */
-  uint32_t open;             /* blocks asked and not complete */
-  uint32_t stamp;            /* requests sent */
-  uint32_t bbytes;           /* bytes a block's answers take in the socket's buffer */
+  uint32_t open;             /* blocks with frames asked that have not come */
+  uint32_t per;              /* bytes of an answer's packet */
   int started;
   uint64_t heard_ns;         /* when a frame last came (or the pull began) */
   uint32_t silences;         /* re-asks in a row with nothing heard between them (backoff) */
+  uint64_t reasked_ns;       /* when its timer last asked again */
   uint64_t asked_ns;         /* when we last asked for anything */
   struct pull_block *blk;
 };
@@ -85,11 +97,8 @@ static uint32_t reply_max(const struct net_peer *np) {
 
 static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }
 
-static uint64_t block_mask(const struct net_pull *pl, uint32_t b) {
-  uint32_t first = b * pl->bframes;
-  uint32_t n = pl->nframes - first < pl->bframes ? pl->nframes - first : pl->bframes;
-  return n == 64 ? ~0ull : (1ull << n) - 1;
-}
+/* Bits first..first+n-1 of a block's bitmap. */
+static uint64_t run_mask(uint32_t first, uint32_t n) { return (n == 64 ? ~0ull : (1ull << n) - 1) << first; }
 
 static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, uint32_t count) {
   struct fmx_endpoint *ep = np->ep;
@@ -105,7 +114,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
 /* Ask for what block b still misses, one PULL per run of missing frames. */
 static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int again) {
   uint64_t m = pl->blk[b].missing;
-  pl->blk[b].asked = ++pl->stamp;
+  pl->blk[b].asked = pl->blk[b].oldest = ++np->pull_stamp; /* all it misses in this one */
   pl->blk[b].again |= (uint32_t)again;
   for (uint32_t i = 0; i < pl->bframes && m >> i;) {
     if (!(m >> i & 1)) {
@@ -120,59 +129,162 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
   }
 }
 
-/* The blocks a pull may have asked at once: its share of the endpoint's
- * window (FMX_NET_PULL_WINDOW), which every pull's answers fill in one
- * socket buffer (a bw of 16 messages of 1 MiB, each asking the whole
- * window, served 1.5 frames per frame received), at least one block. */
-static uint32_t window(const struct net_peer *np, const struct net_pull *pl) {
-  const struct net_ep *ne = net_ep(np->ep);
-  uint64_t win = np->baddr.port ? ne->pull_window : ne->pull_window_wire;
-  uint64_t w = win / (ne->pulling ? ne->pulling : 1) / pl->bbytes;
-  return w < 1 ? 1 : w > pl->nblocks ? pl->nblocks : (uint32_t)w;
+/* The payload bytes of frames first..first+n-1. */
+static uint64_t run_bytes(const struct net_pull *pl, uint32_t first, uint32_t n) {
+  uint64_t a = (uint64_t)first * pl->frame, end = a + (uint64_t)n * pl->frame;
+  return (end < pl->x->want ? end : pl->x->want) - a;
 }
 
-/* Ask for new blocks while the window has room. */
-static void ask_more(struct net_peer *np, struct net_pull *pl, uint64_t now) {
-  uint32_t w = window(np, pl);
-  while (pl->open < w && pl->next < pl->nblocks) {
-    uint32_t b = pl->next++;
-    pl->blk[b].missing = block_mask(pl, b);
-    pl->blk[b].asked_ns = now;
-    ask_block(np, pl, b, 0);
-    pl->open++;
+/* Block b has all its frames asked and come. */
+static int block_done(const struct net_pull *pl, uint32_t b) {
+  return !pl->blk[b].missing && (uint64_t)(b + 1) * pl->bframes <= pl->nextf;
+}
+
+/* The frames of a run: a quarter of the budget, at least one, at most a
+ * block's. */
+static uint32_t run_frames(const struct net_grant *g, const struct net_pull *pl) {
+  uint64_t n = g->budget / 4 / pl->per;
+  return n < 1 ? 1 : n > pl->bframes ? pl->bframes : (uint32_t)n;
+}
+
+static void gauges(struct fmx_endpoint *ep, const struct net_grant *g) {
+  if (!g->inflight && !g->came_ns) return; /* it never pulled */
+  uint64_t bdp = net_grant_bdp(g), q = g->inflight > bdp ? g->inflight - bdp : 0;
+  TRANSPORT_SET(ep, NET_GRANT_BUDGET, g->budget);
+  TRANSPORT_SET(ep, NET_GRANT_BDP, bdp);
+  if (q > transport_ep(ep)->bulk->counters[CNT_NET_GRANT_QUEUE]) TRANSPORT_SET(ep, NET_GRANT_QUEUE, q);
+}
+
+/* Join the endpoint's granting, behind the pulls with as few bytes left
+ * (shortest remaining first; the head keeps its place as it asks, its
+ * bytes left only shrinking). */
+static void queue_pull(struct net_ep *ne, struct net_pull *pl) {
+  struct list_node *pos;
+  list_for_each(pos, &ne->granting) {
+    if (list_entry(pos, struct net_pull, gnode)->unasked > pl->unasked) break;
+  }
+  list_add_tail(pos, &pl->gnode); /* before pos: the first with more left, or the end */
+  pl->queued = 1;
+}
+
+static void unqueue_pull(struct net_pull *pl) {
+  if (!pl->queued) return;
+  list_del(&pl->gnode);
+  pl->queued = 0;
+}
+
+/* Grant: while the budget has room for it, the head of the granting asks
+ * for its next run: the rest of the block it is in, no more than a quarter
+ * of the budget (several runs on their way: one lost says so by those
+ * behind it; and a run, sent in one burst, no longer than a quarter of
+ * what the port in front of us held when we last lost). With nothing on
+ * its way, or as a probe, a run goes whatever the budget; a partner that
+ * answers on our wire socket has no more on its way than that socket's
+ * share. */
+static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_grant *g = &ne->grant;
+  while (!list_empty(&ne->granting)) {
+    struct net_pull *pl = list_entry(ne->granting.next, struct net_pull, gnode);
+    struct net_peer *np = pl->np;
+    uint32_t f = pl->nextf, b = f / pl->bframes, in = f % pl->bframes;
+    uint32_t n = pl->bframes - in, quarter = run_frames(g, pl);
+    if (n > pl->nframes - f) n = pl->nframes - f;
+    if (n > quarter) n = quarter;
+    uint64_t need = run_bytes(pl, f, n), win = np->baddr.port ? ne->pull_window : ne->pull_window_wire;
+    if (g->inflight && (net_grant_room(g) < need || pl->out + need > win) && !probe) {
+      pl->waited = 1;
+      break;
+    }
+    if (probe && g->inflight) TRANSPORT_CNT(ep, NET_GRANT_PROBES);
+    probe = 0;
+    struct pull_block *blk = &pl->blk[b];
+    blk->asked = ++np->pull_stamp;
+    if (!blk->missing) {
+      if (!pl->open) pl->heard_ns = now; /* a pull that waited for its turn was not silent */
+      pl->open++;
+      blk->heard = 0; /* its first frame times the line */
+      blk->oldest = blk->asked;
+    }
+    blk->missing |= run_mask(in, n);
+    blk->asked_ns = now;
+    send_pull(np, pl, f, n);
+    pl->nextf += n;
+    pl->next = b + 1;
     pl->asked_ns = now;
+    pl->out += need;
+    pl->unasked -= need;
+    net_grant_asked(g, need, now);
+    TRANSPORT_CNT(ep, NET_GRANTS);
+    if (pl->waited) TRANSPORT_CNT(ep, NET_GRANT_WAITS);
+    pl->waited = 0;
+    if (pl->nextf == pl->nframes) unqueue_pull(pl);
+  }
+  gauges(ep, g);
+}
+
+/* A loss is read as the queue in front of us overflowing while several
+ * partners send to us at once (an incast: their answers meet at our
+ * port); from one partner alone it is recovered and not read at all (a
+ * lossy line, a filter: asking less would not help there; what one sender
+ * overflows on its own way is its side's to pace). */
+static int crowded(const struct net_ep *ne) { return ne->senders >= 2; }
+
+/* Stamp a was given before stamp b (they wrap). */
+static int before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+/* Frames asked with `stamp` came: whatever an earlier request to the same
+ * partner, for any of its pulls, asked for and still misses was lost (the
+ * sender answers its requests in order). The budget is cut when the
+ * loss is a queue's (crowded). */
+static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
+  int lost = 0;
+  uint64_t asked = 0; /* the newest ask of what was lost */
+  struct list_node *pos;
+  list_for_each(pos, &np->pulls) {
+    struct net_pull *pl = list_entry(pos, struct net_pull, node);
+    if (pl->low >= pl->next || !before(pl->blk[pl->low].asked, stamp)) continue; /* the common case */
+    for (uint32_t b = pl->low; b < pl->next; b++)
+      if (pl->blk[b].missing && before(pl->blk[b].asked, stamp)) {
+        lost = 1;
+        if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
+        ask_block(np, pl, b, 1);
+        pl->asked_ns = now;
+      }
+  }
+  if (lost && crowded(net_ep(np->ep)) && net_grant_lost(&net_ep(np->ep)->grant, asked, now)) {
+    TRANSPORT_CNT(np->ep, NET_GRANT_CUTS);
+    TRANSPORT_SET(np->ep, NET_GRANT_QUEUE, 0);
   }
 }
 
-/* Frames of a block asked with `stamp` came: whatever an earlier request
- * asked for and still misses was lost (the sender answers in order). */
-static void ask_lost(struct net_peer *np, struct net_pull *pl, uint32_t stamp, uint64_t now) {
-  if (pl->low >= pl->next || pl->blk[pl->low].asked >= stamp) return; /* the common case: nothing older open */
-  for (uint32_t b = pl->low; b < pl->next; b++)
-    if (pl->blk[b].missing && pl->blk[b].asked < stamp) {
-      ask_block(np, pl, b, 1);
-      pl->asked_ns = now;
-    }
-}
-
-/* How long after asking a block we wait before asking again: three times
- * what a block asked once took to come whole (smoothed, Karn's rule), no
+/* How long after asking a block we wait before asking again: what a block
+ * asked once took to come whole, smoothed, plus four times its deviation
+ * (Karn's rule, as TCP's: blocks wait behind others' in the port's queue,
+ * and a wait that ignores it asks again for frames on their way), no
  * shorter than the timers can tell (rto_min_ns, as rel.c's), at most
- * FMX_NET_RTO_MAX_US (a sender that waits for a core answers late, and
- * is not asked again for it: rel.c, base_rto); FMX_NET_RTO_US, the first
+ * FMX_NET_RTO_MAX_US (a sender that waits for a core answers late, and is
+ * not asked again for it: rel.c, base_rto); FMX_NET_RTO_US, the first
  * guess, until a block is timed. */
 static uint64_t pull_wait(const struct net_peer *np) {
   uint64_t rto = fmx_cfg.net_rto_us * 1000ull, most = fmx_cfg.net_rto_max_us * 1000ull,
            least = net_ep(np->ep)->rto_min_ns;
   if (!np->pull_srtt_ns) return rto;
-  uint64_t w = 3 * np->pull_srtt_ns;
+  uint64_t w = np->pull_srtt_ns + 4 * np->pull_var_ns;
   return w < least ? least : w > most ? most : w;
 }
 
 static void block_timed(struct net_peer *np, const struct pull_block *blk, uint64_t now) {
   if (blk->again) return;
   uint64_t t = now - blk->asked_ns;
-  np->pull_srtt_ns = np->pull_srtt_ns ? np->pull_srtt_ns - np->pull_srtt_ns / 8 + t / 8 : t;
+  if (!np->pull_srtt_ns) {
+    np->pull_srtt_ns = t;
+    np->pull_var_ns = t / 2;
+    return;
+  }
+  uint64_t d = t > np->pull_srtt_ns ? t - np->pull_srtt_ns : np->pull_srtt_ns - t;
+  np->pull_var_ns = np->pull_var_ns - np->pull_var_ns / 4 + d / 4;
+  np->pull_srtt_ns = np->pull_srtt_ns - np->pull_srtt_ns / 8 + t / 8;
 }
 
 static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
@@ -208,13 +320,23 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   pl->x->done += n;
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   pl->heard_ns = now;
+  struct net_grant *g = &net_ep(ep)->grant;
+  uint64_t had = n < pl->out ? n : pl->out;
+  pl->out -= had;
+  net_grant_came(g, had, now);
+  if (!pl->blk[b].heard) {
+    pl->blk[b].heard = 1;
+    if (!pl->blk[b].again) net_grant_rtt(g, now - pl->blk[b].asked_ns, now);
+  }
   if (!(pl->blk[b].missing &= ~bit)) {
     block_timed(np, &pl->blk[b], now);
     pl->open--;
-    while (pl->low < pl->next && !pl->blk[pl->low].missing) pl->low++;
-    ask_more(np, pl, now);
+    while (pl->low < pl->next && block_done(pl, pl->low)) pl->low++;
   }
-  ask_lost(np, pl, pl->blk[b].asked, now);
+  /* The frame answers a request no older than the block's oldest on its
+   * way (which one, its runs do not say). */
+  ask_lost(np, pl->blk[b].oldest, now);
+  grant(ep, now, 0);
 }
 
 static int pull_recv_start(void *arg, struct bulk_xfer *x) {
@@ -223,14 +345,15 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
   struct net_pull *pl = calloc(1, sizeof *pl);
   if (!pl) return -ENOMEM;
   pl->x = x;
+  pl->np = np;
+  pl->unasked = x->want;
   pl->frame = frame_bytes(np);
   pl->nframes = (uint32_t)((x->want + pl->frame - 1) / pl->frame);
-  uint32_t per = reply_max(np);
-  pl->bframes = NET_PULL_BLOCK_BYTES / per;
-  if (pl->bframes > 64) pl->bframes = 64;
+  pl->per = reply_max(np);
+  pl->bframes = NET_PULL_BLOCK_BYTES / pl->per;
+  if (pl->bframes > NET_PULL_FRAMES_MAX) pl->bframes = NET_PULL_FRAMES_MAX;
   if (pl->bframes < 1) pl->bframes = 1;
   pl->nblocks = (pl->nframes + pl->bframes - 1) / pl->bframes;
-  pl->bbytes = pl->bframes * per;
   pl->blk = calloc(pl->nblocks, sizeof *pl->blk);
   if ((uint64_t)pl->nframes * pl->frame < x->want || !pl->blk) { /* beyond 2^32 frames, or no memory */
     free(pl->blk);
@@ -253,7 +376,9 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     uint64_t now = sys_now_ns();
     pl->started = 1;
     pl->heard_ns = now;
-    ask_more(np, pl, now);
+    if (!np->pulls_begun++) net_ep(np->ep)->senders++;
+    queue_pull(net_ep(np->ep), pl);
+    grant(np->ep, now, 0);
     net_arm_timers(np->ep, now);
   }
   return x->done == x->want ? BULK_DONE : BULK_MORE;
@@ -277,22 +402,55 @@ static int silent(struct fmx_endpoint *ep, struct partner *p, uint64_t since, ui
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
+  /* Room a failed partner's pulls left; and when nothing came for two
+   * round trips while bytes are on their way, one run whatever the
+   * budget: a probe, whose frames show what was lost before it (a lost
+   * PULL, a tail) sooner than a timer would, when the lost hold the whole
+   * budget. */
+  struct net_ep *ne = net_ep(ep);
+  struct net_grant *gr = &ne->grant;
+  uint64_t rt = 2 * gr->srtt_ns;
+  int probe = gr->inflight && rt && now - gr->came_ns >= rt && now - ne->grant_probe_ns >= rt;
+  if (probe) ne->grant_probe_ns = now;
+  grant(ep, now, probe);
   list_for_each(pos, &np->exports) {
-    if (silent(ep, p, list_entry(pos, struct net_export, node)->heard_ns, now, "pulled nothing it matched"))
-      return -1;
+    /* Its receiver may serve other senders first (shortest remaining
+     * first): anything it sends says it is there. */
+    uint64_t heard = list_entry(pos, struct net_export, node)->heard_ns;
+    if (silent(ep, p, heard > np->heard_ns ? heard : np->heard_ns, now, "pulled nothing it matched")) return -1;
   }
   list_for_each(pos, &np->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
-    if (!pl->started) continue;
+    if (!pl->started || !pl->open) continue; /* nothing asked: it waits for its turn */
     if (silent(ep, p, pl->heard_ns, now, "sent nothing we pulled")) return -1;
     /* Backed off while nothing comes: doubled at each silent wait. */
     uint64_t last = pl->heard_ns > pl->asked_ns ? pl->heard_ns : pl->asked_ns;
-    uint64_t wait = pull_wait(np), most = fmx_cfg.net_rto_max_us * 1000ull;
+    /* What the others have on their way comes first at the port. */
+    struct net_grant *g = &net_ep(ep)->grant;
+    uint64_t wait = pull_wait(np) + net_grant_drain_ns(g), most = fmx_cfg.net_rto_max_us * 1000ull;
     for (uint32_t k = 0; k < pl->silences && wait < most; k++) wait *= 2;
-    if (now - last < (wait < most ? wait : most)) continue;
-    for (uint32_t b = pl->low; b < pl->next; b++)
-      if (pl->blk[b].missing) ask_block(np, pl, b, 1);
-    pl->silences = pl->heard_ns > pl->asked_ns ? 0 : pl->silences + 1;
+    if (wait > most) wait = most;
+    if (now - last < wait) continue;
+    uint64_t asked = 0;
+    int crowd = crowded(net_ep(ep)); /* before the asks below */
+    for (uint32_t b = pl->low; b < pl->next; b++) {
+      if (!pl->blk[b].missing) continue;
+      if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
+      ask_block(np, pl, b, 1);
+    }
+    /* Others' bytes still came meanwhile: the path works, and this is a
+     * loss at the tail of what we asked (or a slow sender); else silence. */
+    if (!crowd) {
+      /* one sender: the budget stays */
+    } else if (now - g->came_ns < wait) {
+      if (net_grant_lost(g, asked, now)) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
+    } else {
+      int r = net_grant_silence(g, pl->silences > 0, asked, now);
+      if (r == 2) TRANSPORT_CNT(ep, NET_GRANT_RESETS);
+      else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
+    }
+    pl->silences = pl->heard_ns > pl->reasked_ns ? 0 : pl->silences + 1;
+    pl->reasked_ns = now;
     pl->asked_ns = now;
   }
   return !list_empty(&np->pulls) || !list_empty(&np->exports);
@@ -393,6 +551,9 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
 
 static void pull_free(struct net_peer *np, struct net_pull *pl) {
   list_del(&pl->node);
+  unqueue_pull(pl);
+  net_grant_forget(&net_ep(np->ep)->grant, pl->out);
+  if (pl->started && !--np->pulls_begun) net_ep(np->ep)->senders--;
   net_ep(np->ep)->pulling--;
   free(pl->blk);
   free(pl);
@@ -413,7 +574,11 @@ static void drop(struct net_peer *np, const struct bulk_xfer *x) {
   }
 }
 
-static void pull_end(void *arg, struct bulk_xfer *x) { drop(arg, x); }
+static void pull_end(void *arg, struct bulk_xfer *x) {
+  struct net_peer *np = arg;
+  drop(np, x);
+  grant(np->ep, sys_now_ns(), 0); /* what it had on its way is room now */
+}
 
 static const struct bulk_pull_ops pull_ops = {
     .recv_start = pull_recv_start,

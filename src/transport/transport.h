@@ -35,7 +35,8 @@ struct transport_ep {
 /* Count an event of ep (base/counters.h), its lock held. */
 #define TRANSPORT_CNT(ep, name) (transport_ep(ep)->bulk->counters[CNT_##name]++)
 #define TRANSPORT_ADD(ep, name, n) (transport_ep(ep)->bulk->counters[CNT_##name] += (n))
-#define TRANSPORT_ADD(ep, name, n) (transport_ep(ep)->bulk->counters[CNT_##name] += (n))
+/* A counter that is a gauge (its value now). */
+#define TRANSPORT_SET(ep, name, v) (transport_ep(ep)->bulk->counters[CNT_##name] = (v))
 
 /* What a transport reads and fills of a partner: who it is (the
  * transport's handshake fills nic, eid, session and bulk's first part:

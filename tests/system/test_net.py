@@ -113,12 +113,13 @@ def test_bw_window(pair1500):
 def test_ring_full(pair1500):
     """The smallest receive ring (two blocks, 82 frames at MTU 1500) under
     windows of messages and pulls answered in raw frames: the kernel drops
-    what finds no free slot, and fmx asks for it again; every byte
-    checked."""
+    what finds no free slot, and fmx sends or asks for it again; every byte
+    checked. (The pulls' budget is capped at half the ring, so what
+    overflows it is mostly the eager windows, resent.)"""
     env = {"FMX_NET_WIRE": "raw", "FMX_NET_RING": "1", "FMX_NET_BULK": "wire", "FMX_NET_RTO_US": "500"}
     out = perf(pair1500, "bw", "8,4K,64K,1M", env, iters=20, extra=["--counters"], want_err=True)
     assert len(rows(out)) == 4, out
-    assert "pulled frames asked for again" in out, out
+    assert "pulled frames asked for again" in out or "net: packets resent" in out, out
 
 
 @pytest.mark.skipif(not shutil.which("nft"), reason="nftables not installed")

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* A receiver's grants: its budget of bytes on their way (net/grant.h). */
+#include "net/grant.h"
+
+static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+void net_grant_init(struct net_grant *g, uint64_t cap, uint64_t unit, uint64_t first) {
+  *g = (struct net_grant){0};
+  g->unit = unit ? unit : 1;
+  g->cap = max64(cap, 2 * g->unit);
+  g->budget = min64(g->cap, max64(first, 2 * g->unit));
+  g->least = max64(first / 2, 2 * g->unit);
+  g->thresh = g->cap;
+}
+
+/* A new window of the measured minimum and maximum, when it is time. */
+static void rotate(struct net_grant *g, uint64_t now) {
+  if (!g->epoch_ns) g->epoch_ns = now;
+  if (now - g->epoch_ns < NET_GRANT_EPOCH_NS) return;
+  int both = now - g->epoch_ns >= 2 * NET_GRANT_EPOCH_NS;
+  g->rtt_min_ns[1] = both ? 0 : g->rtt_min_ns[0];
+  g->rate[1] = both ? 0 : g->rate[0];
+  g->rtt_min_ns[0] = 0;
+  g->rate[0] = 0;
+  g->epoch_ns = now;
+}
+
+static uint64_t rtt_min(const struct net_grant *g) {
+  uint64_t a = g->rtt_min_ns[0], b = g->rtt_min_ns[1];
+  return !a ? b : !b ? a : min64(a, b);
+}
+
+static uint64_t rate_max(const struct net_grant *g) { return max64(g->rate[0], g->rate[1]); }
+
+uint64_t net_grant_bdp(const struct net_grant *g) {
+  return (uint64_t)((unsigned __int128)rate_max(g) * rtt_min(g) / 1000000000u);
+}
+
+uint64_t net_grant_drain_ns(const struct net_grant *g) {
+  uint64_t r = rate_max(g);
+  return r ? (uint64_t)((unsigned __int128)g->inflight * 1000000000u / r) : 0;
+}
+
+uint64_t net_grant_floor(const struct net_grant *g) { return min64(g->cap, g->least); }
+
+void net_grant_asked(struct net_grant *g, uint64_t bytes, uint64_t now) {
+  g->inflight += bytes;
+  if (!g->span_ns) {
+    g->span_ns = now;
+    g->span_bytes = 0;
+  }
+}
+
+/* The growth of a round trip past slow start: binary search toward where
+ * it lost, then probing past it. */
+static uint64_t step(struct net_grant *g) {
+  uint64_t s;
+  if (g->budget < g->lost_at) {
+    s = min64((g->lost_at - g->budget) / 2, g->budget / 8);
+    g->probe = g->unit;
+  } else {
+    s = min64(g->probe, g->budget / 8);
+    g->probe *= 2;
+  }
+  return max64(s, g->unit);
+}
+
+void net_grant_came(struct net_grant *g, uint64_t bytes, uint64_t now) {
+  uint64_t before = g->inflight;
+  g->inflight -= min64(bytes, g->inflight);
+  g->came_ns = now;
+  /* It grows only while it is used: half of it or more on its way. */
+  if (before + g->unit >= g->budget / 2) {
+    if (g->budget < g->thresh) {
+      g->budget += bytes;
+    } else if ((g->grown += bytes) >= g->budget) {
+      g->grown = 0;
+      g->budget += step(g);
+    }
+    g->budget = min64(g->budget, g->cap);
+  }
+  /* The delivery rate, sampled over a smoothed round trip or more (and
+   * NET_GRANT_SPAN_NS) while
+   * bytes stay on their way; a sample that runs dry says only what was
+   * asked, and is dropped. */
+  rotate(g, now);
+  if (!g->span_ns) return;
+  g->span_bytes += bytes;
+  uint64_t len = now - g->span_ns;
+  if (g->srtt_ns && len >= max64(g->srtt_ns, NET_GRANT_SPAN_NS) && g->span_bytes >= 2 * g->unit) {
+    uint64_t r = (uint64_t)((unsigned __int128)g->span_bytes * 1000000000u / len);
+    g->rate[0] = max64(g->rate[0], r);
+    g->span_ns = now;
+    g->span_bytes = 0;
+  }
+  if (!g->inflight) g->span_ns = 0;
+}
+
+void net_grant_forget(struct net_grant *g, uint64_t bytes) {
+  g->inflight -= min64(bytes, g->inflight);
+  if (!g->inflight) g->span_ns = 0;
+}
+
+void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now) {
+  rotate(g, now);
+  if (!ns) ns = 1;
+  if (!g->rtt_min_ns[0] || ns < g->rtt_min_ns[0]) g->rtt_min_ns[0] = ns;
+  g->srtt_ns = g->srtt_ns ? g->srtt_ns - g->srtt_ns / 8 + ns / 8 : ns;
+}
+
+/* One cut per episode: frames asked before the last cut that were lost
+ * were lost to the budget it cut (NewReno's recovery point, in time). */
+int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
+  if (asked_ns <= g->cut_ns && g->cut_ns) return 0;
+  g->lost_at = g->budget;
+  g->budget = max64(g->budget / 2, net_grant_floor(g));
+  g->thresh = g->budget;
+  g->grown = 0;
+  g->cut_ns = now;
+  g->cuts++;
+  return 1;
+}
+
+int net_grant_silence(struct net_grant *g, int again, uint64_t asked_ns, uint64_t now) {
+  if (!again) return net_grant_lost(g, asked_ns, now);
+  uint64_t floor = net_grant_floor(g);
+  g->lost_at = g->budget;
+  g->thresh = max64(g->budget / 2, floor);
+  g->budget = floor;
+  g->grown = 0;
+  g->cut_ns = now;
+  g->resets++;
+  return 2;
+}

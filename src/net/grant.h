@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A receiver's grants (docs/protocol.md, "Congestion"): how many pulled
+ * bytes may be on their way to one endpoint at once, from all its partners
+ * together. The receiver asks for every run of a large message (pull.c):
+ * what it asks is all that comes, so a budget kept near what the path
+ * holds keeps the queue at the switch port toward it short, however many
+ * senders there are.
+ *
+ * The budget starts at one block and grows by what comes while nothing is
+ * lost (slow start). A loss the caller reads as a queue's (pull.c: while
+ * several partners send to us) halves it, once per episode: losses of
+ * what was asked before the last cut are that cut's (NewReno's recovery
+ * point, in time). Two silences in a row (nothing came from anyone) put
+ * it back to the floor. After a cut it grows once per budget's worth of
+ * bytes that come (a round trip) by a binary search (BIC): half the way
+ * back to where it lost, at most an eighth of itself; past that point by
+ * a step that doubles each round trip from one frame, probing. It never
+ * goes below the floor (half the first budget: several runs on their way,
+ * so that a lost one shows by those behind it and not by a timer) nor
+ * above the cap (the share of the socket's buffer the pulls may fill).
+ *
+ * It measures the bandwidth-delay product (the most bytes per second that
+ * came over a millisecond or more, times the shortest wait between asking
+ * a run and its first frame) and reports it, with the queue it implies
+ * (fmx_counters). It does not steer by it: where ranks outnumber cores the
+ * shortest wait includes a sender's wait for a core, and a floor at that
+ * BDP let 15 senders overflow a 64 KB port (docs/protocol.md).
+ *
+ * Its own state and the clock as arguments: no socket, no endpoint
+ * (tests/unit/test_net_grant.c drives it on a made-up clock, with a
+ * simulated port and up to 1,000 senders).
+ */
+#ifndef FMX_NET_GRANT_H
+#define FMX_NET_GRANT_H
+
+#include <stdint.h>
+
+struct net_grant {
+  uint64_t cap;      /* the most bytes on their way */
+  uint64_t unit;     /* a frame's bytes: the least step */
+  uint64_t least;    /* the floor: half the first budget */
+  uint64_t budget;   /* bytes that may be asked and not come */
+  uint64_t thresh;   /* slow start below it */
+  uint64_t lost_at;  /* the budget when it last lost */
+  uint64_t probe;    /* the step past lost_at */
+  uint64_t inflight; /* bytes asked and not come */
+  uint64_t grown;    /* bytes come toward the next step */
+  uint64_t cut_ns;   /* the last cut: what was asked before it and lost is of its episode */
+  uint64_t came_ns;  /* when bytes last came */
+  /* Measured: windowed, the current window and the one before. */
+  uint64_t rtt_min_ns[2];
+  uint64_t rate[2];   /* bytes per second come, the most in a sample */
+  uint64_t epoch_ns;  /* when the current window began */
+  uint64_t srtt_ns;   /* the wait for a run's first frame, smoothed */
+  uint64_t span_ns;   /* the delivery sample under way began (0: none) */
+  uint64_t span_bytes;
+  uint64_t cuts, resets;
+};
+
+/* Windows of the measured minimum and maximum: a path that changes is
+ * seen within two. */
+#define NET_GRANT_EPOCH_NS 500000000ull
+/* The shortest span a delivery rate is sampled over: frames that waited
+ * in the socket while the process was off its core are read at once, and
+ * over a round trip of microseconds they would read as gigabytes a
+ * second. */
+#define NET_GRANT_SPAN_NS 1000000ull
+
+void net_grant_init(struct net_grant *g, uint64_t cap, uint64_t unit, uint64_t first);
+/* Bytes that may be asked now. */
+static inline uint64_t net_grant_room(const struct net_grant *g) {
+  return g->budget > g->inflight ? g->budget - g->inflight : 0;
+}
+void net_grant_asked(struct net_grant *g, uint64_t bytes, uint64_t now);
+/* Bytes asked came (duplicates are not counted: their frame came once). */
+void net_grant_came(struct net_grant *g, uint64_t bytes, uint64_t now);
+/* Bytes asked that will not come: their pull ended. */
+void net_grant_forget(struct net_grant *g, uint64_t bytes);
+/* A run asked once saw its first frame `ns` after it was asked. */
+void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now);
+/* Frames lost that the caller reads as a queue's (pull.c, crowded), the
+ * newest of them asked at asked_ns. 1 when the budget was cut: the first
+ * loss of an episode. */
+int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now);
+/* Nothing came from anyone for a whole wait: a loss the first time (1
+ * when it cut), back to the floor when it was already silent (again != 0;
+ * 2). */
+int net_grant_silence(struct net_grant *g, int again, uint64_t asked_ns, uint64_t now);
+/* The bandwidth-delay product measured (0 until both are seen). */
+uint64_t net_grant_bdp(const struct net_grant *g);
+/* How long what is on its way takes to come at the rate measured (0
+ * until a rate is): a run asked last waits behind it. */
+uint64_t net_grant_drain_ns(const struct net_grant *g);
+/* The least budget. */
+uint64_t net_grant_floor(const struct net_grant *g);
+
+#endif

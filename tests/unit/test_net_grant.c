@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A receiver's grants (src/net/grant.c) on a made-up clock: slow start,
+ * one cut per loss episode, the floor at the measured bandwidth-delay
+ * product, a silence, the binary search back; then the budget driving a
+ * simulated switch port (1 Gb/s, 64 KB of buffer, tail drop) fed by
+ * senders that answer runs of frames as one burst each, as the pull
+ * protocol asks them (shortest remaining first, a quarter of the budget a
+ * run, a gap in the answers a loss): the port stays busy and drops few.
+ * The wire and clock are simulated because this is the algorithm alone;
+ * bench/incast.py and tests/system/test_incast.py run it on a real port.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "net/grant.h"
+
+#define US 1000ull
+#define UNIT 1432ull
+
+static void basics(void) {
+  struct net_grant g;
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  CHECK_EQ(g.budget, 65507);
+  CHECK_EQ(net_grant_room(&g), 65507);
+  CHECK_EQ(net_grant_floor(&g), 65507 / 2);
+  /* Slow start: what comes is added. */
+  uint64_t t = 1000 * US;
+  net_grant_asked(&g, 65507, t);
+  CHECK_EQ(net_grant_room(&g), 0);
+  net_grant_rtt(&g, 100 * US, t + 100 * US);
+  net_grant_came(&g, 65507, t + 1200 * US);
+  CHECK_EQ(g.inflight, 0);
+  CHECK_EQ(g.budget, 2 * 65507);
+  /* The rate of that sample (a millisecond or longer): 65507 B in 1.2 ms,
+   * times the shortest wait for a first frame. */
+  CHECK_EQ(net_grant_bdp(&g), 5458);
+  /* A loss halves it; the loss of what was asked before that cut does not
+   * (the same episode); of what was asked after, it does. */
+  t += 2000 * US;
+  CHECK_EQ(net_grant_lost(&g, t - 10 * US, t), 1);
+  CHECK_EQ(g.budget, 65507);
+  CHECK_EQ(net_grant_lost(&g, t - 5 * US, t + 50 * US), 0);
+  CHECK_EQ(g.budget, 65507);
+  CHECK_EQ(g.cuts, 1);
+  /* Past slow start: one step a budget's worth, half the way back to where
+   * it lost, at most an eighth of itself. */
+  net_grant_asked(&g, 65507, t + 60 * US);
+  net_grant_came(&g, 65507, t + 160 * US);
+  CHECK_EQ(g.budget, 65507 + 65507 / 8);
+  /* Never below the floor. */
+  for (int i = 0; i < 20; i++) {
+    uint64_t at = t + (uint64_t)(i + 1) * 10000 * US;
+    CHECK_EQ(net_grant_lost(&g, at - 1, at), 1);
+  }
+  CHECK_EQ(g.budget, net_grant_floor(&g));
+  /* A silence: a loss first, the floor the second time. */
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  g.budget = 1 << 20;
+  CHECK_EQ(net_grant_silence(&g, 0, t - 1, t), 1);
+  CHECK_EQ(g.budget, 1 << 19);
+  CHECK_EQ(net_grant_silence(&g, 1, t - 1, t + 1), 2);
+  CHECK_EQ(g.budget, net_grant_floor(&g));
+  CHECK_EQ(g.resets, 1);
+  /* Back by a binary search toward where it lost, then probing past it. */
+  uint64_t lost_at = g.lost_at, prev = g.budget, steps = 0;
+  g.thresh = g.budget; /* past slow start */
+  while (g.budget < lost_at && steps < 100) {
+    net_grant_asked(&g, g.budget, t);
+    net_grant_came(&g, g.budget, t + 10 * US);
+    CHECK(g.budget > prev && g.budget - prev <= prev / 8 + UNIT);
+    prev = g.budget;
+    steps++;
+  }
+  CHECK(steps < 100);
+  /* Bytes of a pull that ended leave; the cap holds. */
+  net_grant_asked(&g, 5000, t);
+  net_grant_forget(&g, 9000);
+  CHECK_EQ(g.inflight, 0);
+  net_grant_init(&g, 100000, UNIT, 65507);
+  for (int i = 0; i < 10; i++) {
+    net_grant_asked(&g, g.budget, t);
+    net_grant_came(&g, g.budget, t + 10 * US);
+  }
+  CHECK_EQ(g.budget, 100000);
+}
+
+/* ---- a port ---------------------------------------------------------- */
+
+#define PORT_NS_PER_FRAME 11456ull /* (1432 + 60 B of headers) at 1 Gb/s: 125 B/us */
+#define PORT_FRAMES 43             /* 64 KB of such frames */
+#define SENDER_NS (20 * US)        /* a PULL to a sender and its answer leaving it */
+#define LINE_NS (5 * US)           /* port to receiver */
+#define MAXQ 4096
+
+struct frame {
+  uint32_t run, stamp; /* the run it answers, and which sending of it */
+};
+struct run {
+  uint32_t n, came;
+  uint64_t sent_at; /* when it enters the port */
+  int pending;      /* not yet in the port */
+  int again;
+  uint32_t stamp; /* its last sending, in the order runs enter the port */
+};
+
+static struct run runs[200000];
+static uint32_t nruns;
+static struct frame q[MAXQ];
+static uint32_t qh, qn;
+static uint64_t dropped, delivered, maxq;
+static uint32_t stamps;
+
+static void to_port(uint32_t r) {
+  runs[r].stamp = ++stamps;
+  for (uint32_t i = 0; i < runs[r].n; i++) {
+    if (qn >= PORT_FRAMES) {
+      dropped++;
+      continue;
+    }
+    q[(qh + qn++) % MAXQ] = (struct frame){r, runs[r].stamp};
+    if (qn > maxq) maxq = qn;
+  }
+}
+
+/* K senders of `bytes` each, pulled in turn; returns goodput over the port rate. */
+static double incast(int k, uint64_t bytes) {
+  struct net_grant g;
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  memset(runs, 0, sizeof runs);
+  nruns = 0;
+  qh = qn = 0;
+  dropped = delivered = maxq = 0;
+  uint64_t total = (uint64_t)k * ((bytes + UNIT - 1) / UNIT), asked = 0, got = 0;
+  uint64_t now = 0, port_next = 0;
+  uint32_t low = 0; /* the oldest run not complete */
+  stamps = 0;
+  struct frame line[64];
+  uint64_t line_at[64];
+  uint32_t lh = 0, ln = 0;
+  while (got < total && now < 10000000 * US) {
+    /* Grant: runs of a quarter of the budget, at most a block (44 frames). */
+    for (;;) {
+      uint64_t n = g.budget / 4 / UNIT;
+      if (n > 44) n = 44;
+      if (n < 1) n = 1;
+      if (n > total - asked) n = total - asked;
+      if (!n || (g.inflight && net_grant_room(&g) < n * UNIT)) break;
+      CHECK(nruns < sizeof runs / sizeof runs[0]);
+      runs[nruns] = (struct run){(uint32_t)n, 0, now + SENDER_NS, 1, 0, 0};
+      nruns++;
+      asked += n;
+      net_grant_asked(&g, n * UNIT, now);
+    }
+    for (uint32_t r = low; r < nruns; r++)
+      if (runs[r].pending && runs[r].sent_at <= now) {
+        runs[r].pending = 0;
+        to_port(r);
+      }
+    /* The port sends a frame when its time has come. */
+    if (qn && now >= port_next) {
+      CHECK(ln < 64);
+      line[(lh + ln) % 64] = q[qh];
+      line_at[(lh + ln++) % 64] = now + LINE_NS;
+      qh = (qh + 1) % MAXQ;
+      qn--;
+      port_next = now + PORT_NS_PER_FRAME;
+    }
+    /* The receiver: frames in, a gap in the runs a loss. */
+    while (ln && line_at[lh] <= now) {
+      struct frame f = line[lh];
+      lh = (lh + 1) % 64;
+      ln--;
+      struct run *r = &runs[f.run];
+      if (f.stamp != r->stamp) continue; /* an answer to a sending given up (cannot be: sendings end in order) */
+      if (!r->came && !r->again) net_grant_rtt(&g, now - (r->sent_at - SENDER_NS), now);
+      r->came++;
+      got++;
+      delivered++;
+      net_grant_came(&g, UNIT, now);
+      int lost = 0;
+      uint64_t asked_at = 0;
+      for (uint32_t o = low; o < nruns; o++)
+        if (!runs[o].pending && runs[o].stamp < f.stamp && runs[o].came < runs[o].n) {
+          if (runs[o].sent_at - SENDER_NS > asked_at) asked_at = runs[o].sent_at - SENDER_NS;
+          /* Asked again: what is missing enters the port anew. */
+          runs[o].n -= runs[o].came;
+          runs[o].came = 0;
+          runs[o].again = 1;
+          runs[o].pending = 1;
+          runs[o].sent_at = now + SENDER_NS;
+          lost = 1;
+        }
+      if (lost) net_grant_lost(&g, asked_at, now);
+      while (low < nruns && !runs[low].pending && runs[low].came == runs[low].n) low++;
+    }
+    /* A tail lost with nothing behind it: asked again after a wait. */
+    if (!ln && !qn && low < nruns && !runs[low].pending && now - g.came_ns > 2000 * US) {
+      uint64_t asked_at = 0;
+      for (uint32_t o = low; o < nruns; o++)
+        if (!runs[o].pending && runs[o].came < runs[o].n) {
+          if (runs[o].sent_at - SENDER_NS > asked_at) asked_at = runs[o].sent_at - SENDER_NS;
+          runs[o].n -= runs[o].came;
+          runs[o].came = 0;
+          runs[o].again = 1;
+          runs[o].pending = 1;
+          runs[o].sent_at = now + SENDER_NS;
+        }
+      net_grant_silence(&g, 0, asked_at, now);
+    }
+    now += US;
+  }
+  CHECK_EQ(got, total);
+  double ideal = (double)total * PORT_NS_PER_FRAME;
+  printf("  %d senders: %.3f of the port, %llu dropped of %llu delivered, queue at most %llu frames, "
+         "budget %llu, BDP %llu\n",
+         k, ideal / (double)now, (unsigned long long)dropped, (unsigned long long)delivered,
+         (unsigned long long)maxq, (unsigned long long)g.budget, (unsigned long long)net_grant_bdp(&g));
+  return ideal / (double)now;
+}
+
+int main(void) {
+  basics();
+  /* 3, 15 and 1,000 senders of 1 MiB, 64 KiB and 16 KiB into one port. */
+  const struct {
+    int k;
+    uint64_t bytes;
+  } cases[] = {{3, 16u << 20}, {15, 1u << 20}, {1000, 64u << 10}, {1000, 16u << 10}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    double share = incast(cases[i].k, cases[i].bytes);
+    CHECK(share >= 0.9);
+    CHECK(dropped * 100 <= delivered); /* at most 1% */
+  }
+  CHECK_DONE("test_net_grant");
+  return 0;
+}
