@@ -184,6 +184,7 @@ static void unqueue_pull(struct net_pull *pl) {
 static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
   struct net_ep *ne = net_ep(ep);
   struct net_grant *g = &ne->grant;
+  int asked = 0;
   while (!list_empty(&ne->granting)) {
     struct net_pull *pl = list_entry(ne->granting.next, struct net_pull, gnode);
     struct net_peer *np = pl->np;
@@ -192,12 +193,14 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     if (n > pl->nframes - f) n = pl->nframes - f;
     if (n > quarter) n = quarter;
     uint64_t need = run_bytes(pl, f, n), win = np->baddr.port ? ne->pull_window : ne->pull_window_wire;
-    if (g->inflight && (net_grant_room(g) < need || pl->out + need > win) && !probe) {
+    int over = g->inflight && (net_grant_room(g) < need || pl->out + need > win);
+    if (over && !probe) {
       pl->waited = 1;
       break;
     }
-    if (probe && g->inflight) TRANSPORT_CNT(ep, NET_GRANT_PROBES);
+    if (over) TRANSPORT_CNT(ep, NET_GRANT_PROBES);
     probe = 0;
+    asked = 1;
     struct pull_block *blk = &pl->blk[b];
     blk->asked = ++np->pull_stamp;
     if (!blk->missing) {
@@ -220,7 +223,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     pl->waited = 0;
     if (pl->nextf == pl->nframes) unqueue_pull(pl);
   }
-  gauges(ep, g);
+  if (asked) gauges(ep, g); /* once a grant, not once a frame */
 }
 
 /* A loss is read as the queue in front of us overflowing while several
