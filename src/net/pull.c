@@ -185,8 +185,20 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
   struct net_ep *ne = net_ep(ep);
   struct net_grant *g = &ne->grant;
   int asked = 0;
-  while (!list_empty(&ne->granting)) {
-    struct net_pull *pl = list_entry(ne->granting.next, struct net_pull, gnode);
+  for (;;) {
+    /* The first whose sender answers: one silent (its timer asked again
+     * twice with nothing heard) waits, its bytes out of the budget, and
+     * does not hold the others. */
+    struct net_pull *pl = NULL;
+    struct list_node *pos;
+    list_for_each(pos, &ne->granting) {
+      struct net_pull *q = list_entry(pos, struct net_pull, gnode);
+      if (!q->silences) {
+        pl = q;
+        break;
+      }
+    }
+    if (!pl) break;
     struct net_peer *np = pl->np;
     uint32_t f = pl->nextf, b = f / pl->bframes, in = f % pl->bframes;
     uint32_t n = pl->bframes - in, quarter = run_frames(g, pl);
@@ -323,6 +335,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   pl->x->done += n;
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   pl->heard_ns = now;
+  pl->silences = 0;
   struct net_grant *g = &net_ep(ep)->grant;
   uint64_t had = n < pl->out ? n : pl->out;
   pl->out -= had;
@@ -413,7 +426,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
   struct net_grant *gr = &ne->grant;
   uint64_t rt = 2 * gr->srtt_ns;
-  int probe = gr->inflight && rt && now - gr->came_ns >= rt && now - ne->grant_probe_ns >= rt;
+  int probe = gr->inflight && rt && now - gr->came_ns >= rt && gr->came_ns > ne->grant_probe_ns; /* one a silence */
   if (probe) ne->grant_probe_ns = now;
   grant(ep, now, probe);
   list_for_each(pos, &np->exports) {
@@ -453,6 +466,12 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
       else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
     }
     pl->silences = pl->heard_ns > pl->reasked_ns ? 0 : pl->silences + 1;
+    if (pl->silences == 1) {
+      /* Silent: what it was asked leaves the budget (it comes uncounted,
+       * if it comes), and the others go first (grant). */
+      net_grant_forget(g, pl->out);
+      pl->out = 0;
+    }
     pl->reasked_ns = now;
     pl->asked_ns = now;
   }
