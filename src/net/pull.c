@@ -291,15 +291,7 @@ static uint64_t pull_wait(const struct net_peer *np) {
 
 static void block_timed(struct net_peer *np, const struct pull_block *blk, uint64_t now) {
   if (blk->again) return;
-  uint64_t t = now - blk->asked_ns;
-  if (!np->pull_srtt_ns) {
-    np->pull_srtt_ns = t;
-    np->pull_var_ns = t / 2;
-    return;
-  }
-  uint64_t d = t > np->pull_srtt_ns ? t - np->pull_srtt_ns : np->pull_srtt_ns - t;
-  np->pull_var_ns = np->pull_var_ns - np->pull_var_ns / 4 + d / 4;
-  np->pull_srtt_ns = np->pull_srtt_ns - np->pull_srtt_ns / 8 + t / 8;
+  net_rtt_sample(&np->pull_srtt_ns, &np->pull_var_ns, now - blk->asked_ns);
 }
 
 static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {

@@ -71,19 +71,6 @@ static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_
   r->resent++;
 }
 
-/* A round trip measured (Karn: of a packet sent once): the smoothed time
- * and its variation, as TCP keeps them. */
-static void rtt_sample(struct net_rel *r, uint64_t t) {
-  if (!r->srtt_ns) {
-    r->srtt_ns = t;
-    r->rttvar_ns = t / 2;
-    return;
-  }
-  uint64_t d = t > r->srtt_ns ? t - r->srtt_ns : r->srtt_ns - t;
-  r->rttvar_ns = r->rttvar_ns - r->rttvar_ns / 4 + d / 4;
-  r->srtt_ns = r->srtt_ns - r->srtt_ns / 8 + t / 8;
-}
-
 /* The wait before a resend: measured (srtt + 4 rttvar) within
  * [rto_min_ns, rto_max_ns], or rto_ns until something is measured. Above
  * the first guess too: a partner whose acks come late (its rank waits for
@@ -105,7 +92,7 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
   }
   if (ack != r->una) {
     const struct net_rel_slot *last = tx_slot(r, ack - 1);
-    if (r->cfg.rto_min_ns && last->tries == 1 && !last->gap_resent) rtt_sample(r, now - last->sent_ns);
+    if (r->cfg.rto_min_ns && last->tries == 1 && !last->gap_resent) net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, now - last->sent_ns);
     for (; r->una != ack; r->una++) slot_free(tx_slot(r, r->una));
     r->rto_ns = base_rto(r);
     r->progress_ns = now;

@@ -106,4 +106,17 @@ void net_rel_acked(struct net_rel *r);
 
 static inline int net_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 
+/* A round trip t measured (Karn: of something sent once): the smoothed
+ * time and its mean deviation, as TCP keeps them (RFC 6298). */
+static inline void net_rtt_sample(uint64_t *srtt, uint64_t *var, uint64_t t) {
+  if (!*srtt) {
+    *srtt = t;
+    *var = t / 2;
+    return;
+  }
+  uint64_t d = t > *srtt ? t - *srtt : *srtt - t;
+  *var = *var - *var / 4 + d / 4;
+  *srtt = *srtt - *srtt / 8 + t / 8;
+}
+
 #endif

@@ -125,6 +125,17 @@ static void to_port(uint32_t r) {
   }
 }
 
+/* Run r lost frames: what is missing enters the port anew; asked_at
+ * keeps the newest of the asks lost. */
+static void ask_again(struct run *r, uint64_t now, uint64_t *asked_at) {
+  if (r->sent_at - SENDER_NS > *asked_at) *asked_at = r->sent_at - SENDER_NS;
+  r->n -= r->came;
+  r->came = 0;
+  r->again = 1;
+  r->pending = 1;
+  r->sent_at = now + SENDER_NS;
+}
+
 /* K senders of `bytes` each, pulled in turn; returns goodput over the port rate. */
 static double incast(int k, uint64_t bytes) {
   struct net_grant g;
@@ -184,13 +195,7 @@ static double incast(int k, uint64_t bytes) {
       uint64_t asked_at = 0;
       for (uint32_t o = low; o < nruns; o++)
         if (!runs[o].pending && runs[o].stamp < f.stamp && runs[o].came < runs[o].n) {
-          if (runs[o].sent_at - SENDER_NS > asked_at) asked_at = runs[o].sent_at - SENDER_NS;
-          /* Asked again: what is missing enters the port anew. */
-          runs[o].n -= runs[o].came;
-          runs[o].came = 0;
-          runs[o].again = 1;
-          runs[o].pending = 1;
-          runs[o].sent_at = now + SENDER_NS;
+          ask_again(&runs[o], now, &asked_at);
           lost = 1;
         }
       if (lost) net_grant_lost(&g, asked_at, now);
@@ -200,14 +205,7 @@ static double incast(int k, uint64_t bytes) {
     if (!ln && !qn && low < nruns && !runs[low].pending && now - g.came_ns > 2000 * US) {
       uint64_t asked_at = 0;
       for (uint32_t o = low; o < nruns; o++)
-        if (!runs[o].pending && runs[o].came < runs[o].n) {
-          if (runs[o].sent_at - SENDER_NS > asked_at) asked_at = runs[o].sent_at - SENDER_NS;
-          runs[o].n -= runs[o].came;
-          runs[o].came = 0;
-          runs[o].again = 1;
-          runs[o].pending = 1;
-          runs[o].sent_at = now + SENDER_NS;
-        }
+        if (!runs[o].pending && runs[o].came < runs[o].n) ask_again(&runs[o], now, &asked_at);
       net_grant_silence(&g, 0, asked_at, now);
     }
     now += US;
