@@ -2,6 +2,7 @@
 """fmx_perf's single-process copy modes (issue 4): copylimit (copy bandwidth
 per routine, 1 and 2 threads) and cachepollution (probe time after a copy
 against no copy). Real runs with small sizes; no timing is asserted."""
+import math
 import json
 import os
 import shutil
@@ -186,11 +187,10 @@ def test_copy_overlap_json():
     for r in rows:
         assert r["kernel"] == "copy-overlap" and r["iters"] == 5
         assert r["tcopy_us"] > 0 and r["tcompute_us"] > 0 and r["ttotal_us"] > 0
-        # No lower bound: a copy channel kept off the cores (a build beside
-        # the run, seen in a CI run: -61.8) makes Ttotal as long as it likes.
-        # Above 1 only by noise: Ttotal cannot be much shorter than Tcopy or
-        # Tcompute.
-        assert r["overlap"] <= 1.5
+        # No bound either way: the overlap is a median of per-rep ratios of
+        # timings, and a noisy machine moves it anywhere (CI runs saw -61.8
+        # with a copy channel kept off the cores, and 1.72). A number, no more.
+        assert math.isfinite(r["overlap"])
 
 
 def test_copy_overlap_table_and_pollution_name():
