@@ -27,6 +27,14 @@ static uint32_t sysfs_u32(const char *ifname, const char *what) {
   return v;
 }
 
+uint32_t net_iface_bcast(uint32_t ip, uint32_t mask, uint32_t given) {
+  if (given && given != ip) return given;
+  uint32_t host = ~ntohl(mask);
+  /* /31 and /32 have no broadcast address (RFC 3021): none. */
+  if (!ip || host < 3) return 0;
+  return ip | htonl(host);
+}
+
 /* Every interface with a link-layer entry, its IPv4 address merged in. */
 static int collect(struct net_iface *out, int max) {
   struct ifaddrs *all = NULL;
@@ -51,8 +59,10 @@ static int collect(struct net_iface *out, int max) {
       if (strcmp(out[i].name, a->ifa_name) != 0 || out[i].ip) continue;
       out[i].ip = ((const struct sockaddr_in *)a->ifa_addr)->sin_addr.s_addr;
       if (a->ifa_netmask) out[i].mask = ((const struct sockaddr_in *)a->ifa_netmask)->sin_addr.s_addr;
+      uint32_t given = 0;
       if ((a->ifa_flags & IFF_BROADCAST) && a->ifa_broadaddr)
-        out[i].bcast = ((const struct sockaddr_in *)a->ifa_broadaddr)->sin_addr.s_addr;
+        given = ((const struct sockaddr_in *)a->ifa_broadaddr)->sin_addr.s_addr;
+      out[i].bcast = net_iface_bcast(out[i].ip, out[i].mask, given);
     }
   }
   freeifaddrs(all);

@@ -21,6 +21,11 @@ struct net_iface {
   int up, loopback, ether;
 };
 
+/* The broadcast address of ip/mask (network order): the one the
+ * interface was given, else derived from the mask when none was (`ip addr
+ * add A/24` sets none, and getifaddrs then gives the address itself);
+ * 0 for /31 and /32, which have none. */
+uint32_t net_iface_bcast(uint32_t ip, uint32_t mask, uint32_t given);
 /* How many interfaces net_iface_at has now. */
 int net_iface_count(void);
 /* The i-th interface with a link-layer address, as getifaddrs orders

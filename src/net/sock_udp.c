@@ -46,15 +46,18 @@ static int udp_open(struct net_sock *s, const struct net_iface *ifc, uint32_t ei
   return 0;
 }
 
-static void udp_to(struct net_sock *s, const struct net_addr *to, uint32_t eid, struct sockaddr_in *sa) {
+/* Where a packet to endpoint eid at `to` goes: 0, or -EHOSTUNREACH where
+ * its address is not known and the subnet has no broadcast (/31, /32). */
+static int udp_to(struct net_sock *s, const struct net_addr *to, uint32_t eid, struct sockaddr_in *sa) {
   *sa = (struct sockaddr_in){.sin_family = AF_INET,
                              .sin_port = to->port ? to->port : htons((uint16_t)(s->port_base + eid)),
                              .sin_addr.s_addr = to->ip ? to->ip : s->ifc.bcast};
+  return sa->sin_addr.s_addr ? 0 : -EHOSTUNREACH;
 }
 
 static int udp_send(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov, int iovcnt) {
   struct sockaddr_in sa;
-  udp_to(s, to, eid, &sa);
+  if (udp_to(s, to, eid, &sa) < 0) return -EHOSTUNREACH;
   struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = (struct iovec *)iov, .msg_iovlen = iovcnt};
   if (sendmsg(s->fd, &m, MSG_DONTWAIT) >= 0) return 0;
   return errno == EAGAIN || errno == ENOBUFS ? -EAGAIN : -errno;
@@ -64,7 +67,7 @@ static int udp_send_segs(struct net_sock *s, const struct net_addr *to, uint32_t
                          int iovcnt, uint16_t seg) {
   if (!s->gso) return -EOPNOTSUPP;
   struct sockaddr_in sa;
-  udp_to(s, to, eid, &sa);
+  if (udp_to(s, to, eid, &sa) < 0) return -EHOSTUNREACH;
   union {
     char buf[CMSG_SPACE(sizeof(uint16_t))];
     struct cmsghdr align;

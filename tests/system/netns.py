@@ -93,7 +93,9 @@ class Bridge:
     """Namespaces n0..n{k-1}, each with a veth to a bridge in a namespace of
     its own (10.99.8.i+1/24): hosts on one Ethernet segment."""
 
-    def __init__(self, k, mtu=1500):
+    def __init__(self, k, mtu=1500, brd=True):
+        """brd=False: addresses given no broadcast (`ip addr add A/24`, as
+        many sites write it)."""
         tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
         self.br = "fxr" + tag
         self.ns = ["fx%d" % i + tag for i in range(k)]
@@ -111,7 +113,7 @@ class Bridge:
             sh("ip", "link", "set", port, "netns", self.br)
             sh("ip", "-n", self.br, "link", "set", port, "master", "br0")
             sh("ip", "-n", self.br, "link", "set", port, "mtu", str(mtu), "up")
-            sh("ip", "-n", ns, "addr", "add", "10.99.8.%d/24" % (i + 1), "brd", "+", "dev", dev)
+            sh("ip", "-n", ns, "addr", "add", "10.99.8.%d/24" % (i + 1), *(("brd", "+") if brd else ()), "dev", dev)
             sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
             self.macs.append(Pair.mac(ns, dev))

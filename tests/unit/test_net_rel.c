@@ -9,12 +9,14 @@
  * this is the algorithm alone; the real wires and namespaces are the
  * system tests' (and nftables' loss there).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "net/iface.h"
 #include "net/rel.h"
 #include "net/wire.h"
 
@@ -506,7 +508,23 @@ static void test_record(void) {
   CHECK_EQ(net_get_record(b, NET_RECORD_HDR - 1, &g), -1);
 }
 
+/* The UDP wire's broadcast (a CONNECT to a board whose address is not
+ * known): the one the interface was given, else derived from the mask, as
+ * `ip addr add 10.97.0.2/24` gives none and getifaddrs then hands back the
+ * address itself: the CONNECT went to its own sender. */
+static void test_bcast(void) {
+  uint32_t ip = htonl(0x0a610002), m24 = htonl(0xffffff00);
+  CHECK_EQ(net_iface_bcast(ip, m24, htonl(0x0a6100ff)), htonl(0x0a6100ff));
+  CHECK_EQ(net_iface_bcast(ip, m24, ip), htonl(0x0a6100ff));
+  CHECK_EQ(net_iface_bcast(ip, m24, 0), htonl(0x0a6100ff));
+  CHECK_EQ(net_iface_bcast(ip, htonl(0xfffe0000), 0), htonl(0x0a61ffff));
+  CHECK_EQ(net_iface_bcast(ip, htonl(0xfffffffe), 0), 0); /* /31 */
+  CHECK_EQ(net_iface_bcast(ip, htonl(0xffffffff), ip), 0); /* /32 */
+  CHECK_EQ(net_iface_bcast(0, m24, 0), 0);
+}
+
 int main(void) {
+  test_bcast();
   test_wire();
   test_record();
   test_edges();
