@@ -167,7 +167,8 @@ struct cfg_entry config_table[] = {
         "the interface has an IPv4 address) or wire (raw frames one by one)"),
     NUM("FMX_NET_PULL_THRESHOLD", CFG_SIZE, "0", 0, G, net_pull_threshold,
         "messages to other hosts of this many bytes or more are pulled by the receiver (rendezvous); shorter "
-        "ones go eagerly in fragments; 0 = the MTU's packets times the wire's measured ratio (raw 8, UDP 5)"),
+        "ones go eagerly in fragments; 0 = raw wire: 8 packets' payload (measured); UDP: what one GSO train of "
+        "packets holds (64,440 bytes at MTU 1500), or 5 packets' where the kernel refuses GSO"),
     STR("FMX_NET_PROGRESS", "auto", "auto on off", net_progress,
         "while a message pulled from or by another host waits and the application computes, offload channel 0 "
         "sleeps on the socket and answers (pull requests, acks, the next blocks): auto while the kernel's runnable "

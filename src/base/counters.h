@@ -66,7 +66,8 @@
   X(NET_GRANT_QUEUE, "net: queue estimate: bytes on their way beyond the BDP (most)") \
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
-  X(NET_GRO_SWITCHES, "net: UDP receive GRO switched on (a pull began) or off (none for a while)") \
+  X(NET_TRAINS, "net: GSO trains of an eager message's fragments (one send each)") \
+  X(NET_GRO_SWITCHES, "net: UDP receive GRO switched on (pull, train) or off (a while)") \
   X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")     \
   X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing") \
   X(CLASS_TRIALS, "medium or rendezvous: trials of the other for a size class (receiver)") \

@@ -92,9 +92,8 @@ int net_open(struct fmx_endpoint *ep) {
   /* What net_eager_max gives a partner of the largest packets: longer
    * messages are pulled, and move only when someone makes progress
    * (core/progress.c watches such receives). */
-  transport_ep(ep)->pull_min = fmx_cfg.net_pull_threshold
-                                   ? fmx_cfg.net_pull_threshold
-                                   : (uint64_t)ne->sock.wire->pull_frames * (ne->pkt_max - NET_HDR_LEN - NET_RECORD_HDR) + 1;
+  transport_ep(ep)->pull_min =
+      fmx_cfg.net_pull_threshold ? fmx_cfg.net_pull_threshold : net_eager_bytes(&ne->sock, ne->pkt_max) + 1;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;

@@ -65,6 +65,17 @@ struct net_ep {
   struct list_node granting;
   uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
+  /* An eager message's fragments on their way out as one GSO send (net.c):
+   * the packets, as their partner's rel slots keep them (nothing frees
+   * those between a batch's pushes), every one seg bytes but the last. */
+  struct {
+    int on;
+    int n;
+    uint16_t seg;
+    uint32_t bytes;
+    struct partner *p;
+    struct iovec iov[NET_PULL_FRAMES_MAX];
+  } train;
   uint8_t pkt[NET_HDR_LEN + NET_BODY_MAX]; /* a packet being written */
   uint8_t hdrs[NET_PULL_FRAMES_MAX * (NET_HDR_LEN + NET_PULL_REPLY_HDR)]; /* the heads of a PULL's answers */
 };
@@ -128,9 +139,14 @@ void net_close(struct fmx_endpoint *ep);
 int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns);
 void net_ep_fini(struct fmx_endpoint *ep);
 
-/* A pull of ours begins: the UDP wire's socket takes GSO trains whole
- * until NET_GRO_QUIET packets come with no pull begun (net.c). */
-void net_gro_pull_begins(struct fmx_endpoint *ep);
+/* A pull of ours begins, or a packet sent in a train came: the UDP wire's
+ * socket takes GSO trains whole until NET_GRO_QUIET other packets come
+ * with neither (net.c). */
+void net_gro_want(struct fmx_endpoint *ep);
+/* The longest message worth sending eagerly by default on socket s to a
+ * partner of packets up to pkt_max: the wire's pull_frames packets'
+ * payload, or a GSO train's where fragments leave in trains. */
+uint64_t net_eager_bytes(const struct net_sock *s, uint32_t pkt_max);
 /* Timers are due soon: something is pending. */
 void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
 

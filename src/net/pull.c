@@ -371,7 +371,7 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
   list_add_tail(&np->pulls, &pl->node);
   net_ep(np->ep)->pulling++;
   /* Its answers may come as GSO trains to our own socket (the UDP wire). */
-  net_gro_pull_begins(np->ep);
+  net_gro_want(np->ep);
   return 0;
 }
 

@@ -49,6 +49,8 @@ uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq) {
   return tx_slot(r, seq)->tries;
 }
 
+const uint8_t *net_rel_last(const struct net_rel *r) { return tx_slot(r, r->next_seq - 1)->pkt; }
+
 int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
   if (!net_rel_can_send(r)) return -EAGAIN;
   struct net_rel_slot *s = tx_slot(r, r->next_seq);

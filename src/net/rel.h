@@ -68,6 +68,8 @@ void net_rel_fini(struct net_rel *r);
 
 /* Sending. Room for one more packet in the window? */
 int net_rel_can_send(const struct net_rel *r);
+/* The packet queued last, as the slot keeps it until acked. */
+const uint8_t *net_rel_last(const struct net_rel *r);
 /* Keep a copy of the packet of seq next_seq (len bytes) until it is acked,
  * counted as sent at now: 0, -EAGAIN (window full), -ENOMEM. The caller
  * transmits it. */

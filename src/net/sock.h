@@ -64,7 +64,9 @@ struct net_wire {
   int rx_ctl;
   /* Packets of a message sent eagerly that cost what pulling it costs
    * more (its two extra one-way trips), measured on veth at MTU 1500 and
-   * 9000 alike (docs/protocol.md): the default FMX_NET_PULL_THRESHOLD. */
+   * 9000 alike (docs/protocol.md): the default FMX_NET_PULL_THRESHOLD
+   * where fragments leave one by one (with GSO trains a train's worth:
+   * net_eager_bytes). */
   uint32_t pull_frames;
   /* Open for endpoint eid on the interface: 0, or -errno. */
   int (*open)(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);

@@ -53,10 +53,12 @@ enum net_type {
   NET_TYPE_MAX
 };
 
-/* NET_DATA flags: where the packet lies in its record. */
+/* NET_DATA flags: where the packet lies in its record; NET_F_TRAIN: it
+ * left in a GSO train (the receiver's GRO may take such trains whole). */
 #define NET_F_FIRST 0x0001
 #define NET_F_LAST 0x0002
-#define NET_F_KNOWN (NET_F_FIRST | NET_F_LAST)
+#define NET_F_TRAIN 0x0004
+#define NET_F_KNOWN (NET_F_FIRST | NET_F_LAST | NET_F_TRAIN)
 
 enum net_nack { NET_NACK_BAD_ENDPOINT = 1, NET_NACK_BAD_SESSION = 2, NET_NACK_BAD_KEY = 3, NET_NACK_CLOSED = 4 };
 

@@ -72,6 +72,8 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, const struct 
                        uint64_t frag) {
   struct proto_msg *r = o->msg;
   struct iovec iov[FMX_MAX_SEGMENTS];
+  int all = 1;
+  if (pp->tp->batch) pp->tp->batch(ep, 1); /* the fragments may leave together */
   while (o->off < r->len) {
     /* Progressive, as the ring engine's slots: one page first, then each
      * fragment as long as what went before, up to frag, so the receiver
@@ -87,10 +89,14 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, const struct 
       h.msg_len = o->off;
     }
     int niov = bulk_iov_local(r->segs, r->nseg, o->off, n, iov, FMX_MAX_SEGMENTS);
-    if (pp->tp->push(ep, p, &h, iov, niov) < 0) return 0;
+    if (pp->tp->push(ep, p, &h, iov, niov) < 0) {
+      all = 0;
+      break;
+    }
     o->off += n;
   }
-  return 1;
+  if (pp->tp->batch) pp->tp->batch(ep, 0);
+  return all;
 }
 
 /* Try to put one record (a medium message: all its fragments) in the ring.
