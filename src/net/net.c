@@ -121,20 +121,23 @@ static size_t net_max_payload(struct partner *p) {
   return np->pkt_max - NET_HDR_LEN - NET_RECORD_HDR;
 }
 
-uint64_t net_eager_bytes(const struct net_sock *s, uint32_t pkt_max) {
+uint64_t net_eager_bytes(const struct net_wire *w, int trains, uint32_t pkt_max) {
   /* Where fragments leave in trains (ops.batch), a train's worth: eager
    * 24 KiB took 31 us a half round trip on veth at MTU 1500 against 77
    * pulled (docs/protocol.md). */
-  uint32_t frames = s->wire->send_segs && s->gso ? NET_PULL_BLOCK_BYTES / pkt_max : s->wire->pull_frames;
+  uint32_t frames = trains ? NET_PULL_BLOCK_BYTES / pkt_max : w->pull_frames;
   return (uint64_t)frames * (pkt_max - NET_HDR_LEN - NET_RECORD_HDR);
 }
+
+static struct net_sock *train_sock(struct net_ep *ne, const struct net_peer *np);
 
 /* Eager up to the point where pulling pays: FMX_NET_PULL_THRESHOLD, or
  * by default net_eager_bytes. */
 static uint64_t net_eager_max(struct partner *p) {
   if (fmx_cfg.net_pull_threshold) return fmx_cfg.net_pull_threshold - 1;
   const struct net_peer *np = transport_state(p);
-  return net_eager_bytes(&net_ep(np->ep)->sock, np->pkt_max);
+  struct net_ep *ne = net_ep(np->ep);
+  return net_eager_bytes(ne->sock.wire, train_sock(ne, np) != NULL, np->pkt_max);
 }
 
 /* ---- trains: an eager message's fragments as one GSO send -------------- */
@@ -144,7 +147,16 @@ static uint64_t net_eager_max(struct partner *p) {
  * stack, veth and a bridge as one buffer, which the receiver takes whole
  * with GRO: on 8 namespaced hosts on 2 cores, 17 sendmsg and 17 trips
  * through the bridge per 24 KiB halo made eager sends slower than pulling
- * them. Elsewhere (raw frames) they leave one at a time. */
+ * them. Beside the raw wire, trains go between the two bulk sockets (the
+ * answers to pulls go there too): the first packet in a frame, which
+ * tells the receiver to read its bulk socket (NET_F_TRAIN), the rest as
+ * one GSO send. Without either, packets leave one at a time. */
+static struct net_sock *train_sock(struct net_ep *ne, const struct net_peer *np) {
+  if (ne->sock.wire->send_segs && ne->sock.gso) return &ne->sock;
+  if (ne->bulk_own && np->baddr.port && ne->bsock.gso) return &ne->bsock;
+  return NULL;
+}
+
 static void train_flush(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
   int n = ne->train.n;
@@ -154,18 +166,30 @@ static void train_flush(struct fmx_endpoint *ep) {
   struct partner *p = ne->train.p;
   struct net_peer *np = transport_state(p);
   uint32_t eid = transport_peer(p)->eid;
-  int r = n > 1 ? ne->sock.wire->send_segs(&ne->sock, &np->addr, eid, ne->train.iov, n, ne->train.seg)
-                : -EOPNOTSUPP;
+  struct net_sock *s = train_sock(ne, np);
+  const struct iovec *iov = ne->train.iov;
+  const struct net_addr *to = &np->addr;
+  int head = s == &ne->bsock; /* the first goes in a frame, to be heard */
+  if (head) {
+    iov++;
+    n--;
+    to = &np->baddr;
+  }
+  /* The rest first: when the frame is read, they are there. */
+  int r = !s || n == 0 ? -EOPNOTSUPP
+        : n == 1       ? s->wire->send(s, to, eid, iov, 1)
+                       : s->wire->send_segs(s, to, eid, iov, n, ne->train.seg);
+  if (head) net_xmit(ep, &np->addr, eid, ne->train.iov[0].iov_base, ne->train.iov[0].iov_len);
   if (r == 0) {
     TRANSPORT_ADD(ep, NET_SENT, (uint64_t)n);
     TRANSPORT_CNT(ep, NET_TRAINS);
-  } else if (r == -EOPNOTSUPP) { /* one packet, or the kernel refused GSO */
-    for (int i = 0; i < n; i++) net_xmit(ep, &np->addr, eid, ne->train.iov[i].iov_base, ne->train.iov[i].iov_len);
+  } else if (r == -EOPNOTSUPP) { /* the kernel refused GSO (now off): one at a time on our wire */
+    for (int i = 0; i < n; i++) net_xmit(ep, &np->addr, eid, iov[i].iov_base, iov[i].iov_len);
   } /* else lost as a line would lose them: the timer resends */
 }
 
-/* Whether the packets pushed now go in a train. */
-static int train_can(const struct net_ep *ne) { return ne->train.on && ne->sock.wire->send_segs && ne->sock.gso; }
+/* Whether the packets pushed now to np go in a train. */
+static int train_can(struct net_ep *ne, const struct net_peer *np) { return ne->train.on && train_sock(ne, np); }
 
 /* The packet p's stream just queued (len bytes, in its rel slot), into the
  * train. */
@@ -199,7 +223,7 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, u
   nh.seq = np->rel.next_seq;
   nh.ack = net_rel_ack_value(&np->rel);
   nh.len = len;
-  nh.flags = train_can(ne) ? flags | NET_F_TRAIN : flags;
+  nh.flags = train_can(ne, np) ? flags | NET_F_TRAIN : flags;
   net_put_hdr(ne->pkt, &nh);
   int r = net_rel_queue(&np->rel, ne->pkt, NET_HDR_LEN + len, now);
   if (r < 0) return r;
@@ -321,6 +345,13 @@ void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint
     np->mtu = mtu;
     if (mtu - ne->sock.wire->overhead < np->pkt_max) np->pkt_max = mtu - ne->sock.wire->overhead;
   }
+  /* Trains between the bulk sockets (train_sock): every packet of ours
+   * fits a UDP datagram within its MTU (28 bytes less than a frame). */
+  if (np->baddr.port && ne->bsock.gso) {
+    uint32_t u = net_sock_packet_max(&ne->bsock), peer = np->mtu - net_wire_udp.overhead;
+    if (peer < u) u = peer;
+    if (u < np->pkt_max) np->pkt_max = u;
+  }
 }
 
 /* Add what the partner's stream counted since the last look. */
@@ -371,10 +402,12 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
                     uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct net_ep *ne = net_ep(ep);
-  if (pk->h.flags & NET_F_TRAIN)
+  if (pk->h.flags & NET_F_TRAIN) {
     net_gro_want(ep);
-  else
+    if (ne->bulk_own) ne->trains_due = NET_TRAIN_PASSES; /* the rest comes to the bulk socket */
+  } else {
     gro_quiet_packet(ep, ne);
+  }
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
   arm_timers(ne, now); /* its ack is due */
   if (r != NET_REL_NEW) return;
@@ -395,9 +428,10 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
 }
 
 /* The partner a packet that came to the bulk socket is from: the
- * answers to our pulls, and nothing else, come there. */
+ * answers to our pulls and the trains of eager fragments, nothing else,
+ * come there. */
 static struct partner *bulk_source(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
-  if (pk->h.type != NET_PULL_REPLY) return NULL;
+  if (pk->h.type != NET_PULL_REPLY && !(pk->h.type == NET_DATA && (pk->h.flags & NET_F_TRAIN))) return NULL;
   struct partner *p = net_find(ep, 0, NULL, pk->h.src_ep, pk->h.src_session);
   return p && net_same_source(from, &((struct net_peer *)transport_state(p))->baddr) ? p : NULL;
 }
@@ -420,20 +454,22 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
     TRANSPORT_CNT(ep, NET_DROPPED);
     return;
   }
+  struct partner *p = NULL;
   if (bulk) {
-    struct partner *p = pk.h.dst_session == te->session ? bulk_source(ep, &pk, &rx->from) : NULL;
-    if (p) net_pull_on_reply(ep, p, &pk, now);
-    else TRANSPORT_CNT(ep, NET_DROPPED);
-    return;
+    p = pk.h.dst_session == te->session ? bulk_source(ep, &pk, &rx->from) : NULL;
+    if (!p) {
+      TRANSPORT_CNT(ep, NET_DROPPED);
+      return;
+    }
+  } else {
+    switch (pk.h.type) {
+      case NET_CONNECT: net_on_connect(ep, &pk, &rx->from); return;
+      case NET_CONNECT_REPLY: net_on_reply(ep, &pk, &rx->from); return;
+      case NET_NACK: net_on_nack(ep, &pk, &rx->from); return;
+      default: break;
+    }
+    p = pk.h.dst_session == te->session ? net_find(ep, 0, &rx->from, pk.h.src_ep, pk.h.src_session) : NULL;
   }
-  switch (pk.h.type) {
-    case NET_CONNECT: net_on_connect(ep, &pk, &rx->from); return;
-    case NET_CONNECT_REPLY: net_on_reply(ep, &pk, &rx->from); return;
-    case NET_NACK: net_on_nack(ep, &pk, &rx->from); return;
-    default: break;
-  }
-  struct partner *p =
-      pk.h.dst_session == te->session ? net_find(ep, 0, &rx->from, pk.h.src_ep, pk.h.src_session) : NULL;
   if (!p) {
     /* A stranger, a partner we dropped, or one from before we restarted
      * (another session): dropped, and told so for data. */
@@ -467,13 +503,17 @@ static void on_datagram(struct fmx_endpoint *ep, const struct net_rx *rx, int bu
 }
 
 /* What arrived on a socket, a few batches at most. */
-static void drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver) {
+/* What arrived on sock: the datagrams taken. */
+static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver) {
   struct net_rx rx[NET_RX_BATCH];
+  int got = 0;
   for (int round = 0; round < 4; round++) {
     int n = sock->wire->recv(sock, rx, NET_RX_BATCH);
     for (int i = 0; i < n; i++) on_datagram(ep, &rx[i], bulk, deliver);
+    got += n;
     if (n < NET_RX_BATCH) break;
   }
+  return got;
 }
 
 /* Resends, delayed acks, partners gone silent; the partners alive
@@ -519,7 +559,10 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   ne->skipped = 0;
   ne->look = 0;
   drain(ep, &ne->sock, 0, deliver);
-  if (ne->bulk_own && ne->pulling) drain(ep, &ne->bsock, 1, deliver);
+  /* The bulk socket while we pull, and for a while after a train was
+   * announced (a pass that finds nothing there counts down). */
+  if (ne->bulk_own && (ne->pulling || ne->trains_due) && !drain(ep, &ne->bsock, 1, deliver) && ne->trains_due)
+    ne->trains_due--;
   /* Timers run at a tenth of a millisecond at the finest: a look at the
    * clock every 8th pass is enough, and a spinning waiter saves the rest. */
   if (ne->timers_ns && (++ne->ticks & 7) == 0) {

@@ -93,7 +93,9 @@ int net_open(struct fmx_endpoint *ep) {
    * messages are pulled, and move only when someone makes progress
    * (core/progress.c watches such receives). */
   transport_ep(ep)->pull_min =
-      fmx_cfg.net_pull_threshold ? fmx_cfg.net_pull_threshold : net_eager_bytes(&ne->sock, ne->pkt_max) + 1;
+      fmx_cfg.net_pull_threshold
+          ? fmx_cfg.net_pull_threshold
+          : net_eager_bytes(ne->sock.wire, (ne->sock.wire->send_segs && ne->sock.gso) || ne->bulk_own, ne->pkt_max) + 1;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;
@@ -169,7 +171,7 @@ int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
     uint64_t now = sys_now_ns();
     *max_ns = ne->timers_ns > now ? ne->timers_ns - now : 0;
   }
-  return ne->bulk_own && ne->pulling ? ne->epfd : ne->sock.fd;
+  return ne->bulk_own && (ne->pulling || ne->trains_due) ? ne->epfd : ne->sock.fd;
 }
 
 void net_ep_fini(struct fmx_endpoint *ep) {

@@ -21,6 +21,10 @@
 /* A frame's bytes in at most NET_FRAME_IOV pieces of the sender's segments
  * (more: gathered into one); a GSO send's iovec. */
 #define NET_FRAME_IOV 8
+/* Passes that find nothing on the bulk socket after a train was announced
+ * before it is left alone again (its packets are resent on the wire if
+ * they came later still). */
+#define NET_TRAIN_PASSES 256
 #define NET_PULL_IOV (NET_PULL_FRAMES_MAX * (1 + NET_FRAME_IOV))
 
 /* What the net transport keeps of an endpoint (ops.ep_size). */
@@ -68,6 +72,7 @@ struct net_ep {
   /* An eager message's fragments on their way out as one GSO send (net.c):
    * the packets, as their partner's rel slots keep them (nothing frees
    * those between a batch's pushes), every one seg bytes but the last. */
+  uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
   struct {
     int on;
     int n;
@@ -143,10 +148,10 @@ void net_ep_fini(struct fmx_endpoint *ep);
  * socket takes GSO trains whole until NET_GRO_QUIET other packets come
  * with neither (net.c). */
 void net_gro_want(struct fmx_endpoint *ep);
-/* The longest message worth sending eagerly by default on socket s to a
+/* The longest message worth sending eagerly by default on wire w to a
  * partner of packets up to pkt_max: the wire's pull_frames packets'
  * payload, or a GSO train's where fragments leave in trains. */
-uint64_t net_eager_bytes(const struct net_sock *s, uint32_t pkt_max);
+uint64_t net_eager_bytes(const struct net_wire *w, int trains, uint32_t pkt_max);
 /* Timers are due soon: something is pending. */
 void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
 

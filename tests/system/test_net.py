@@ -87,24 +87,29 @@ def counter(out, rank, label):
     return sum(int(l.rsplit(None, 1)[1]) for l in out.splitlines() if "rank %d:" % rank in l and label in l)
 
 
-@pytest.mark.parametrize("window", ["256", "8"])
-def test_udp_eager_fragments_in_trains(pair1500, window):
-    """On the UDP wire an eager message's fragments leave as one GSO send
-    (a train) and the receiver's GRO takes it whole: messages eager up to
-    64 KiB (FMX_NET_PULL_THRESHOLD), every byte checked; each side sent
-    trains, and the receiving side switched GRO on for them though it never
-    pulled. A window of 8 packets ends a train in the middle of a message
-    (the rest leaves as the acks make room). The raw wire sends none."""
-    env = {"FMX_NET_WIRE": "udp", "FMX_NET_PULL_THRESHOLD": "65537", "FMX_NET_WINDOW": window}
+@pytest.mark.parametrize("wire,window", [("udp", "256"), ("udp", "8"), ("raw", "256"), ("raw", "8")])
+def test_eager_fragments_in_trains(pair1500, wire, window):
+    """An eager message's fragments leave as one GSO send (a train) and the
+    receiver's GRO takes it whole: on the UDP wire through its socket; on
+    the raw wire the first in a frame (it tells the receiver to read its
+    bulk socket) and the rest between the two bulk UDP sockets. Messages
+    eager up to 60 KiB (FMX_NET_PULL_THRESHOLD), every byte checked; each
+    side sent trains and pulled nothing. A window of 8 packets ends a train
+    in the middle of a message (the rest leaves as the acks make room).
+    With the answers to pulls in frames (FMX_NET_BULK=wire) the raw wire
+    sends fragments one by one."""
+    env = {"FMX_NET_WIRE": wire, "FMX_NET_PULL_THRESHOLD": "61441", "FMX_NET_WINDOW": window}
     out = perf(pair1500, "pingpong", "8,4K,24K,60K,8", env, iters=30, extra=("--counters",), want_err=True)
     assert len(rows(out)) == 5, out
     for rank in (0, 1):
         assert counter(out, rank, TRAINS) >= 2 * 30, out
         assert counter(out, rank, "large messages pulled") == 0, out
-        assert counter(out, rank, "UDP receive GRO switched") >= 1, out
-    out = perf(pair1500, "pingpong", "24K", {"FMX_NET_WIRE": "raw", "FMX_NET_PULL_THRESHOLD": "65537"}, iters=10,
-               extra=("--counters",), want_err=True)
-    assert counter(out, 0, TRAINS) == 0 and counter(out, 0, "eager sends in fragments") >= 10, out
+        if wire == "udp":
+            assert counter(out, rank, "UDP receive GRO switched") >= 1, out
+    if wire == "raw" and window == "256":
+        env["FMX_NET_BULK"] = "wire"
+        out = perf(pair1500, "pingpong", "24K", env, iters=10, extra=("--counters",), want_err=True)
+        assert counter(out, 0, TRAINS) == 0 and counter(out, 0, "eager sends in fragments") >= 10, out
 
 
 NAPS = "channel 0 naps on the net socket"
