@@ -163,12 +163,13 @@ struct cfg_entry config_table[] = {
     NUM("FMX_NET_ACK_EVERY", CFG_INT, "16", 1, 4096, net_ack_every,
         "an ack goes at once when this many packets are not acked yet"),
     STR("FMX_NET_BULK", "udp", "udp wire", net_bulk,
-        "raw wire: how the answers to pulls travel: udp (GSO trains to a UDP socket beside the raw one, where "
-        "the interface has an IPv4 address) or wire (raw frames one by one)"),
+        "raw wire: how the answers to pulls and eager messages' fragments travel: udp (GSO trains to a UDP socket "
+        "beside the raw one, where the interface has an IPv4 address) or wire (raw frames one by one)"),
     NUM("FMX_NET_PULL_THRESHOLD", CFG_SIZE, "0", 0, G, net_pull_threshold,
         "messages to other hosts of this many bytes or more are pulled by the receiver (rendezvous); shorter "
-        "ones go eagerly in fragments; 0 = raw wire: 8 packets' payload (measured); UDP: what one GSO train of "
-        "packets holds (64,440 bytes at MTU 1500), or 5 packets' where the kernel refuses GSO"),
+        "ones go eagerly in fragments; 0 = what one GSO train of packets holds where fragments leave in trains "
+        "(UDP 64,440 bytes at MTU 1500, raw wire with bulk sockets 61,776), else the wire's measured ratio (raw 8, "
+        "UDP 5 packets' payload)"),
     STR("FMX_NET_PROGRESS", "auto", "auto on off", net_progress,
         "while a message pulled from or by another host waits and the application computes, offload channel 0 "
         "sleeps on the socket and answers (pull requests, acks, the next blocks): auto while the kernel's runnable "
