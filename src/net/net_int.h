@@ -74,7 +74,7 @@ struct net_ep {
    * those between a batch's pushes), every one seg bytes but the last. */
   uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
   struct {
-    int on;
+    uint64_t want; /* payload bytes of the batch (ops.batch); 0: none */
     int n;
     uint16_t seg;
     uint32_t bytes;

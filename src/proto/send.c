@@ -73,7 +73,7 @@ static int push_medium(struct fmx_endpoint *ep, struct partner *p, const struct 
   struct proto_msg *r = o->msg;
   struct iovec iov[FMX_MAX_SEGMENTS];
   int all = 1;
-  if (pp->tp->batch) pp->tp->batch(ep, 1); /* the fragments may leave together */
+  if (pp->tp->batch) pp->tp->batch(ep, r->len - o->off); /* the fragments may leave together */
   while (o->off < r->len) {
     /* Progressive, as the ring engine's slots: one page first, then each
      * fragment as long as what went before, up to frag, so the receiver

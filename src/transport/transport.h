@@ -138,10 +138,10 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *   eager_max    the longest message worth sending eagerly to the partner,
  *            where the transport's rendezvous has costs of its own (net:
  *            the pull protocol); NULL: the protocol's thresholds
- *   batch    on (1): the records pushed to one partner from now on may
- *            leave together (net: one GSO send); off (0): what waits
- *            leaves now. Pushes between the two run no progress. NULL:
- *            every record leaves as it is pushed
+ *   batch    bytes > 0: the records pushed to one partner from now on,
+ *            that many payload bytes in all, may leave together (net: one
+ *            GSO send); 0: what waits leaves now. Pushes between the two
+ *            run no progress. NULL: every record leaves as it is pushed
  *   poll     deliver every record waiting from the partner, in order, with
  *            the deliver callback it is given (NULL: progress does it)
  *   progress the endpoint's share of a progress pass (lock held): take
@@ -189,7 +189,7 @@ struct fmx_transport_ops {
               int iovcnt);
   size_t (*max_payload)(struct partner *p);
   uint64_t (*eager_max)(struct partner *p);
-  void (*batch)(struct fmx_endpoint *ep, int on);
+  void (*batch)(struct fmx_endpoint *ep, uint64_t bytes);
   int (*unread)(struct partner *p);
   void (*poll)(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver);
   void (*progress)(struct fmx_endpoint *ep, transport_deliver_fn deliver);
