@@ -168,7 +168,7 @@ struct cfg_entry config_table[] = {
     NUM("FMX_NET_PULL_THRESHOLD", CFG_SIZE, "0", 0, G, net_pull_threshold,
         "messages to other hosts of this many bytes or more are pulled by the receiver (rendezvous); shorter "
         "ones go eagerly in fragments; 0 = what one GSO train of packets holds where fragments leave in trains "
-        "(UDP 64,440 bytes at MTU 1500, raw wire with bulk sockets 61,776), else the wire's measured ratio (raw 8, "
+        "(61,776 bytes at MTU 1500: UDP, or the raw wire with bulk sockets), else the wire's measured ratio (raw 8, "
         "UDP 5 packets' payload)"),
     STR("FMX_NET_PROGRESS", "auto", "auto on off", net_progress,
         "while a message pulled from or by another host waits and the application computes, offload channel 0 "

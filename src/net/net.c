@@ -125,7 +125,9 @@ uint64_t net_eager_bytes(const struct net_wire *w, int trains, uint32_t pkt_max)
   /* Where fragments leave in trains (ops.batch), a train's worth: eager
    * 24 KiB took 31 us a half round trip on veth at MTU 1500 against 77
    * pulled (docs/protocol.md). */
-  uint32_t frames = trains ? NET_PULL_BLOCK_BYTES / pkt_max : w->pull_frames;
+  uint32_t frames = !trains ? w->pull_frames
+                  : NET_PULL_BLOCK_BYTES / pkt_max < NET_PULL_FRAMES_MAX ? NET_PULL_BLOCK_BYTES / pkt_max
+                                                                         : NET_PULL_FRAMES_MAX;
   return (uint64_t)frames * (pkt_max - NET_HDR_LEN - NET_RECORD_HDR);
 }
 
@@ -179,10 +181,14 @@ static void train_flush(struct fmx_endpoint *ep) {
   int r = !s || n == 0 ? -EOPNOTSUPP
         : n == 1       ? s->wire->send(s, to, eid, iov, 1)
                        : s->wire->send_segs(s, to, eid, iov, n, ne->train.seg);
-  if (head) net_xmit(ep, &np->addr, eid, ne->train.iov[0].iov_base, ne->train.iov[0].iov_len);
+  if (head) {
+    /* Alone (the window or a train's limit cut it off): no train to read for. */
+    if (n == 0) net_clear_flags(ne->train.iov[0].iov_base, NET_F_TRAIN);
+    net_xmit(ep, &np->addr, eid, ne->train.iov[0].iov_base, ne->train.iov[0].iov_len);
+  }
   if (r == 0) {
     TRANSPORT_ADD(ep, NET_SENT, (uint64_t)n);
-    TRANSPORT_CNT(ep, NET_TRAINS);
+    if (n > 1) TRANSPORT_CNT(ep, NET_TRAINS);
   } else if (r == -EOPNOTSUPP) { /* the kernel refused GSO (now off): one at a time on our wire */
     for (int i = 0; i < n; i++) net_xmit(ep, &np->addr, eid, iov[i].iov_base, iov[i].iov_len);
   } /* else lost as a line would lose them: the timer resends */
@@ -195,9 +201,9 @@ static void train_flush(struct fmx_endpoint *ep) {
  * 6 KiB (5) 20.1 against 27.1. */
 #define NET_TRAIN_BULK_MIN 4
 
-static int train_can(struct net_ep *ne, const struct net_peer *np) {
-  struct net_sock *s = ne->train.want ? train_sock(ne, np) : NULL;
-  return s && (s == &ne->sock || ne->train.want >= NET_TRAIN_BULK_MIN * (uint64_t)(np->pkt_max - NET_HDR_LEN - NET_RECORD_HDR));
+static int train_can(struct net_ep *ne, struct partner *p) {
+  struct net_sock *s = ne->train.want ? train_sock(ne, transport_state(p)) : NULL;
+  return s && (s == &ne->sock || ne->train.want >= NET_TRAIN_BULK_MIN * (uint64_t)net_max_payload(p));
 }
 
 /* The packet p's stream just queued (len bytes, in its rel slot), into the
@@ -232,7 +238,7 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, u
   nh.seq = np->rel.next_seq;
   nh.ack = net_rel_ack_value(&np->rel);
   nh.len = len;
-  nh.flags = train_can(ne, np) ? flags | NET_F_TRAIN : flags;
+  nh.flags = train_can(ne, p) ? flags | NET_F_TRAIN : flags;
   net_put_hdr(ne->pkt, &nh);
   int r = net_rel_queue(&np->rel, ne->pkt, NET_HDR_LEN + len, now);
   if (r < 0) return r;
@@ -356,11 +362,12 @@ void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint
   }
   /* Trains between the bulk sockets (train_sock): every packet of ours
    * fits a UDP datagram within its MTU (28 bytes less than a frame). */
-  if (np->baddr.port && ne->bsock.gso) {
-    uint32_t u = net_sock_packet_max(&ne->bsock), peer = np->mtu - net_wire_udp.overhead;
-    if (peer < u) u = peer;
-    if (u < np->pkt_max) np->pkt_max = u;
-  }
+  if (np->baddr.port && ne->bsock.gso && net_bulk_packet_max(np) < np->pkt_max) np->pkt_max = net_bulk_packet_max(np);
+}
+
+uint32_t net_bulk_packet_max(const struct net_peer *np) {
+  uint32_t m = net_sock_packet_max(&net_ep(np->ep)->bsock), peer = np->mtu - net_wire_udp.overhead;
+  return peer < m ? peer : m;
 }
 
 /* Add what the partner's stream counted since the last look. */
@@ -511,8 +518,7 @@ static void on_datagram(struct fmx_endpoint *ep, const struct net_rx *rx, int bu
     on_packet(ep, rx->buf + off, rx->len - off < rx->seg ? rx->len - off : rx->seg, rx, bulk, deliver, now);
 }
 
-/* What arrived on a socket, a few batches at most. */
-/* What arrived on sock: the datagrams taken. */
+/* What arrived on sock, a few batches at most: the datagrams taken. */
 static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver) {
   struct net_rx rx[NET_RX_BATCH];
   int got = 0;

@@ -89,13 +89,14 @@ int net_open(struct fmx_endpoint *ep) {
   uint64_t cap = ne->pull_window > ne->pull_window_wire ? ne->pull_window : ne->pull_window_wire;
   net_grant_init(&ne->grant, cap, ne->pkt_max - NET_HDR_LEN - NET_PULL_REPLY_HDR, NET_PULL_BLOCK_BYTES);
   list_init(&ne->granting);
-  /* What net_eager_max gives a partner of the largest packets: longer
-   * messages are pulled, and move only when someone makes progress
-   * (core/progress.c watches such receives). */
+  /* The least net_eager_max gives a partner of the largest packets (one
+   * without trains: beside the raw wire, a partner without a bulk
+   * socket): longer messages may be pulled, and move only when someone
+   * makes progress (core/progress.c watches such receives). */
   transport_ep(ep)->pull_min =
       fmx_cfg.net_pull_threshold
           ? fmx_cfg.net_pull_threshold
-          : net_eager_bytes(ne->sock.wire, (ne->sock.wire->send_segs && ne->sock.gso) || ne->bulk_own, ne->pkt_max) + 1;
+          : net_eager_bytes(ne->sock.wire, ne->sock.wire->send_segs && ne->sock.gso, ne->pkt_max) + 1;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;

@@ -69,10 +69,10 @@ struct net_ep {
   struct list_node granting;
   uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
+  uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
   /* An eager message's fragments on their way out as one GSO send (net.c):
    * the packets, as their partner's rel slots keep them (nothing frees
    * those between a batch's pushes), every one seg bytes but the last. */
-  uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
   struct {
     uint64_t want; /* payload bytes of the batch (ops.batch); 0: none */
     int n;
@@ -148,6 +148,9 @@ void net_ep_fini(struct fmx_endpoint *ep);
  * socket takes GSO trains whole until NET_GRO_QUIET other packets come
  * with neither (net.c). */
 void net_gro_want(struct fmx_endpoint *ep);
+/* The largest packet between our bulk socket and np's: UDP's within the
+ * smaller MTU of the two. */
+uint32_t net_bulk_packet_max(const struct net_peer *np);
 /* The longest message worth sending eagerly by default on wire w to a
  * partner of packets up to pkt_max: the wire's pull_frames packets'
  * payload, or a GSO train's where fragments leave in trains. */

@@ -90,9 +90,7 @@ struct net_export {
  * MTU of the two. */
 static uint32_t reply_max(const struct net_peer *np) {
   struct net_ep *ne = net_ep(np->ep);
-  if (!ne->bulk_own || !np->baddr.port) return np->pkt_max;
-  uint32_t m = net_sock_packet_max(&ne->bsock), peer = np->mtu - net_wire_udp.overhead;
-  return peer < m ? peer : m;
+  return ne->bulk_own && np->baddr.port ? net_bulk_packet_max(np) : np->pkt_max;
 }
 
 static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }

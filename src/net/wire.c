@@ -120,6 +120,8 @@ size_t net_put_host(uint8_t *buf, uint64_t nonce, uint64_t nic, const char *name
 
 void net_patch_ack(uint8_t *buf, uint32_t ack) { net_set32(buf + 20, ack); }
 
+void net_clear_flags(uint8_t *buf, uint16_t flags) { net_set16(buf + 26, (uint16_t)(net_get16(buf + 26) & ~flags)); }
+
 size_t net_put_connect(uint8_t *buf, uint64_t nic, uint64_t dst_nic, uint32_t key, uint32_t conn_seq,
                        uint32_t start_seq, uint32_t bulk_ip, uint16_t bulk_port, uint16_t mtu) {
   net_set64(buf, nic);

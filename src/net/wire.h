@@ -130,6 +130,8 @@ size_t net_put_host(uint8_t *buf, uint64_t nonce, uint64_t nic, const char *name
 /* Patch the ack field of a header already written (a resent packet
  * carries the ack of when it is resent). */
 void net_patch_ack(uint8_t *buf, uint32_t ack);
+/* Clear flags of the packet written at buf. */
+void net_clear_flags(uint8_t *buf, uint16_t flags);
 
 const char *net_bad_str(int why);
 const char *net_type_str(unsigned type);
