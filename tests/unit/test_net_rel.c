@@ -480,7 +480,9 @@ static void test_wire(void) {
   b[0] ^= 1;
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_MAGIC);
   b[0] ^= 1;
-  b[2] = 2;
+  b[2] = NET_VERSION + 1;
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  b[2] = 1; /* before NET_F_TRAIN: refused, not guessed at */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
   b[2] = NET_VERSION;
   b[3] = 0;
