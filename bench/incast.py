@@ -19,8 +19,14 @@ for again (fmx_counters --running, read while the ranks wait at the end).
 Reps interleave the peers; tables give the median (range), and fmx's
 goodput over each peer's, paired per rep.
 
-  python3 bench/incast.py [--build DIR] [--reps N] [--senders 3,7,15] [--peers fmx,tcp,ofitcp] [--quick]
-                          [--docs FILE]
+Tail latency (--probe N, default 1000): one more host times 8-byte
+ping-pongs with host 0 through the same port, N before the senders start
+(unloaded) and then one after another while they send (loaded); the table
+gives the half round trips' p50 and p99 and the loaded p99 over the
+unloaded p50.
+
+  python3 bench/incast.py [--build DIR] [--reps N] [--senders 3,7,15] [--peers fmx,tcp,ofitcp] [--probe N]
+                          [--quick] [--docs FILE]
 Exit status: 0; 1 when fmx ran and no run of it gave a goodput; 2 usage.
 """
 import argparse
@@ -107,13 +113,18 @@ def run_one(build, how, hosts, work, argv):
     sent0, drop0 = hosts.port_stats(0)
     err = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the job runs
     p = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=err, text=True)
+    probing = "--probe" in argv
     try:
-        line, seen = "", []
-        for x in p.stdout:  # mpirun's own lines may come first
-            if x.startswith("{"):
+        line, probe, seen = "", "", []
+        for x in p.stdout:  # mpirun's own lines may come first; rank 0's and the prober's in either order
+            if x.startswith("{") and '"incast-probe"' in x:
+                probe = x
+            elif x.startswith("{"):
                 line = x
+            else:
+                seen.append(x)
+            if line and (probe or not probing):
                 break
-            seen.append(x)
         sent1, drop1 = hosts.port_stats(0)
         rec = {"frames": sent1 - sent0, "dropped": drop1 - drop0}
         if line and how == "fmx":
@@ -134,6 +145,8 @@ def run_one(build, how, hosts, work, argv):
     if r["wrong_bytes"]:
         raise RuntimeError("%d bytes wrong" % r["wrong_bytes"])
     rec.update(goodput_MBps=r["goodput_MBps"], time_s=r["time_s"])
+    if probe:
+        rec.update({k: v for k, v in json.loads(probe).items() if k != "app"})
     return rec
 
 
@@ -167,6 +180,20 @@ def render(data):
         rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "grants" in r]
         if rs:
             out.append("| %d | %s |" % (k, " | ".join(med([r[c] for r in rs], "%d") for c in GRANTS)))
+    if any("idle_p50_us" in r for r in data["runs"]):
+        out += ["", "8 B ping-pong between host 0 and one more host through the same port, half round trip (us): "
+                "before the senders start (unloaded) and while they send (loaded), median (range) over reps", "",
+                "| senders | peer | unloaded p50 | unloaded p99 | loaded p50 | loaded p99 | loaded p99 / unloaded p50 |"
+                " pings loaded |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for k in data["senders"]:
+            for name, label in PEERS:
+                rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == name and r.get("loaded_n")]
+                if rs:
+                    out.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                        k, label, med([r["idle_p50_us"] for r in rs]), med([r["idle_p99_us"] for r in rs]),
+                        med([r["loaded_p50_us"] for r in rs]), med([r["loaded_p99_us"] for r in rs]),
+                        med([r["loaded_p99_us"] / max(r["idle_p50_us"], 1e-9) for r in rs]),
+                        med([r["loaded_n"] for r in rs], "%d")))
     out += ["", "fmx's goodput over the peer's, paired per rep:", "", "| senders | " +
             " | ".join(label for name, label in PEERS[1:]) + " |", "|---:|" + "---:|" * (len(PEERS) - 1)]
     for k in data["senders"]:
@@ -195,6 +222,7 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=1 << 20)
     ap.add_argument("--msgs", type=int, default=16)
     ap.add_argument("--window", type=int, default=8)
+    ap.add_argument("--probe", type=int, default=1000, help="8 B ping-pongs of one more host (0: none)")
     ap.add_argument("--quick", action="store_true", help="1 rep, 3 senders, docs untouched")
     ap.add_argument("--peers", default=",".join(p for p, _ in PEERS), help="which of fmx,tcp,ofitcp run")
     ap.add_argument("--docs", default=None)
@@ -204,8 +232,8 @@ def main(argv=None):
         senders = [int(x) for x in args.senders.split(",")]
     except ValueError:
         ap.error("--senders: a comma list of counts")
-    if args.reps < 1 or not senders or min(senders) < 1 or max(senders) > 200:
-        ap.error("--reps at least 1; --senders from 1 to 200")
+    if args.reps < 1 or not senders or min(senders) < 1 or max(senders) > 200 or not 0 <= args.probe <= 100000:
+        ap.error("--reps at least 1; --senders from 1 to 200; --probe from 0 to 100000")
     if args.quick:
         args.reps, senders = 1, senders[:1]
     docs = args.docs if args.docs is not None else (None if args.quick else os.path.join(ROOT, "docs",
@@ -214,6 +242,7 @@ def main(argv=None):
     prog = os.path.join(build, "tests", "incast")
     data = {"host": os.uname().nodename, "date": datetime.datetime.now().strftime("%Y-%m-%dT%H%M"),
             "reps": args.reps, "senders": senders, "size": args.size, "msgs": args.msgs, "window": args.window,
+            "probe": args.probe,
             "runs": [], "skipped": {}}
     peers = [p for p, _ in PEERS if p in args.peers.split(",")]
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
@@ -225,13 +254,14 @@ def main(argv=None):
     elif not os.path.exists(os.path.join(build, "ofi", "libfmx-fi.so")):
         data["skipped"]["fmx"] = "libfmx-fi.so not built"
         peers = [p for p in peers if p != "fmx"]
-    argv = [prog, "--size", str(args.size), "--msgs", str(args.msgs), "--window", str(args.window)]
+    argv = [prog, "--size", str(args.size), "--msgs", str(args.msgs), "--window", str(args.window)] + \
+        (["--probe", str(args.probe)] if args.probe else [])
     work = tempfile.mkdtemp(prefix="fmx-incast-")
     tag = "i%d" % (os.getpid() % 10000)
     try:
         for k in senders if peers else []:
             try:
-                hosts = Hosts(k + 1, tag)
+                hosts = Hosts(k + 1 + (args.probe > 0), tag)
                 hosts.shape(0)
             except (subprocess.SubprocessError, OSError) as e:
                 data["skipped"]["%d senders" % k] = "namespaces not made: %s" % e

@@ -6,7 +6,14 @@
  * reduction of large vectors). Rank 0 keeps --window receives posted per
  * sender and checks every byte.
  *
- *   incast [--size BYTES] [--msgs N] [--window W] [--hold PATH]
+ *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--hold PATH]
+ *
+ * --probe N: the last rank sends nothing large: it times 8-byte ping-pongs
+ * with rank 0, 200 us apart (a sporadic short message, not a flood that
+ * would take rank 0's core from the bulk), N before the others start
+ * (unloaded), then while they send (loaded) until rank 0 has everything,
+ * and prints a second JSON line: the half round trips' p50, p99 and max for
+ * both (us), and how many of each.
  *
  * --hold PATH: once the line is printed, every rank waits (sleeping, at
  * most 60 s) until PATH exists before it finalizes: the bench and the test
@@ -26,9 +33,11 @@
 
 struct opts {
   long size;
-  int msgs, window;
+  int msgs, window, probe;
   const char *hold;
 };
+
+#define PING_TAG 1000001 /* above any message number */
 
 static int parse(int argc, char **argv, struct opts *o) {
   *o = (struct opts){.size = 1 << 20, .msgs = 16, .window = 8};
@@ -42,6 +51,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     if (strcmp(argv[i], "--size") == 0 && v >= 1 && v <= 256L << 20) o->size = v;
     else if (strcmp(argv[i], "--msgs") == 0 && v >= 1 && v <= 1000000) o->msgs = (int)v;
     else if (strcmp(argv[i], "--window") == 0 && v >= 1 && v <= 64) o->window = (int)v;
+    else if (strcmp(argv[i], "--probe") == 0 && v >= 1 && v <= 1000000) o->probe = (int)v;
     else return -1;
     i++;
   }
@@ -83,7 +93,10 @@ static int send_all(const struct opts *o, int rank) {
 static long recv_all(const struct opts *o, int nsend, long *wrong) {
   int w = o->msgs < o->window ? o->msgs : o->window, n = nsend * w;
   uint8_t *buf = malloc((size_t)o->size * (size_t)n);
-  MPI_Request *rq = calloc((size_t)n, sizeof *rq);
+  MPI_Request *rq = calloc((size_t)n + 1, sizeof *rq); /* + the prober's ping */
+  uint64_t ping = 0;
+  rq[n] = MPI_REQUEST_NULL;
+  if (o->probe) MPI_Irecv(&ping, 8, MPI_BYTE, nsend + 1, PING_TAG, MPI_COMM_WORLD, &rq[n]);
   int *next = calloc((size_t)nsend, sizeof *next); /* the next message each sender's slot gets */
   int *msg = calloc((size_t)n, sizeof *msg);
   if (!buf || !rq || !next || !msg) return -1;
@@ -96,7 +109,14 @@ static long recv_all(const struct opts *o, int nsend, long *wrong) {
   long got = 0;
   for (long left = (long)nsend * o->msgs; left > 0; left--) {
     int i;
-    MPI_Waitany(n, rq, &i, MPI_STATUS_IGNORE);
+    MPI_Waitany(n + 1, rq, &i, MPI_STATUS_IGNORE);
+    if (i == n) { /* a ping: pong 0, more to come */
+      uint64_t more = 0;
+      MPI_Send(&more, 8, MPI_BYTE, nsend + 1, PING_TAG, MPI_COMM_WORLD);
+      MPI_Irecv(&ping, 8, MPI_BYTE, nsend + 1, PING_TAG, MPI_COMM_WORLD, &rq[n]);
+      left++;
+      continue;
+    }
     int s = i / w;
     *wrong += check(buf + (size_t)i * (size_t)o->size, o->size, s + 1, msg[i]);
     got += o->size;
@@ -105,11 +125,75 @@ static long recv_all(const struct opts *o, int nsend, long *wrong) {
       MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, s + 1, msg[i], MPI_COMM_WORLD, &rq[i]);
     }
   }
+  if (o->probe) { /* the next ping hears that it was the last */
+    uint64_t done = 1;
+    MPI_Wait(&rq[n], MPI_STATUS_IGNORE);
+    MPI_Send(&done, 8, MPI_BYTE, nsend + 1, PING_TAG, MPI_COMM_WORLD);
+  }
   free(msg);
   free(next);
   free(rq);
   free(buf);
   return got;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* p50, p99 and max of n half round trips (us), sorted in place. */
+static void print_pcts(const char *name, double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  printf("\"%s_n\":%d,\"%s_p50_us\":%.2f,\"%s_p99_us\":%.2f,\"%s_max_us\":%.2f", name, n, name,
+         n ? t[n / 2] : 0.0, name, n ? t[(int)((n - 1) * 0.99)] : 0.0, name, n ? t[n - 1] : 0.0);
+}
+
+/* One ping to rank 0 and its pong: the half round trip (us); *done set
+ * when rank 0 said it was the last. */
+static double ping_once(uint64_t *done) {
+  struct timespec gap = {0, 200000};
+  nanosleep(&gap, NULL);
+  uint64_t x = 0;
+  double t = MPI_Wtime();
+  MPI_Send(&x, 8, MPI_BYTE, 0, PING_TAG, MPI_COMM_WORLD);
+  MPI_Recv(done, 8, MPI_BYTE, 0, PING_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return (MPI_Wtime() - t) * 1e6 / 2;
+}
+
+/* The last rank with --probe: N pings while nobody sends (rank 0 answers
+ * them before the barrier), then pings until rank 0 has everything. */
+static int probe(const struct opts *o, int nsend) {
+  (void)nsend;
+  int cap = 1 << 20, nl = 0;
+  double *idle = calloc((size_t)o->probe, sizeof *idle), *load = calloc((size_t)cap, sizeof *load);
+  if (!idle || !load) return -1;
+  uint64_t done = 0;
+  for (int i = 0; i < o->probe; i++) idle[i] = ping_once(&done);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (done = 0; !done;) {
+    double t = ping_once(&done);
+    if (!done && nl < cap) load[nl++] = t;
+  }
+  printf("{\"app\":\"incast-probe\",");
+  print_pcts("idle", idle, o->probe);
+  printf(",");
+  print_pcts("loaded", load, nl);
+  printf("}\n");
+  fflush(stdout);
+  free(idle);
+  free(load);
+  return 0;
+}
+
+/* Rank 0 with --probe: the unloaded pings answered before the barrier. */
+static void answer_idle(const struct opts *o, int prober) {
+  for (int i = 0; i < o->probe; i++) {
+    uint64_t x;
+    MPI_Recv(&x, 8, MPI_BYTE, prober, PING_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    x = 0;
+    MPI_Send(&x, 8, MPI_BYTE, prober, PING_TAG, MPI_COMM_WORLD);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -118,19 +202,27 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   struct opts o;
-  if (parse(argc, argv, &o) < 0 || size < 2) {
+  if (parse(argc, argv, &o) < 0 || size < 2 + (o.probe > 0)) {
     if (rank == 0)
-      fprintf(stderr, "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W] [--hold PATH]\n");
+      fprintf(stderr,
+              "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W] [--probe N (N>=3 ranks)] "
+              "[--hold PATH]\n");
     MPI_Finalize();
     return 2;
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
+  int nsend = size - 1 - (o.probe > 0);
+  if (o.probe && rank == 0) answer_idle(&o, size - 1);
   long wrong = 0, got = 0;
   int rc = 0;
+  if (o.probe && rank == size - 1) {
+    rc = probe(&o, nsend); /* its barrier inside, after the idle pings */
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  double t0 = MPI_Wtime();
   if (rank == 0)
-    got = recv_all(&o, size - 1, &wrong);
-  else
+    got = recv_all(&o, nsend, &wrong);
+  else if (rank <= nsend)
     rc = send_all(&o, rank);
   double t = MPI_Wtime() - t0;
   if (got < 0 || rc < 0) {
@@ -140,7 +232,7 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     printf("{\"app\":\"incast\",\"senders\":%d,\"size\":%ld,\"msgs\":%d,\"window\":%d,\"bytes\":%ld,\"time_s\":%.6f,"
            "\"goodput_MBps\":%.2f,\"wrong_bytes\":%ld}\n",
-           size - 1, o.size, o.msgs, o.window, got, t, t > 0 ? got / t / 1e6 : 0.0, wrong);
+           nsend, o.size, o.msgs, o.window, got, t, t > 0 ? got / t / 1e6 : 0.0, wrong);
     fflush(stdout);
   }
   MPI_Barrier(MPI_COMM_WORLD);

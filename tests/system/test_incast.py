@@ -4,8 +4,10 @@ namespaced hosts on one bridge whose port toward host 0 is a token bucket
 of 1 Gb/s holding 64 KB (tbf). Open MPI + fmx's provider runs
 tests/mpi/incast.c across them: every sender's messages arrive whole and
 checked although the port drops what overflows it."""
+import json
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -62,5 +64,33 @@ def test_incast_through_shallow_port(tmp_path):
         assert res["bytes"] == 3 * 6 * (1 << 20), res
         assert (sent1 - sent0) * 1500 >= res["bytes"], (sent1 - sent0, dropped, res)
         assert (dropped - dropped0) * 16 <= sent1 - sent0, (sent1 - sent0, dropped - dropped0, counters)
+    finally:
+        hosts.close()
+
+
+def test_incast_probe_times_pings_through_the_port(tmp_path):
+    """--probe: one more host pings host 0 through the shaped port before
+    and while 2 senders load it; rank 0 answers every ping between its
+    receives. Both lines come: the senders' bytes all arrive and check, and
+    the prober timed every unloaded ping (no time is asserted)."""
+    hosts = Bridge(4)
+    try:
+        hosts.shape(0)
+        wrap = wrapper(tmp_path, hosts, "OMPI_COMM_WORLD_RANK")
+        cmd = ["ip", "netns", "exec", hosts.ns[0], MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to",
+               "none", "-np", "4", "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include",
+               "fmx", "--mca", "oob_tcp_if_include", "10.99.8.0/24"] + sum((["-x", k] for k in sorted(FI_ENV)), []) + \
+            [wrap, INCAST, "--size", "1048576", "--msgs", "4", "--window", "2", "--probe", "50"]
+        env = dict(os.environ, **FI_ENV, PMIX_MCA_ptl_tcp_remote_connections="1",
+                   PMIX_MCA_ptl_tcp_if_include=hosts.devs[0], ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+        res = [x for x in lines if x["app"] == "incast"]
+        probe = [x for x in lines if x["app"] == "incast-probe"]
+        assert len(res) == 1 and len(probe) == 1, p.stdout
+        assert res[0]["senders"] == 2 and res[0]["bytes"] == 2 * 4 * (1 << 20) and res[0]["wrong_bytes"] == 0, res
+        assert probe[0]["idle_n"] == 50 and probe[0]["loaded_n"] >= 0, probe
+        assert 0 < probe[0]["idle_p50_us"] <= probe[0]["idle_p99_us"] <= probe[0]["idle_max_us"], probe
     finally:
         hosts.close()
