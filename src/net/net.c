@@ -121,111 +121,19 @@ static size_t net_max_payload(struct partner *p) {
   return np->pkt_max - NET_HDR_LEN - NET_RECORD_HDR;
 }
 
-uint64_t net_eager_bytes(const struct net_wire *w, int trains, uint32_t pkt_max) {
-  /* Where fragments leave in trains (ops.batch), a train's worth: eager
-   * 24 KiB took 31 us a half round trip on veth at MTU 1500 against 77
-   * pulled (docs/protocol.md). */
-  uint32_t frames = !trains ? w->pull_frames
-                  : NET_PULL_BLOCK_BYTES / pkt_max < NET_PULL_FRAMES_MAX ? NET_PULL_BLOCK_BYTES / pkt_max
-                                                                         : NET_PULL_FRAMES_MAX;
-  return (uint64_t)frames * (pkt_max - NET_HDR_LEN - NET_RECORD_HDR);
-}
-
-static struct net_sock *train_sock(struct net_ep *ne, const struct net_peer *np);
-
 /* Eager up to the point where pulling pays: FMX_NET_PULL_THRESHOLD, or
  * by default net_eager_bytes. */
 static uint64_t net_eager_max(struct partner *p) {
   if (fmx_cfg.net_pull_threshold) return fmx_cfg.net_pull_threshold - 1;
   const struct net_peer *np = transport_state(p);
   struct net_ep *ne = net_ep(np->ep);
-  return net_eager_bytes(ne->sock.wire, train_sock(ne, np) != NULL, np->pkt_max);
-}
-
-/* ---- trains: an eager message's fragments as one GSO send -------------- */
-
-/* Where the wire takes GSO sends (UDP), the fragments of an eager message
- * pushed in one batch (ops.batch) leave as one system call and cross the
- * stack, veth and a bridge as one buffer, which the receiver takes whole
- * with GRO: on 8 namespaced hosts on 2 cores, 17 sendmsg and 17 trips
- * through the bridge per 24 KiB halo made eager sends slower than pulling
- * them. Beside the raw wire, trains go between the two bulk sockets (the
- * answers to pulls go there too): the first packet in a frame, which
- * tells the receiver to read its bulk socket (NET_F_TRAIN), the rest as
- * one GSO send. Without either, packets leave one at a time. */
-static struct net_sock *train_sock(struct net_ep *ne, const struct net_peer *np) {
-  if (ne->sock.wire->send_segs && ne->sock.gso) return &ne->sock;
-  if (ne->bulk_own && np->baddr.port && ne->bsock.gso) return &ne->bsock;
-  return NULL;
-}
-
-static void train_flush(struct fmx_endpoint *ep) {
-  struct net_ep *ne = net_ep(ep);
-  int n = ne->train.n;
-  if (!n) return;
-  ne->train.n = 0;
-  ne->train.bytes = 0;
-  struct partner *p = ne->train.p;
-  struct net_peer *np = transport_state(p);
-  uint32_t eid = transport_peer(p)->eid;
-  struct net_sock *s = train_sock(ne, np);
-  const struct iovec *iov = ne->train.iov;
-  const struct net_addr *to = &np->addr;
-  int head = s == &ne->bsock; /* the first goes in a frame, to be heard */
-  if (head) {
-    iov++;
-    n--;
-    to = &np->baddr;
-  }
-  /* The rest first: when the frame is read, they are there. */
-  int r = !s || n == 0 ? -EOPNOTSUPP
-        : n == 1       ? s->wire->send(s, to, eid, iov, 1)
-                       : s->wire->send_segs(s, to, eid, iov, n, ne->train.seg);
-  if (head) {
-    /* Alone (the window or a train's limit cut it off): no train to read for. */
-    if (n == 0) net_clear_flags(ne->train.iov[0].iov_base, NET_F_TRAIN);
-    net_xmit(ep, &np->addr, eid, ne->train.iov[0].iov_base, ne->train.iov[0].iov_len);
-  }
-  if (r == 0) {
-    TRANSPORT_ADD(ep, NET_SENT, (uint64_t)n);
-    if (n > 1) TRANSPORT_CNT(ep, NET_TRAINS);
-  } else if (r == -EOPNOTSUPP) { /* the kernel refused GSO (now off): one at a time on our wire */
-    for (int i = 0; i < n; i++) net_xmit(ep, &np->addr, eid, iov[i].iov_base, iov[i].iov_len);
-  } /* else lost as a line would lose them: the timer resends */
-}
-
-/* Whether the packets pushed now to np go in a train. Beside the raw wire
- * a train costs the receiver a read of its bulk socket, worth it from
- * NET_TRAIN_BULK_MIN fragments: fmx_perf pingpong across veth, 2 KiB (2
- * fragments) 16.9 us in a train against 11.6 frame by frame, 4 KiB even,
- * 6 KiB (5) 20.1 against 27.1. */
-#define NET_TRAIN_BULK_MIN 4
-
-static int train_can(struct net_ep *ne, struct partner *p) {
-  struct net_sock *s = ne->train.want ? train_sock(ne, transport_state(p)) : NULL;
-  return s && (s == &ne->sock || ne->train.want >= NET_TRAIN_BULK_MIN * (uint64_t)net_max_payload(p));
-}
-
-/* The packet p's stream just queued (len bytes, in its rel slot), into the
- * train. */
-static void train_add(struct fmx_endpoint *ep, struct partner *p, const uint8_t *pkt, uint32_t len) {
-  struct net_ep *ne = net_ep(ep);
-  if (ne->train.n && (ne->train.p != p || len > ne->train.seg || ne->train.n == NET_PULL_FRAMES_MAX ||
-                      ne->train.bytes + len > NET_PULL_BLOCK_BYTES))
-    train_flush(ep);
-  if (!ne->train.n) {
-    ne->train.p = p;
-    ne->train.seg = (uint16_t)len;
-  }
-  ne->train.iov[ne->train.n++] = (struct iovec){(void *)pkt, len};
-  ne->train.bytes += len;
-  if (len < ne->train.seg) train_flush(ep); /* a shorter one ends a train */
+  return net_eager_bytes(ne->sock.wire, net_train_sock(ne, np) != NULL, np->pkt_max);
 }
 
 static void net_batch(struct fmx_endpoint *ep, uint64_t bytes) {
   struct net_ep *ne = net_ep(ep);
   ne->train.want = bytes;
-  if (!bytes) train_flush(ep);
+  if (!bytes) net_train_flush(ep);
 }
 
 /* The DATA packet whose body (len bytes) is written in ne->pkt, into p's
@@ -238,13 +146,13 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, u
   nh.seq = np->rel.next_seq;
   nh.ack = net_rel_ack_value(&np->rel);
   nh.len = len;
-  nh.flags = train_can(ne, p) ? flags | NET_F_TRAIN : flags;
+  nh.flags = net_train_can(ne, np, net_max_payload(p)) ? flags | NET_F_TRAIN : flags;
   net_put_hdr(ne->pkt, &nh);
   int r = net_rel_queue(&np->rel, ne->pkt, NET_HDR_LEN + len, now);
   if (r < 0) return r;
   net_rel_acked(&np->rel); /* piggybacked */
   if (nh.flags & NET_F_TRAIN)
-    train_add(ep, p, net_rel_last(&np->rel), NET_HDR_LEN + len);
+    net_train_add(ep, p, net_rel_last(&np->rel), NET_HDR_LEN + len);
   else
     net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + len);
   arm_timers(ne, now);
@@ -360,7 +268,7 @@ void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint
     np->mtu = mtu;
     if (mtu - ne->sock.wire->overhead < np->pkt_max) np->pkt_max = mtu - ne->sock.wire->overhead;
   }
-  /* Trains between the bulk sockets (train_sock): every packet of ours
+  /* Trains between the bulk sockets (net_train_sock): every packet of ours
    * fits a UDP datagram within its MTU (28 bytes less than a frame). */
   if (np->baddr.port && ne->bsock.gso && net_bulk_packet_max(np) < np->pkt_max) np->pkt_max = net_bulk_packet_max(np);
 }

@@ -96,7 +96,7 @@ int net_open(struct fmx_endpoint *ep) {
   transport_ep(ep)->pull_min =
       fmx_cfg.net_pull_threshold
           ? fmx_cfg.net_pull_threshold
-          : net_eager_bytes(ne->sock.wire, ne->sock.wire->send_segs && ne->sock.gso, ne->pkt_max) + 1;
+          : net_eager_bytes(ne->sock.wire, net_train_wire(&ne->sock), ne->pkt_max) + 1;
   ne->conn_seq = (uint32_t)sys_random64();
   ne->on = 1;
   return 0;

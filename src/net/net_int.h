@@ -151,10 +151,25 @@ void net_gro_want(struct fmx_endpoint *ep);
 /* The largest packet between our bulk socket and np's: UDP's within the
  * smaller MTU of the two. */
 uint32_t net_bulk_packet_max(const struct net_peer *np);
+
+/* train.c: an eager message's fragments as one GSO send. */
+/* Socket s takes GSO sends (the UDP wire, GSO not refused). */
+int net_train_wire(const struct net_sock *s);
 /* The longest message worth sending eagerly by default on wire w to a
  * partner of packets up to pkt_max: the wire's pull_frames packets'
  * payload, or a GSO train's where fragments leave in trains. */
 uint64_t net_eager_bytes(const struct net_wire *w, int trains, uint32_t pkt_max);
+/* The socket trains to np leave on (ours, or beside the raw wire our bulk
+ * socket toward its), NULL: none. */
+struct net_sock *net_train_sock(struct net_ep *ne, const struct net_peer *np);
+/* Whether the packets pushed now to np (records of up to payload bytes)
+ * go in a train: a batch is open (ops.batch) and long enough. */
+int net_train_can(struct net_ep *ne, const struct net_peer *np, size_t payload);
+/* The packet of p's stream just queued (len bytes, in its rel slot), into
+ * the train; one of another partner or longer sends the train first. */
+void net_train_add(struct fmx_endpoint *ep, struct partner *p, const uint8_t *pkt, uint32_t len);
+/* The train leaves now. */
+void net_train_flush(struct fmx_endpoint *ep);
 /* Timers are due soon: something is pending. */
 void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
 
