@@ -46,6 +46,7 @@
   X(NET_SENT, "net: packets sent")                                          \
   X(NET_RECEIVED, "net: packets received")                                  \
   X(NET_RESENT, "net: packets resent after a timeout (retransmits)")        \
+  X(NET_RESENDS_HELD, "net: timer passes that left resends for the next (a window's worth a pass)") \
   X(NET_GAP_RESENT, "net: packets resent at once on a gap the peer reported") \
   X(NET_DUPLICATES, "net: duplicate packets dropped")                      \
   X(NET_EARLY, "net: packets that arrived after a gap (kept until it filled)") \

@@ -50,13 +50,11 @@ static struct net_rel_cfg rel_cfg(const struct net_ep *ne) {
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* The partners' timers are due within the shortest wait one may have
+/* The partner's timers are due within the shortest wait one may have
  * (something was sent, or received and not acked yet). */
-static void arm_timers(struct net_ep *ne, uint64_t now) {
-  if (!ne->timers_ns || ne->timers_ns > now + ne->timer_step) ne->timers_ns = now + ne->timer_step;
+void net_arm_timers(struct net_ep *ne, struct net_peer *np, uint64_t now) {
+  net_wheel_arm(&ne->timers, &np->timer, now + ne->timer_step);
 }
-
-void net_arm_timers(struct fmx_endpoint *ep, uint64_t now) { arm_timers(net_ep(ep), now); }
 
 
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len) {
@@ -155,7 +153,7 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, u
     net_train_add(ep, p, net_rel_last(&np->rel), NET_HDR_LEN + len);
   else
     net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + len);
-  arm_timers(ne, now);
+  net_arm_timers(ne, np, now);
   return 0;
 }
 
@@ -223,6 +221,8 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   np->mtu = net_mtu(ep);
   np->heard_ns = sys_now_ns();
   np->baddr = (struct net_addr){0};
+  net_timer_init(&np->timer);
+  np->counted = 1;
   net_pull_init(ep, p);
   t->nic = nic;
   t->eid = eid;
@@ -333,7 +333,7 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
     gro_quiet_packet(ep, ne);
   }
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
-  arm_timers(ne, now); /* its ack is due */
+  net_arm_timers(ne, np, now); /* its ack is due */
   if (r != NET_REL_NEW) return;
   int gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
   size_t len;
@@ -439,40 +439,68 @@ static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, trans
   return got;
 }
 
-/* Resends, delayed acks, partners gone silent; the partners alive
- * counted again (the protocol fails some itself: a CLOSE, a NACK). */
+/* A partner leaves the count of those alive (it failed, or is released). */
+static void uncount(struct net_ep *ne, struct net_peer *np) {
+  net_wheel_cancel(&ne->timers, &np->timer);
+  if (np->counted) ne->npeers--;
+  np->counted = 0;
+}
+
+/* One partner's timers: resends (at most *budget), a delayed ack, a
+ * partner gone silent, its pulls; then its next look: soon while anything
+ * of it is pending, now while resends are left for the next pass, after a
+ * while when we only wait for it (a probe), else none. */
+static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, uint32_t *budget) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  if (transport_peer(p)->state != PARTNER_ALIVE || !np->rel_ok) {
+    uncount(ne, np);
+    return;
+  }
+  struct emit_arg a = {ep, p};
+  int sent = net_rel_timers(&np->rel, now, *budget, emit, &a);
+  if (sent == -ETIMEDOUT) {
+    TRANSPORT_CNT(ep, NET_TIMEOUTS);
+    log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx acked nothing for %llu ms: gone",
+             transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic,
+             (unsigned long long)fmx_cfg.net_timeout_ms);
+    uncount(ne, np);
+    transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    return;
+  }
+  *budget -= (uint32_t)sent;
+  if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
+  count_rel(ep, np);
+  int pulls = net_pull_timers(ep, p, now);
+  if (pulls < 0) {
+    uncount(ne, np); /* it failed */
+    return;
+  }
+  if (!*budget && !net_rel_idle(&np->rel)) {
+    TRANSPORT_CNT(ep, NET_RESENDS_HELD);
+    net_wheel_arm(&ne->timers, &np->timer, now);
+  } else if (!net_rel_idle(&np->rel) || np->rel.unacked || pulls) {
+    net_arm_timers(ne, np, now);
+  } else if (transport_up->peer_waited(p)) {
+    if (now - np->heard_ns >= ne->probe_step && now - np->probe_ns >= ne->probe_step) probe(ep, p, now);
+    net_wheel_arm(&ne->timers, &np->timer, now + ne->probe_step / 2);
+  }
+}
+
+/* The partners whose timers are due, each taken off the wheel and put
+ * back at its next look. A pass resends at most one window's packets
+ * (FMX_NET_WINDOW) across all of them: with many partners losing at once
+ * (a port that overflowed) the rest go at the next pass, so that no
+ * progress call turns into a storm; the partners left go first then. */
 static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
-  int next = 0, waited = 0;
-  uint32_t alive = 0;
-  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
-       p = transport_up->peer_next(ep, &net_transport, p)) {
-    struct net_peer *np = transport_state(p);
-    if (transport_peer(p)->state != PARTNER_ALIVE || !np->rel_ok) continue;
-    struct emit_arg a = {ep, p};
-    if (net_rel_timers(&np->rel, now, emit, &a) == -ETIMEDOUT) {
-      TRANSPORT_CNT(ep, NET_TIMEOUTS);
-      log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx acked nothing for %llu ms: gone",
-               transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic,
-               (unsigned long long)fmx_cfg.net_timeout_ms);
-      transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
-      continue;
-    }
-    if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
-    count_rel(ep, np);
-    int pulls = net_pull_timers(ep, p, now);
-    if (pulls < 0) continue; /* it failed */
-    alive++;
-    if (transport_up->peer_waited(p) && net_rel_idle(&np->rel) && !pulls) {
-      waited = 1;
-      if (now - np->heard_ns >= ne->probe_step && now - np->probe_ns >= ne->probe_step) probe(ep, p, now);
-    }
-    next |= !net_rel_idle(&np->rel) || np->rel.unacked || pulls;
+  uint32_t budget = (uint32_t)fmx_cfg.net_window;
+  net_pull_tick(ep, now);
+  struct net_timer *t;
+  while (budget && (t = net_wheel_expire(&ne->timers, now)) != NULL) {
+    struct net_peer *np = container_of(t, struct net_peer, timer);
+    run_peer(ep, np->self, now, &budget);
   }
-  ne->npeers = alive;
-  /* Nothing pending: no timer until something is; only partners we wait
-   * for: a look at them now and then. */
-  ne->timers_ns = next ? now + ne->timer_step : waited ? now + ne->probe_step / 2 : 0;
 }
 
 static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) {
@@ -488,9 +516,9 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
     ne->trains_due--;
   /* Timers run at a tenth of a millisecond at the finest: a look at the
    * clock every 8th pass is enough, and a spinning waiter saves the rest. */
-  if (ne->timers_ns && (++ne->ticks & 7) == 0) {
+  if (ne->timers.armed && (++ne->ticks & 7) == 0) {
     uint64_t now = sys_now_ns();
-    if (now >= ne->timers_ns) run_timers(ep, now);
+    if (net_wheel_due(&ne->timers, now)) run_timers(ep, now);
   }
 }
 
@@ -503,6 +531,7 @@ static struct bulk_conn *net_conn(struct partner *p) { return &((struct net_peer
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   (void)ep;
   struct net_peer *np = transport_state(p);
+  uncount(net_ep(ep), np);
   net_pull_fini(p);
   if (np->rel_ok) net_rel_fini(&np->rel);
   np->rel_ok = 0;

@@ -76,6 +76,7 @@ int net_open(struct fmx_endpoint *ep) {
   uint64_t least = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
   ne->rto_min_ns = least * 1000ull;
   ne->timer_step = least * 500ull + 1;
+  net_wheel_init(&ne->timers, ne->timer_step, sys_now_ns());
   ne->probe_step = fmx_cfg.net_timeout_ms * 250000ull; /* a quarter of the timeout */
   /* A pull asks for no more than half what the socket its answers come to
    * may hold received: the rest is room for the others' packets. */
@@ -168,9 +169,9 @@ int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
     *max_ns = NET_IDLE_LOOK_NS;
     return -1;
   }
-  if (ne->timers_ns) {
+  if (ne->timers.armed) {
     uint64_t now = sys_now_ns();
-    *max_ns = ne->timers_ns > now ? ne->timers_ns - now : 0;
+    *max_ns = ne->timers.soonest > now ? ne->timers.soonest - now : 0;
   }
   return ne->bulk_own && (ne->pulling || ne->trains_due) ? ne->epfd : ne->sock.fd;
 }

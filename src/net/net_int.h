@@ -10,6 +10,7 @@
 #include "net/grant.h"
 #include "net/rel.h"
 #include "net/sock.h"
+#include "net/wheel.h"
 #include "net/wire.h"
 #include "transport/transport.h"
 
@@ -45,8 +46,8 @@ struct net_ep {
   uint32_t skipped;        /* progress passes that left the socket alone (no partner) */
   uint32_t ticks;          /* progress passes (the clock is read every 8th) */
   int look;                /* read the socket at the next pass */
-  uint64_t timers_ns;      /* when the partners' timers are due next; 0: nothing pending */
-  uint64_t timer_step;     /* how soon after something becomes pending */
+  struct net_wheel timers; /* each partner with something pending (wheel.h), a tick timer_step wide */
+  uint64_t timer_step;     /* how soon a partner is looked at after something becomes pending */
   uint64_t probe_step;     /* how often a partner we wait for and that owes us no ack is probed */
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
@@ -89,6 +90,8 @@ struct net_ep {
 struct net_peer {
   struct net_rel rel;
   int rel_ok;
+  int counted;            /* in ne->npeers */
+  struct net_timer timer; /* its next look (ne->timers) */
   struct net_addr addr;  /* where its packets go */
   struct net_addr baddr; /* where the answers to its pulls go (UDP); port 0: to addr, on our wire */
   uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
@@ -170,8 +173,8 @@ int net_train_can(struct net_ep *ne, const struct net_peer *np, size_t payload);
 void net_train_add(struct fmx_endpoint *ep, struct partner *p, const uint8_t *pkt, uint32_t len);
 /* The train leaves now. */
 void net_train_flush(struct fmx_endpoint *ep);
-/* Timers are due soon: something is pending. */
-void net_arm_timers(struct fmx_endpoint *ep, uint64_t now);
+/* np's timers are due soon: something of it is pending. */
+void net_arm_timers(struct net_ep *ne, struct net_peer *np, uint64_t now);
 
 /* pull.c: the pull protocol. */
 void net_pull_init(struct fmx_endpoint *ep, struct partner *p);
@@ -179,6 +182,9 @@ void net_pull_fini(struct partner *p);
 void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
 void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t now);
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
+/* The receiver's scheduler, once per timer pass: a probe after a silence,
+ * then what the budget has room for. */
+void net_pull_tick(struct fmx_endpoint *ep, uint64_t now);
 
 /* net_conn.c: the handshake. */
 fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,

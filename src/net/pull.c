@@ -385,7 +385,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     if (!np->pulls_begun++) net_ep(np->ep)->senders++;
     queue_pull(net_ep(np->ep), pl);
     grant(np->ep, now, 0);
-    net_arm_timers(np->ep, now);
+    net_arm_timers(net_ep(np->ep), np, now);
   }
   return x->done == x->want ? BULK_DONE : BULK_MORE;
 }
@@ -401,13 +401,7 @@ static int silent(struct fmx_endpoint *ep, struct partner *p, uint64_t since, ui
   return 1;
 }
 
-/* The pulls' timers: ask again what is missing after a silence; a sender
- * that sends nothing we pull, or a receiver that pulls nothing of what it
- * matched, for FMX_NET_TIMEOUT_MS is gone. 1 while pulls are pending
- * (either way), 0 when none, -1 when the partner failed. */
-int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
-  struct net_peer *np = transport_state(p);
-  struct list_node *pos;
+void net_pull_tick(struct fmx_endpoint *ep, uint64_t now) {
   /* Room a failed partner's pulls left; and when nothing came for two
    * round trips while bytes are on their way, one run whatever the
    * budget: a probe, whose frames show what was lost before it (a lost
@@ -419,6 +413,15 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   int probe = gr->inflight && rt && now - gr->came_ns >= rt && gr->came_ns > ne->grant_probe_ns; /* one a silence */
   if (probe) ne->grant_probe_ns = now;
   grant(ep, now, probe);
+}
+
+/* The pulls' timers: ask again what is missing after a silence; a sender
+ * that sends nothing we pull, or a receiver that pulls nothing of what it
+ * matched, for FMX_NET_TIMEOUT_MS is gone. 1 while pulls are pending
+ * (either way), 0 when none, -1 when the partner failed. */
+int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
+  struct net_peer *np = transport_state(p);
+  struct list_node *pos;
   list_for_each(pos, &np->exports) {
     /* Its receiver may serve other senders first (shortest remaining
      * first): anything it sends says it is there. */
@@ -488,7 +491,7 @@ static int pull_send_start(void *arg, struct bulk_xfer *x) {
   e->x = x;
   e->heard_ns = sys_now_ns();
   list_add_tail(&np->exports, &e->node);
-  net_arm_timers(np->ep, e->heard_ns);
+  net_arm_timers(net_ep(np->ep), np, e->heard_ns);
   return 0;
 }
 

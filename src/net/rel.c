@@ -121,17 +121,19 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
 
 void net_rel_unback(struct net_rel *r) { r->rto_ns = base_rto(r); }
 
-int net_rel_timers(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg) {
+int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg) {
   if (net_rel_idle(r)) return 0;
   if (now - r->progress_ns >= r->cfg.dead_ns) return -ETIMEDOUT;
   int n = 0;
-  for (uint32_t seq = r->una; seq != r->next_seq; seq++) {
+  for (uint32_t seq = r->una; seq != r->next_seq && (uint32_t)n < max; seq++) {
     struct net_rel_slot *s = tx_slot(r, seq);
     if (!s->pkt || s->sacked || now - s->sent_ns < r->rto_ns) continue;
     resend(r, s, now, emit, arg);
     n++;
   }
-  if (n) r->rto_ns = r->rto_ns * 2 > r->cfg.rto_max_ns ? r->cfg.rto_max_ns : r->rto_ns * 2;
+  /* Backed off once all that was due went (a call cut short by max goes
+   * on at the next with the same wait). */
+  if (n && (uint32_t)n < max) r->rto_ns = r->rto_ns * 2 > r->cfg.rto_max_ns ? r->cfg.rto_max_ns : r->rto_ns * 2;
   return n;
 }
 

@@ -79,9 +79,10 @@ int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t no
  * peer holds. Returns -1 for an ack outside what we sent (counted,
  * ignored). */
 int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg);
-/* Resend what timed out; -ETIMEDOUT once the partner is gone (dead_ns
- * without an ack while packets are in flight), else how many went. */
-int net_rel_timers(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg);
+/* Resend what timed out, at most max packets, oldest first (the rest at
+ * the next call); -ETIMEDOUT once the partner is gone (dead_ns without an
+ * ack while packets are in flight), else how many went. */
+int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg);
 /* Nothing of ours waits for an ack. */
 int net_rel_idle(const struct net_rel *r);
 /* The resend wait back to what round trips measure, its backoff undone:

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         net_rel_acked(&r);
       }
     }
-    net_rel_timers(&r, now, emit, NULL);
+    net_rel_timers(&r, now, UINT32_MAX, emit, NULL);
     free(pkt);
   }
   net_rel_fini(&r);

@@ -112,7 +112,7 @@ static void arrive(struct side *s, int me, const struct pkt *k) {
 static void step(struct side *s, int me) {
   emit_to = !me;
   if (!s->dead) {
-    int rc = net_rel_timers(&s->r, now, emit, NULL);
+    int rc = net_rel_timers(&s->r, now, UINT32_MAX, emit, NULL);
     if (rc == -ETIMEDOUT) s->dead = 1;
   }
   while (!s->dead && s->sent < s->want && net_rel_can_send(&s->r)) {
@@ -294,7 +294,7 @@ static void test_measured_rto(void) {
   /* A packet resent, then acked much later: its time is not taken. */
   CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
   emit_to = 0;
-  CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, emit, NULL), 1);
+  CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, UINT32_MAX, emit, NULL), 1);
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 150000000, emit, NULL), 0);
   CHECK_EQ(r.srtt_ns, before);
   for (int i = 0; i < 40; i++) { /* round trips of 10 ms: past the first guess, capped at rto_max_ns */
@@ -326,7 +326,7 @@ static void test_close_helpers(void) {
   uint64_t t = 0;
   for (int i = 0; i < 5; i++) {
     t += r.rto_ns;
-    CHECK_EQ(net_rel_timers(&r, t, emit, NULL), 2);
+    CHECK_EQ(net_rel_timers(&r, t, UINT32_MAX, emit, NULL), 2);
   }
   CHECK_EQ(net_rel_sends(&r, 100), 6);
   CHECK_EQ(net_rel_sends(&r, 101), 6);
@@ -338,6 +338,32 @@ static void test_close_helpers(void) {
   CHECK_EQ(net_rel_sends(&r, 101), 6);
   CHECK_EQ(net_rel_sends(&r, 99), 0);
   CHECK_EQ(net_rel_sends(&r, 102), 0);
+  net_rel_fini(&r);
+}
+
+/* A timer pass bounded: at most max resends, oldest first, the wait not
+ * backed off until all that was due went. */
+static void test_resend_bound(void) {
+  struct net_rel r;
+  CHECK_EQ(net_rel_init(&r, &cfg, 0, 0), 0);
+  uint8_t b[NET_HDR_LEN + 4] = {0};
+  for (int i = 0; i < 10; i++) CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  emit_to = 0;
+  nline = 0;
+  uint64_t t = r.rto_ns, rto = r.rto_ns;
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 4);
+  CHECK_EQ(nline, 4);
+  CHECK_EQ(net_rel_sends(&r, 3), 2);
+  CHECK_EQ(net_rel_sends(&r, 4), 1);
+  CHECK_EQ(r.rto_ns, rto); /* not all went: no backoff yet */
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 4);
+  CHECK_EQ(net_rel_sends(&r, 7), 2);
+  CHECK_EQ(r.rto_ns, rto);
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 2); /* the last two: now backed off */
+  CHECK_EQ(net_rel_sends(&r, 9), 2);
+  CHECK_EQ(r.rto_ns, 2 * rto);
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 0); /* nothing due again yet */
+  nline = 0;
   net_rel_fini(&r);
 }
 
@@ -532,6 +558,7 @@ int main(void) {
   test_edges();
   test_measured_rto();
   test_close_helpers();
+  test_resend_bound();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();
