@@ -3,8 +3,12 @@
 bench/incast.py): k network namespaces, each with a veth into one Linux
 bridge living in a namespace of its own, named DEV (the same on every
 host: one name for PMIx and libfabric to take) and 10.97.0.(i+1)/24; the bridge's
-port toward a host may be shaped like a shallow switch port (tbf). Torn
-down by close(), which a failed setup calls too."""
+port toward a host may be shaped like a shallow switch port (tbf). With
+split=S, hosts S.. sit on a second bridge (its own namespace) joined to the
+first by one veth, the uplink, which may be shaped the same way in the
+direction from the second bridge to the first: two switches whose hosts
+share one link (oversubscription). Torn down by close(), which a failed
+setup calls too."""
 import os
 import re
 import subprocess
@@ -20,8 +24,11 @@ def sh(*argv, check=True):
 class Hosts:
     """k namespaces (fxa0-TAG..) on the bridge br0 of namespace fxabrTAG."""
 
-    def __init__(self, k, tag):
+    def __init__(self, k, tag, split=0):
         self.br = "fxabr" + tag
+        self.br2 = "fxabs" + tag if 0 < split < k else None
+        self.split = split if self.br2 else k
+        self.up = "fxup" + tag
         self.ns = ["fxa%d-%s" % (i, tag) for i in range(k)]
         self.ports = ["fxp%d%s" % (i, tag) for i in range(k)]
         self.dev0 = DEV
@@ -35,14 +42,23 @@ class Hosts:
         sh("ip", "netns", "add", self.br)
         sh("ip", "-n", self.br, "link", "add", "br0", "type", "bridge")
         sh("ip", "-n", self.br, "link", "set", "br0", "up")
+        if self.br2:
+            sh("ip", "netns", "add", self.br2)
+            sh("ip", "-n", self.br2, "link", "add", "br0", "type", "bridge")
+            sh("ip", "-n", self.br2, "link", "set", "br0", "up")
+            sh("ip", "link", "add", self.up + "a", "type", "veth", "peer", "name", self.up + "b")
+            for br, end in ((self.br, "a"), (self.br2, "b")):
+                sh("ip", "link", "set", self.up + end, "netns", br)
+                sh("ip", "-n", br, "link", "set", self.up + end, "master", "br0", "up")
         for i, ns in enumerate(self.ns):
+            br = self.br if i < self.split else self.br2
             dev, port = "fxv%d%s" % (i, tag), self.ports[i]
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "add", dev, "type", "veth", "peer", "name", port)
             sh("ip", "link", "set", dev, "netns", ns)
             sh("ip", "-n", ns, "link", "set", "dev", dev, "name", DEV)
-            sh("ip", "link", "set", port, "netns", self.br)
-            sh("ip", "-n", self.br, "link", "set", port, "master", "br0", "up")
+            sh("ip", "link", "set", port, "netns", br)
+            sh("ip", "-n", br, "link", "set", port, "master", "br0", "up")
             sh("ip", "-n", ns, "addr", "add", "%s.%d/24" % (SUBNET, i + 1), "dev", DEV)
             sh("ip", "-n", ns, "link", "set", DEV, "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -53,9 +69,16 @@ class Hosts:
         sh("ip", "netns", "exec", self.br, "tc", "qdisc", "replace", "dev", self.ports[i], "root", "tbf", "rate", rate,
            "burst", burst, "limit", limit)
 
+    def shape_uplink(self, rate="1gbit", burst="32kb", limit="64kb"):
+        """The uplink, from the second bridge toward the first, as shape()."""
+        sh("ip", "netns", "exec", self.br2, "tc", "qdisc", "replace", "dev", self.up + "b", "root", "tbf", "rate", rate,
+           "burst", burst, "limit", limit)
+
     def port_stats(self, i):
-        """(frames sent, frames dropped) by the shaped port toward host i."""
-        out = sh("ip", "netns", "exec", self.br, "tc", "-s", "qdisc", "show", "dev", self.ports[i]).stdout
+        """(frames sent, frames dropped) by the shaped port toward host i
+        (None: the uplink)."""
+        ns, dev = (self.br2, self.up + "b") if i is None else (self.br if i < self.split else self.br2, self.ports[i])
+        out = sh("ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev).stdout
         m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", out)
         return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
@@ -70,5 +93,5 @@ class Hosts:
         return path
 
     def close(self):
-        for ns in self.ns + [self.br]:
+        for ns in self.ns + [self.br] + ([self.br2] if self.br2 else []):
             sh("ip", "netns", "del", ns, check=False)

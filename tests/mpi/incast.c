@@ -6,7 +6,12 @@
  * reduction of large vectors). Rank 0 keeps --window receives posted per
  * sender and checks every byte.
  *
- *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--hold PATH]
+ *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--pairs] [--hold PATH]
+ *
+ * --pairs: not many to one but pairs: rank n/2+i sends to rank i (n even),
+ * every pair at once; across a shared uplink (the senders on one switch,
+ * the receivers on another) it is the oversubscription no receiver sees
+ * on its own. The line gives all receivers' bytes over the slowest's time.
  *
  * --probe N: the last rank sends nothing large: it times 8-byte ping-pongs
  * with rank 0, 200 us apart (a sporadic short message, not a flood that
@@ -33,7 +38,7 @@
 
 struct opts {
   long size;
-  int msgs, window, probe;
+  int msgs, window, probe, pairs;
   const char *hold;
 };
 
@@ -42,6 +47,10 @@ struct opts {
 static int parse(int argc, char **argv, struct opts *o) {
   *o = (struct opts){.size = 1 << 20, .msgs = 16, .window = 8};
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--pairs") == 0) {
+      o->pairs = 1;
+      continue;
+    }
     if (i + 1 >= argc) return -1;
     if (strcmp(argv[i], "--hold") == 0) {
       o->hold = argv[++i];
@@ -71,7 +80,7 @@ static long check(const uint8_t *b, long n, int r, int m) {
   return bad;
 }
 
-static int send_all(const struct opts *o, int rank) {
+static int send_all(const struct opts *o, int rank, int to) {
   uint8_t *buf = malloc((size_t)o->size * (size_t)o->window);
   MPI_Request *rq = calloc((size_t)o->window, sizeof *rq);
   if (!buf || !rq) return -1;
@@ -80,7 +89,7 @@ static int send_all(const struct opts *o, int rank) {
     if (m >= o->window) MPI_Wait(&rq[slot], MPI_STATUS_IGNORE);
     uint8_t *b = buf + (size_t)slot * (size_t)o->size;
     fill(b, o->size, rank, m);
-    MPI_Isend(b, (int)o->size, MPI_BYTE, 0, m, MPI_COMM_WORLD, &rq[slot]);
+    MPI_Isend(b, (int)o->size, MPI_BYTE, to, m, MPI_COMM_WORLD, &rq[slot]);
   }
   MPI_Waitall(o->msgs < o->window ? o->msgs : o->window, rq, MPI_STATUSES_IGNORE);
   free(rq);
@@ -88,9 +97,10 @@ static int send_all(const struct opts *o, int rank) {
   return 0;
 }
 
-/* Rank 0: window receives posted per sender, each checked and reposted
- * for the sender's next message as it completes. */
-static long recv_all(const struct opts *o, int nsend, long *wrong) {
+/* Rank 0 (or a receiver of --pairs): window receives posted per sender
+ * (ranks first..first+nsend-1), each checked and reposted for the sender's
+ * next message as it completes. */
+static long recv_all(const struct opts *o, int first, int nsend, long *wrong) {
   int w = o->msgs < o->window ? o->msgs : o->window, n = nsend * w;
   uint8_t *buf = malloc((size_t)o->size * (size_t)n);
   MPI_Request *rq = calloc((size_t)n + 1, sizeof *rq); /* + the prober's ping */
@@ -104,7 +114,7 @@ static long recv_all(const struct opts *o, int nsend, long *wrong) {
     for (int k = 0; k < w; k++) {
       int i = s * w + k;
       msg[i] = next[s]++;
-      MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, s + 1, msg[i], MPI_COMM_WORLD, &rq[i]);
+      MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, first + s, msg[i], MPI_COMM_WORLD, &rq[i]);
     }
   long got = 0;
   for (long left = (long)nsend * o->msgs; left > 0; left--) {
@@ -118,11 +128,11 @@ static long recv_all(const struct opts *o, int nsend, long *wrong) {
       continue;
     }
     int s = i / w;
-    *wrong += check(buf + (size_t)i * (size_t)o->size, o->size, s + 1, msg[i]);
+    *wrong += check(buf + (size_t)i * (size_t)o->size, o->size, first + s, msg[i]);
     got += o->size;
     if (next[s] < o->msgs) {
       msg[i] = next[s]++;
-      MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, s + 1, msg[i], MPI_COMM_WORLD, &rq[i]);
+      MPI_Irecv(buf + (size_t)i * (size_t)o->size, (int)o->size, MPI_BYTE, first + s, msg[i], MPI_COMM_WORLD, &rq[i]);
     }
   }
   if (o->probe) { /* the next ping hears that it was the last */
@@ -202,15 +212,15 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   struct opts o;
-  if (parse(argc, argv, &o) < 0 || size < 2 + (o.probe > 0)) {
+  if (parse(argc, argv, &o) < 0 || size < 2 + (o.probe > 0) || (o.pairs && (o.probe || size % 2))) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W] [--probe N (N>=3 ranks)] "
-              "[--hold PATH]\n");
+              "[--pairs (N even, no --probe)] [--hold PATH]\n");
     MPI_Finalize();
     return 2;
   }
-  int nsend = size - 1 - (o.probe > 0);
+  int nsend = o.pairs ? size / 2 : size - 1 - (o.probe > 0);
   if (o.probe && rank == 0) answer_idle(&o, size - 1);
   long wrong = 0, got = 0;
   int rc = 0;
@@ -220,15 +230,26 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   double t0 = MPI_Wtime();
-  if (rank == 0)
-    got = recv_all(&o, nsend, &wrong);
+  if (o.pairs && rank < nsend)
+    got = recv_all(&o, rank + nsend, 1, &wrong);
+  else if (o.pairs)
+    rc = send_all(&o, rank, rank - nsend);
+  else if (rank == 0)
+    got = recv_all(&o, 1, nsend, &wrong);
   else if (rank <= nsend)
-    rc = send_all(&o, rank);
+    rc = send_all(&o, rank, 0);
   double t = MPI_Wtime() - t0;
   if (got < 0 || rc < 0) {
     fprintf(stderr, "incast: rank %d: out of memory\n", rank);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  /* All receivers' bytes over the slowest's time (rank 0 alone receives
+   * without --pairs). */
+  long mine[2] = {got, wrong}, all[2];
+  double tmax;
+  MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  got = all[0], wrong = all[1], t = tmax;
   if (rank == 0) {
     printf("{\"app\":\"incast\",\"senders\":%d,\"size\":%ld,\"msgs\":%d,\"window\":%d,\"bytes\":%ld,\"time_s\":%.6f,"
            "\"goodput_MBps\":%.2f,\"wrong_bytes\":%ld}\n",

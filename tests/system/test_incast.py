@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -30,15 +31,15 @@ PULLED = "large messages pulled from another host"
 GRANTS = "net: blocks granted: asked by the receiver for the first time"
 
 
-def incast(tmp_path, hosts, env, args):
+def incast(tmp_path, hosts, env, args, subnet="10.99.8.0/24", dev=None):
     """incast with rank i in hosts.ns[i] (mpirun inside the first): its line
     and the ranks' endpoint counters, read while they wait at the end."""
     wrap = wrapper(tmp_path, hosts, "OMPI_COMM_WORLD_RANK")
     cmd = ["ip", "netns", "exec", hosts.ns[0], MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
            "-np", str(len(hosts.ns)), "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include",
-           "fmx", "--mca", "oob_tcp_if_include", "10.99.8.0/24"] + \
+           "fmx", "--mca", "oob_tcp_if_include", subnet] + \
           sum((["-x", k] for k in sorted(env)), []) + [wrap, INCAST] + args + ["--hold", str(tmp_path / "hold")]
-    e = dict(env, PMIX_MCA_ptl_tcp_remote_connections="1", PMIX_MCA_ptl_tcp_if_include=hosts.devs[0],
+    e = dict(env, PMIX_MCA_ptl_tcp_remote_connections="1", PMIX_MCA_ptl_tcp_if_include=dev or hosts.devs[0],
              ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
     return run_held(cmd, e, str(tmp_path / "hold"))
 
@@ -94,3 +95,32 @@ def test_incast_probe_times_pings_through_the_port(tmp_path):
         assert 0 < probe[0]["idle_p50_us"] <= probe[0]["idle_p99_us"] <= probe[0]["idle_max_us"], probe
     finally:
         hosts.close()
+
+
+def test_pairs_across_a_shaped_uplink(tmp_path):
+    """The second bed of issue 47 (bench/hosts.py, split): hosts 0-1 on one
+    bridge, hosts 2-3 on another, the two joined by one veth shaped as the
+    port above in the senders' direction; host 2+i sends to host i
+    (incast --pairs), both pairs at once. All bytes arrive and check, every
+    message is pulled by its receiver, and the uplink forwarded at least
+    their frames (the pairs' traffic crossed it). Torn down after: no
+    namespace of the bed is left."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "bench"))
+    from hosts import DEV, SUBNET, Hosts
+    tag = "t%d" % (os.getpid() % 10000)
+    hosts = Hosts(4, tag, split=2)
+    try:
+        hosts.shape_uplink()
+        sent0, _ = hosts.port_stats(None)
+        res, counters = incast(tmp_path, hosts, FI_ENV, ["--size", "1048576", "--msgs", "4", "--window", "2",
+                                                         "--pairs"], subnet=SUBNET + ".0/24", dev=DEV)
+        sent1, dropped = hosts.port_stats(None)
+        assert res["senders"] == 2 and res["wrong_bytes"] == 0, res
+        assert res["bytes"] == 2 * 4 * (1 << 20), res
+        assert sum(c.get(PULLED, 0) for c in counters) == 8, counters
+        assert (sent1 - sent0) * 1500 >= res["bytes"], (sent1 - sent0, dropped, res)
+    finally:
+        hosts.close()
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert tag not in left, left
