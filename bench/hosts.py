@@ -29,6 +29,7 @@ class Hosts:
         self.br2 = "fxabs" + tag if 0 < split < k else None
         self.split = split if self.br2 else k
         self.up = "fxup" + tag
+        self.bottleneck = None if self.br2 else 0  # what port_stats reads where the bench shapes one port
         self.ns = ["fxa%d-%s" % (i, tag) for i in range(k)]
         self.ports = ["fxp%d%s" % (i, tag) for i in range(k)]
         self.dev0 = DEV

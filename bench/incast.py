@@ -279,11 +279,9 @@ def main(argv=None):
                 if args.uplink:
                     hosts = Hosts(2 * k, tag, split=k)
                     hosts.shape_uplink()
-                    hosts.bottleneck = None
                 else:
                     hosts = Hosts(k + 1 + (args.probe > 0), tag)
                     hosts.shape(0)
-                    hosts.bottleneck = 0
             except (subprocess.SubprocessError, OSError) as e:
                 data["skipped"]["%d senders" % k] = "namespaces not made: %s" % e
                 continue

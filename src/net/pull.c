@@ -449,11 +449,10 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     }
     /* Others' bytes still came meanwhile: the path works, and this is a
      * loss at the tail of what we asked (or a slow sender); else silence. */
-    if (!crowd) {
-      /* one sender: the budget stays */
-    } else if (now - g->came_ns < wait) {
+    /* From one sender alone the budget stays. */
+    if (crowd && now - g->came_ns < wait) {
       if (net_grant_lost(g, asked, now)) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
-    } else {
+    } else if (crowd) {
       int r = net_grant_silence(g, pl->silences > 0, asked, now);
       if (r == 2) TRANSPORT_CNT(ep, NET_GRANT_RESETS);
       else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
