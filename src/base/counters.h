@@ -60,6 +60,7 @@
   X(NET_GRANTS, "net: blocks granted: asked by the receiver for the first time")          \
   X(NET_GRANT_WAITS, "net: blocks granted late: they waited for room in the budget") \
   X(NET_GRANT_CUTS, "net: budget halved on a loss (a gap in a pull's answers)") \
+  X(NET_GRANT_TAILS, "net: tail drops read from one partner (the end of a run lost)") \
   X(NET_GRANT_PROBES, "net: runs asked beyond the budget: nothing came for 2 round trips") \
   X(NET_GRANT_RESETS, "net: budget back to its floor (a block asked again on a timer)") \
   X(NET_GRANT_BUDGET, "net: budget: bytes that may be on their way to us (now)") \

@@ -9,7 +9,7 @@
  *
  * The budget starts at one block and grows by what comes while nothing is
  * lost (slow start). A loss the caller reads as a queue's (pull.c: while
- * several partners send to us) halves it, once per episode: losses of
+ * several partners send to us, or a tail drop) halves it, once per episode: losses of
  * what was asked before the last cut are that cut's (NewReno's recovery
  * point, in time). Two silences in a row (nothing came from anyone) put
  * it back to the floor. After a cut it grows once per budget's worth of
@@ -83,6 +83,23 @@ void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now);
  * newest of them asked at asked_ns. 1 when the budget was cut: the first
  * loss of an episode. */
 int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now);
+/* The frames in a row at the end of a run whose loss, with a frame of
+ * the run come, reads as a queue's: 0.1^4 of runs at 10% random loss. */
+#define NET_GRANT_TAIL 4
+
+/* A run of frames lo..hi-1 (bits of `missing`, which are set for those
+ * that have not come) lost its end, NET_GRANT_TAIL frames or more in a
+ * row, while a frame of it came: a full queue on the way (the port in
+ * front of us, an uplink shared with others, the sender's own) drops the
+ * end of a burst, and from one partner alone that is the only loss
+ * pull.c reads as congestion. A lost PULL loses the whole run; random
+ * loss (a lossy line, a filter) a frame here and there. */
+static inline int net_grant_tail(uint64_t missing, unsigned lo, unsigned hi) {
+  if (hi > 64 || hi < lo || hi - lo <= NET_GRANT_TAIL) return 0;
+  uint64_t run = (hi - lo == 64 ? ~0ull : (1ull << (hi - lo)) - 1) << lo;
+  uint64_t tail = ((1ull << NET_GRANT_TAIL) - 1) << (hi - NET_GRANT_TAIL);
+  return (missing & tail) == tail && (run & ~missing) != 0;
+}
 /* Nothing came from anyone for a whole wait: a loss the first time (1
  * when it cut), back to the floor when it was already silent (again != 0;
  * 2). */

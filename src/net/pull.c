@@ -48,6 +48,7 @@ struct pull_block {
   uint32_t oldest;  /* the stamp of the oldest request of it with frames on their way */
   uint16_t again;   /* asked more than once: its time says nothing of the line */
   uint16_t heard;   /* a frame came since its last run was asked with nothing else of it on its way */
+  uint8_t lo, hi;   /* the frames of the last run asked of it (one PULL): lo..hi-1 */
 };
 
 /* A transfer we pull (receiver). */
@@ -122,6 +123,8 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
     uint32_t j = i;
     while (j < pl->bframes && (m >> j & 1)) j++;
     send_pull(np, pl, b * pl->bframes + i, j - i);
+    pl->blk[b].lo = (uint8_t)i;
+    pl->blk[b].hi = (uint8_t)j;
     if (again) TRANSPORT_ADD(np->ep, NET_PULL_REASKED, j - i);
     i = j;
   }
@@ -220,6 +223,8 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
       blk->oldest = blk->asked;
     }
     blk->missing |= run_mask(in, n);
+    blk->lo = (uint8_t)in;
+    blk->hi = (uint8_t)(in + n);
     blk->asked_ns = now;
     send_pull(np, pl, f, n);
     pl->nextf += n;
@@ -238,10 +243,16 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
 
 /* A loss is read as the queue in front of us overflowing while several
  * partners send to us at once (an incast: their answers meet at our
- * port); from one partner alone it is recovered and not read at all (a
- * lossy line, a filter: asking less would not help there; what one sender
- * overflows on its own way is its side's to pace). */
+ * port). From one partner alone only a tail drop is (tail_dropped): a
+ * lossy line or a filter drops a frame here and there, and a lost PULL
+ * loses a whole run; asking less would not help there. */
 static int crowded(const struct net_ep *ne) { return ne->senders >= 2; }
+
+/* The last run asked of block b lost its end to a queue (net/grant.h). */
+static int tail_dropped(const struct net_pull *pl, uint32_t b) {
+  const struct pull_block *blk = &pl->blk[b];
+  return net_grant_tail(blk->missing, blk->lo, blk->hi);
+}
 
 /* Stamp a was given before stamp b (they wrap). */
 static int before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
@@ -249,9 +260,9 @@ static int before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 /* Frames asked with `stamp` came: whatever an earlier request to the same
  * partner, for any of its pulls, asked for and still misses was lost (the
  * sender answers its requests in order). The budget is cut when the
- * loss is a queue's (crowded). */
+ * loss is a queue's (crowded, or a tail drop). */
 static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
-  int lost = 0;
+  int lost = 0, crowd = crowded(net_ep(np->ep)), tail = 0;
   uint64_t asked = 0; /* the newest ask of what was lost */
   struct list_node *pos;
   list_for_each(pos, &np->pulls) {
@@ -260,12 +271,14 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
     for (uint32_t b = pl->low; b < pl->next; b++)
       if (pl->blk[b].missing && before(pl->blk[b].asked, stamp)) {
         lost = 1;
+        if (!crowd && tail_dropped(pl, b)) tail = 1;
         if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
         ask_block(np, pl, b, 1);
         pl->asked_ns = now;
       }
   }
-  if (lost && crowded(net_ep(np->ep)) && net_grant_lost(&net_ep(np->ep)->grant, asked, now)) {
+  if (tail) TRANSPORT_CNT(np->ep, NET_GRANT_TAILS);
+  if (lost && (crowd || tail) && net_grant_lost(&net_ep(np->ep)->grant, asked, now)) {
     TRANSPORT_CNT(np->ep, NET_GRANT_CUTS);
     TRANSPORT_SET(np->ep, NET_GRANT_QUEUE, 0);
   }
