@@ -572,6 +572,9 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     sent += batch;
   TRANSPORT_ADD(ep, NET_SENT, sent);
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
+  uint32_t all = (uint32_t)((x->want + frame - 1) / frame) - first;
+  if (all > count) all = count;
+  if (sent < all) TRANSPORT_ADD(ep, NET_PULL_REFUSED, all - sent);
 }
 
 /* ---- both --------------------------------------------------------------- */
