@@ -220,6 +220,18 @@ fmx_return_t fmx_connect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endp
 fmx_return_t fmx_iconnect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
                           uint32_t key, uint64_t match, void *context,
                           fmx_request_t *request);
+/* Connect without waiting for the peer: the address at once, the
+ * handshake carried on by progress (this endpoint's, any call that makes
+ * it). Sends to the address wait until the handshake is done; if it fails
+ * they complete with why: FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY,
+ * FMX_REMOTE_ENDPOINT_CLOSED, or FMX_REMOTE_ENDPOINT_UNREACHABLE when
+ * nothing answered within timeout_ms. Errors at once as fmx_connect's
+ * (FMX_NIC_ID_NOT_FOUND, ...). An endpoint of this host is connected
+ * before it returns, as by fmx_connect. Connecting again (either way)
+ * gives the same address; fmx_connect to a peer being dialed waits for
+ * that handshake. */
+fmx_return_t fmx_connect_async(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
+                               uint32_t key, uint32_t timeout_ms, fmx_endpoint_addr_t *addr);
 /* Drop the connection: pending requests with that peer complete with
  * FMX_REMOTE_ENDPOINT_UNREACHABLE. */
 fmx_return_t fmx_disconnect(fmx_endpoint_t endpoint, fmx_endpoint_addr_t addr);

@@ -19,6 +19,8 @@
   X(BULK_ERROR, "large transfers failed")                                     \
   X(CONNECT_OK, "connections accepted or made")                               \
   X(CONNECT_REFUSED, "connections refused (key, uid, malformed)")             \
+  X(NET_DIALS, "net: connects begun without waiting (fmx_connect_async)")     \
+  X(NET_DIALS_FAILED, "net: connects begun without waiting that failed")      \
   X(PEER_DEATH, "peers seen dying")                                           \
   X(BAD_PACKET, "malformed records dropped")                                  \
   X(CANCELLED, "requests cancelled")                                          \

@@ -107,6 +107,27 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   return rc;
 }
 
+API fmx_return_t fmx_connect_async(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key,
+                                   uint32_t timeout_ms, fmx_endpoint_addr_t *addr) {
+  if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT;
+  if (!addr) return FMX_BAD_ADDRESS;
+  if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
+  const struct fmx_transport_ops *tp = transport_remote();
+  int here = nic_id == FMX_ANY_NIC || nic_id == ep->t.nic;
+  /* This host's peers (and FMX_SHM=0, tp off, no dial): as fmx_connect. */
+  if ((here && fmx_cfg.shm) || !tp || !tp->dial || !transport_on(ep, tp))
+    return fmx_connect(ep, nic_id, eid, key, timeout_ms, addr);
+  if (here) nic_id = ep->t.nic;
+  if (nic_id == 0 || nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
+  if (here && eid == ep->t.eid) return fmx_connect(ep, nic_id, eid, key, timeout_ms, addr);
+  struct partner *p = NULL;
+  ep_lock(ep);
+  fmx_return_t rc = tp->dial(ep, nic_id, eid, key, timeout_ms, &p);
+  if (rc == FMX_SUCCESS) *addr = ep_partner_addr(p);
+  ep_unlock(ep);
+  return rc;
+}
+
 API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint64_t match,
                               void *context, fmx_request_t *request) {
   if (!ep) return FMX_BAD_ENDPOINT;

@@ -162,7 +162,7 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   if (h->len > net_max_payload(p)) return -EINVAL;
-  if (!net_rel_can_send(&np->rel)) return -EAGAIN;
+  if (np->dial.on || !net_rel_can_send(&np->rel)) return -EAGAIN; /* its handshake first, or room */
   if (h->type == PROTO_CLOSE) {
     np->close_seq = np->rel.next_seq;
     np->close_sent = 1;
@@ -457,6 +457,10 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
     uncount(ne, np);
     return;
   }
+  if (np->dial.on) {
+    if (!net_dial_timer(ep, p, now)) uncount(ne, np);
+    return;
+  }
   struct emit_arg a = {ep, p};
   int sent = net_rel_timers(&np->rel, now, *budget, emit, &a);
   if (sent == -ETIMEDOUT) {
@@ -545,6 +549,7 @@ const struct fmx_transport_ops net_transport = {
     .open = net_open,
     .close = net_close,
     .connect = net_connect,
+    .dial = net_dial,
     .push = net_push,
     .max_payload = net_max_payload,
     .eager_max = net_eager_max,

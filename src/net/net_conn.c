@@ -21,23 +21,38 @@
 #include <time.h>
 
 #include "base/config.h"
+#include "base/log.h"
 #include "net/net.h"
 #include "net/net_int.h"
 #include "platform/sys.h"
 
-static void send_connect(struct fmx_endpoint *ep) {
+static void send_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t conn_seq,
+                         uint32_t start) {
   struct net_ep *ne = net_ep(ep);
   struct net_hdr h;
   net_hdr_to(ep, NULL, &h, NET_CONNECT);
-  h.dst_ep = (uint16_t)ne->pend.eid;
+  h.dst_ep = (uint16_t)eid;
   uint32_t bip;
   uint16_t bport;
   net_bulk_addr(ep, &bip, &bport);
-  h.len = (uint16_t)net_put_connect(ne->pkt + NET_HDR_LEN, transport_ep(ep)->nic, ne->pend.nic, ne->pend.key,
-                                    ne->pend.conn_seq, ne->pend.start, bip, bport, net_mtu(ep));
+  h.len = (uint16_t)net_put_connect(ne->pkt + NET_HDR_LEN, transport_ep(ep)->nic, nic, key, conn_seq, start, bip,
+                                    bport, net_mtu(ep));
   net_put_hdr(ne->pkt, &h);
-  struct net_addr to = {.nic = ne->pend.nic};
-  net_xmit(ep, &to, ne->pend.eid, ne->pkt, NET_HDR_LEN + h.len);
+  struct net_addr to = {.nic = nic};
+  net_xmit(ep, &to, eid, ne->pkt, NET_HDR_LEN + h.len);
+}
+
+/* The first wait before a CONNECT goes again: the peer may be busy
+ * computing, so 1 ms at least; doubled each time up to
+ * FMX_NET_RTO_MAX_US. */
+static uint64_t first_wait(void) {
+  uint64_t w = fmx_cfg.net_rto_us * 1000ull;
+  return w < 1000000 ? 1000000 : w;
+}
+
+static uint64_t backoff(uint64_t wait) {
+  uint64_t most = fmx_cfg.net_rto_max_us * 1000ull;
+  return wait * 2 < most ? wait * 2 : (wait > most ? wait : most);
 }
 
 static void send_reply(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t status,
@@ -67,6 +82,105 @@ static fmx_return_t peer_status(uint32_t s) {
   }
 }
 
+/* ---- dialing: a handshake nobody waits for ------------------------------ */
+
+static void dial_send(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
+  struct net_peer *np = transport_state(p);
+  const struct transport_peer *t = transport_peer(p);
+  send_connect(ep, t->nic, t->eid, np->dial.key, np->dial.conn_seq, np->start);
+  np->dial.next_ns = now + np->dial.wait_ns;
+  np->dial.wait_ns = backoff(np->dial.wait_ns);
+  net_wheel_arm(&net_ep(ep)->timers, &np->timer,
+                np->dial.next_ns < np->dial.deadline_ns ? np->dial.next_ns : np->dial.deadline_ns);
+}
+
+fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                      struct partner **out) {
+  struct net_ep *ne = net_ep(ep);
+  if (!ne->on) return FMX_NIC_ID_NOT_FOUND;
+  struct partner *p = net_find(ep, nic, NULL, eid, 0); /* connected, or dialed already */
+  if (p) {
+    *out = p;
+    return FMX_SUCCESS;
+  }
+  p = transport_up->peer_new(ep, &net_transport);
+  struct net_addr to = {.nic = nic};
+  /* Its session and first seq come with its answer. */
+  if (!p || net_peer_init(ep, p, nic, eid, 0, &to, (uint32_t)sys_random64(), 0) < 0) {
+    if (p) transport_up->peer_down(ep, p, PARTNER_DEAD, FMX_NO_RESOURCES);
+    return FMX_NO_RESOURCES;
+  }
+  struct net_peer *np = transport_state(p);
+  uint64_t now = sys_now_ns();
+  np->dial.on = 1;
+  np->dial.key = key;
+  np->dial.conn_seq = ++ne->conn_seq;
+  np->dial.wait_ns = first_wait();
+  np->dial.deadline_ns = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : now + timeout_ms * 1000000ull;
+  TRANSPORT_CNT(ep, NET_DIALS);
+  dial_send(ep, p, now);
+  *out = p;
+  return FMX_SUCCESS;
+}
+
+static void dial_fail(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
+  struct net_peer *np = transport_state(p);
+  np->dial.on = 0;
+  TRANSPORT_CNT(ep, NET_DIALS_FAILED);
+  transport_up->peer_fail(ep, p, PARTNER_DEAD, code); /* what waits for it fails; its timer uncounts it */
+}
+
+int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
+  struct net_peer *np = transport_state(p);
+  if (now >= np->dial.deadline_ns) {
+    log_warn("FMX-NET-DIAL", "endpoint %u: endpoint %u of board %012llx did not answer our connect: its requests fail",
+             transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic);
+    dial_fail(ep, p, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+    return 0;
+  }
+  if (now >= np->dial.next_ns)
+    dial_send(ep, p, now);
+  else
+    net_wheel_arm(&net_ep(ep)->timers, &np->timer,
+                  np->dial.next_ns < np->dial.deadline_ns ? np->dial.next_ns : np->dial.deadline_ns);
+  return 1;
+}
+
+/* The handshake of a dialed partner is done: the peer's session and first
+ * seq, where its packets come from, its bulk socket. Records waiting for
+ * it go at the next progress pass. */
+static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t session, uint32_t start,
+                      const struct net_addr *from, uint32_t bip, uint16_t bport, uint16_t mtu) {
+  struct net_peer *np = transport_state(p);
+  struct transport_peer *t = transport_peer(p);
+  np->dial.on = 0;
+  t->session = session;
+  np->peer_start = start;
+  net_rel_rx_start(&np->rel, start);
+  np->addr = *from;
+  np->addr.nic = t->nic;
+  np->heard_ns = sys_now_ns();
+  net_wheel_cancel(&net_ep(ep)->timers, &np->timer);
+  net_peer_link(ep, p, bip, bport, mtu);
+  TRANSPORT_CNT(ep, CONNECT_OK);
+}
+
+/* The dialed partner a CONNECT_REPLY or NACK from `from` answers (conn_seq
+ * 0: any of its dials). */
+static struct partner *dialed(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from,
+                              uint32_t conn_seq) {
+  if (pk->h.dst_session != transport_ep(ep)->session) return NULL;
+  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
+       p = transport_up->peer_next(ep, &net_transport, p)) {
+    const struct net_peer *np = transport_state(p);
+    const struct transport_peer *t = transport_peer(p);
+    if (np->dial.on && t->state == PARTNER_ALIVE && t->eid == pk->h.src_ep &&
+        (!conn_seq || np->dial.conn_seq == conn_seq) && (!from->nic || from->nic == t->nic))
+      return p;
+  }
+  return NULL;
+}
+
 void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
   const struct transport_ep *te = transport_ep(ep);
@@ -91,6 +205,14 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
     return;
   }
   struct partner *q = net_find(ep, nic, NULL, pk->h.src_ep, 0);
+  if (q && ((struct net_peer *)transport_state(q))->dial.on) {
+    /* We dial each other: its CONNECT completes ours, and ours (or its
+     * answer) completes its side with the seq we announced. */
+    dial_done(ep, q, pk->h.src_session, pk->u.connect.start_seq, &to, pk->u.connect.bulk_ip,
+              pk->u.connect.bulk_port, pk->u.connect.mtu);
+    send_reply(ep, pk, &to, 0, ((struct net_peer *)transport_state(q))->start);
+    return;
+  }
   if (q) {
     struct net_peer *nq = transport_state(q);
     if (transport_peer(q)->session == pk->h.src_session && nq->peer_start == pk->u.connect.start_seq &&
@@ -118,6 +240,16 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
 
 void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
+  struct partner *d = dialed(ep, pk, from, pk->u.reply.conn_seq);
+  if (d && pk->u.reply.status) {
+    dial_fail(ep, d, peer_status(pk->u.reply.status));
+    return;
+  }
+  if (d) {
+    dial_done(ep, d, pk->h.src_session, pk->u.reply.start_seq, from, pk->u.reply.bulk_ip, pk->u.reply.bulk_port,
+              pk->u.reply.mtu);
+    return;
+  }
   if (!ne->pend.busy || ne->pend.status >= 0 || pk->u.reply.conn_seq != ne->pend.conn_seq ||
       pk->h.src_ep != ne->pend.eid || pk->h.dst_session != transport_ep(ep)->session ||
       (from->nic && from->nic != ne->pend.nic)) {
@@ -158,6 +290,12 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
                                                             : FMX_REMOTE_ENDPOINT_CLOSED;
     return;
   }
+  struct partner *d = dialed(ep, pk, from, 0);
+  if (d) {
+    dial_fail(ep, d, pk->u.nack.reason == NET_NACK_BAD_KEY ? FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY
+                                                           : FMX_REMOTE_ENDPOINT_CLOSED);
+    return;
+  }
   /* A partner that no longer knows us: it restarted or dropped us. */
   struct partner *p = net_find(ep, 0, from, pk->h.src_ep, 0);
   if (!p) {
@@ -169,6 +307,35 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
                                                                     : FMX_REMOTE_ENDPOINT_CLOSED);
 }
 
+/* A blocking connect to a peer dialed already (fmx_connect_async): wait
+ * for that handshake, making progress. Its partner gone meanwhile means it
+ * failed (FMX_REMOTE_ENDPOINT_UNREACHABLE here; what the peer said went to
+ * the requests that waited for it). */
+static fmx_return_t wait_dialed(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t timeout_ms,
+                                struct partner **out) {
+  uint64_t now = sys_now_ns();
+  uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : now + timeout_ms * 1000000ull;
+  uint32_t woken = transport_up->wakeups(ep);
+  for (;;) {
+    transport_up->lock(ep);
+    transport_up->progress(ep);
+    struct partner *p = net_find(ep, nic, NULL, eid, 0);
+    int dialing = p && ((struct net_peer *)transport_state(p))->dial.on;
+    int fd = net_ep(ep)->sock.fd;
+    transport_up->unlock(ep);
+    if (!p) return FMX_REMOTE_ENDPOINT_UNREACHABLE;
+    if (!dialing) {
+      *out = p;
+      return FMX_SUCCESS;
+    }
+    now = sys_now_ns();
+    if (now >= deadline || transport_up->wakeups(ep) != woken) return FMX_TIMEOUT;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    struct timespec ts = {0, 1000000}; /* its resends are due on the timers: a look each millisecond */
+    ppoll(&pfd, 1, &ts, NULL);
+  }
+}
+
 fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                          struct partner **out) {
   struct net_ep *ne = net_ep(ep);
@@ -178,6 +345,16 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
     return FMX_NIC_ID_NOT_FOUND;
   }
   struct partner *have = net_find(ep, nic, NULL, eid, 0);
+  if (have && ((struct net_peer *)transport_state(have))->dial.on) {
+    transport_up->unlock(ep);
+    uint64_t t0 = sys_now_ns();
+    fmx_return_t r = wait_dialed(ep, nic, eid, timeout_ms, out);
+    if (r != FMX_REMOTE_ENDPOINT_UNREACHABLE) return r;
+    /* That handshake failed: ours says why, in the time left. */
+    uint64_t spent = (sys_now_ns() - t0) / 1000000;
+    if (timeout_ms != FMX_TIMEOUT_INFINITE) timeout_ms = spent >= timeout_ms ? 0 : timeout_ms - (uint32_t)spent;
+    return net_connect(ep, nic, eid, key, timeout_ms, out);
+  }
   if (have) {
     transport_up->unlock(ep);
     *out = have;
@@ -196,18 +373,16 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
 
   uint64_t now = sys_now_ns();
   uint64_t deadline = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : now + timeout_ms * 1000000ull;
-  uint64_t wait = fmx_cfg.net_rto_us * 1000ull, resend = now;
-  if (wait < 1000000) wait = 1000000; /* the peer may be busy computing: resend from 1 ms */
+  uint64_t wait = first_wait(), resend = now;
   fmx_return_t rc;
   uint32_t woken = transport_up->wakeups(ep);
   for (;;) {
     transport_up->lock(ep);
     now = sys_now_ns();
     if (now >= resend && ne->pend.status < 0) {
-      send_connect(ep);
+      send_connect(ep, ne->pend.nic, ne->pend.eid, ne->pend.key, ne->pend.conn_seq, ne->pend.start);
       resend = now + wait;
-      uint64_t most = fmx_cfg.net_rto_max_us * 1000ull;
-      wait = wait * 2 < most ? wait * 2 : (wait > most ? wait : most);
+      wait = backoff(wait);
     }
     transport_up->progress(ep);
     int status = ne->pend.status;

@@ -114,6 +114,14 @@ struct net_peer {
   uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */
   int close_sent;        /* ...once one went */
   uint64_t left_ns;      /* when its CLOSE came (0: it did not) */
+  /* Our handshake with it under way (net_dial): nothing goes to it but
+   * CONNECT, resent with backoff, until its reply completes it (or its
+   * own CONNECT, when we dial each other) or the deadline fails it. */
+  struct {
+    int on;
+    uint32_t key, conn_seq;
+    uint64_t next_ns, wait_ns, deadline_ns;
+  } dial;
 };
 
 extern const struct fmx_transport_ops net_transport;
@@ -186,7 +194,14 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
  * then what the budget has room for. */
 void net_pull_tick(struct fmx_endpoint *ep, uint64_t now);
 
-/* net_conn.c: the handshake. */
+/* net_conn.c: the handshake. net_dial (the endpoint's lock held) makes
+ * the partner at once and sends CONNECT; records pushed to it wait
+ * (-EAGAIN) until the handshake completes, and fail with it. */
+fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                      struct partner **out);
+/* A dialed partner's timer: CONNECT again when due, fail it at its
+ * deadline. 1 while it dials on (its timer set), 0 when it failed. */
+int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                          struct partner **out);
 void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);

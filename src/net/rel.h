@@ -66,6 +66,10 @@ typedef void (*net_rel_emit_fn)(void *arg, uint8_t *pkt, size_t len);
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start);
 void net_rel_fini(struct net_rel *r);
 
+/* The peer's first seq, learnt after init (a handshake we began): only
+ * before anything was received. */
+static inline void net_rel_rx_start(struct net_rel *r, uint32_t rx_start) { r->expect = rx_start; }
+
 /* Sending. Room for one more packet in the window? */
 int net_rel_can_send(const struct net_rel *r);
 /* The packet queued last, as the slot keeps it until acked. */

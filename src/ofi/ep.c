@@ -171,8 +171,9 @@ int ofx_ep_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) {
   struct ofx_name n;
   int e = conn_slot(ep, addr, &n);
   if (e) return e;
-  /* The peer's watcher thread answers: no progress of its is needed. */
-  fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.eid, n.key, 10000, &ep->conn[addr].addr);
+  /* Not waited for (libfabric's sends do not block): what is sent to it
+   * waits for the handshake, and fails with it. */
+  fmx_return_t rc = fmx_connect_async(ep->fx, n.nic, n.eid, n.key, OFX_CONNECT_MS, &ep->conn[addr].addr);
   if (rc != FMX_SUCCESS) return -ofx_errno(rc);
   ep->conn[addr].ok = 1;
   *out = ep->conn[addr].addr;
@@ -188,7 +189,7 @@ int ofx_ep_mr_addr(struct ofx_ep *ep, fi_addr_t addr, fmx_endpoint_addr_t *out) 
   int e = conn_slot(ep, addr, &n);
   if (e) return e;
   if (n.mr_eid == FMX_ANY_ENDPOINT) return -FI_EINVAL; /* its domain takes no RMA */
-  fmx_return_t rc = fmx_connect(ep->fx, n.nic, n.mr_eid, n.mr_key, 10000, &ep->conn[addr].mr_addr);
+  fmx_return_t rc = fmx_connect_async(ep->fx, n.nic, n.mr_eid, n.mr_key, OFX_CONNECT_MS, &ep->conn[addr].mr_addr);
   if (rc != FMX_SUCCESS) return -ofx_errno(rc);
   ep->conn[addr].mr_ok = 1;
   *out = ep->conn[addr].mr_addr;

@@ -33,6 +33,7 @@
 #define OFX_NAME "fmx"
 #define OFX_PROV_VERSION FI_VERSION(0, 1)
 #define OFX_INJECT 256            /* inject_size: copied into the operation */
+#define OFX_CONNECT_MS 10000      /* a peer that never answers our handshake: its sends fail after this */
 #define OFX_TAG_FORMAT 0xaaaaaaaaaaaaaaaaull /* FI_TAG_GENERIC: bit 63 set, as Open MPI asks */
 #define OFX_CAPS                                                                                                 \
   (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)

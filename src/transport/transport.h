@@ -130,6 +130,11 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *            peer), called without ep->lock: the partner in *out (NULL for
  *            self: the core makes ep->self). The core chose the transport
  *            by nic: shm for this host's, net for another's.
+ *   dial     connect without waiting (ep->lock held): the partner at once,
+ *            its handshake carried on by progress; records pushed to it
+ *            wait (-EAGAIN) until it completes, and fail with it (the
+ *            partner fails: a wrong key, no answer within timeout_ms).
+ *            NULL: the core connects and waits
  *   push     queue one record (header + hdr->len payload bytes gathered
  *            from iov) to the partner, in order: 0, or -EAGAIN when there is
  *            no room now, -ENOMEM (retry later either way)
@@ -185,6 +190,8 @@ struct fmx_transport_ops {
   int remote;
   fmx_return_t (*connect)(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                           struct partner **out);
+  fmx_return_t (*dial)(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                       struct partner **out);
   int (*push)(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
               int iovcnt);
   size_t (*max_payload)(struct partner *p);

@@ -4,6 +4,7 @@ root; skipped otherwise): fmx_perf --server in one, --client in the other,
 raw frames and UDP, MTU 1500 and 9000, every byte verified; loss and
 duplication from nftables (this kernel has no netem); a wrong key; a peer
 killed mid-transfer. Names are unique per test run; every run is bounded."""
+import json
 import os
 import shutil
 import signal
@@ -193,6 +194,43 @@ def test_wrong_key(pair1500):
     finally:
         srv.kill()
         srv.wait()
+
+
+def dial(pair, wire, target, key, dial_ms=5000):
+    """fmx_sys dial from a to endpoint `target` of b (sends posted before
+    the handshake is done), while endpoint 7 of b serves: its JSON line,
+    and what the server received."""
+    env = {"FMX_NET_WIRE": wire}
+    srv = subprocess.Popen(["ip", "netns", "exec", pair.b, SYS, "serve", "--base", "7"], env=dict(os.environ, **env),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "READY"
+        cli = pair.popen(pair.a, [SYS, "dial", "--target", str(target), "--key", str(key), "--msgs", "16",
+                                  "--dial-ms", str(dial_ms)], dict(env, FMX_SYS_NIC=pair.mac_b))
+        out, err = cli.communicate(timeout=60)
+        assert cli.returncode == 0, out + err
+    finally:
+        srv.kill()
+        srv.wait()
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_connect_without_waiting(pair1500, wire):
+    """fmx_connect_async gives the address at once; 16 sends posted before
+    the handshake is done wait for it and arrive; fmx_connect to the same
+    peer afterwards gives the same address. A wrong key fails the sends
+    with the peer's answer (and fmx_connect, after, with its own); an
+    endpoint that is not open answers nothing, and the sends fail once
+    --dial-ms passes: the caller was not held in the connect."""
+    r = dial(pair1500, wire, 7, 0x5eed)
+    assert r == {"dial": "Success", "connect": "Success", "same": 1, "sent": 16, "error": "Success"}, r
+    r = dial(pair1500, wire, 7, 12345)
+    assert r["dial"] == "Success" and r["sent"] == 0, r
+    assert r["error"] == r["connect"] == "Remote endpoint bad connection key", r
+    r = dial(pair1500, wire, 9, 0x5eed, dial_ms=1500)
+    assert r["dial"] == "Success" and r["sent"] == 0, r
+    assert r["error"] == "Remote endpoint unreachable" and r["connect"] == "Timeout", r
 
 
 def test_peer_killed_mid_transfer(pair1500):

@@ -18,6 +18,8 @@
  *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
  *   fmx_sys connect  --base B --target EID --key K    (prints the result name; the
  *                    board FMX_SYS_NIC names, else this host's)
+ *   fmx_sys dial     --target EID --key K --msgs M --dial-ms T   fmx_connect_async, M sends of
+ *                    64 B at once, fmx_connect again; prints each result as JSON
  *   fmx_sys open     --target EID                     (opens endpoint EID; prints the result name)
  *   fmx_sys serve    --base B        endpoint B receives whatever comes until stdin closes
  *                                    (prints READY once open)
@@ -57,7 +59,7 @@ static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0
 static int one_way = 0;
 static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
 static uint32_t target = 0, key = KEY;
-static int eat_fds = -1, nodump = 0;
+static int eat_fds = -1, nodump = 0, dial_ms = 5000;
 /* --tolerate 1 (with FMX_FAULT_ALLOC): a completion may be an error that a
  * lack of memory explains; every send must still complete, and so must
  * every receive that was matched. */
@@ -566,9 +568,45 @@ static void connect_test(void) {
   printf("%s\n", fmx_strerror(rc));
 }
 
+/* Connect without waiting (fmx_connect_async) and send --msgs messages of
+ * 64 B at once, before the handshake can have finished; then connect
+ * again, waiting (fmx_connect: the same address; once the first
+ * handshake failed, its own, given 1 s more), and wait for every send.
+ * Prints what each step gave: the handshake fails (wrong key, no answer
+ * within --dial-ms) on the sends. */
+static void dial_test(void) {
+  const char *n = getenv("FMX_SYS_NIC");
+  uint64_t nic = n && *n ? board(n) : FMX_ANY_NIC;
+  fmx_endpoint_addr_t a, again;
+  fmx_return_t rc = fmx_connect_async(ep, nic, target, key, (uint32_t)dial_ms, &a);
+  if (rc != FMX_SUCCESS) {
+    printf("{\"dial\":\"%s\"}\n", fmx_strerror(rc));
+    return;
+  }
+  static uint8_t msg[64];
+  fmx_request_t r[64];
+  int k = msgs < 64 ? msgs : 64;
+  for (int i = 0; i < k; i++) {
+    fmx_seg_t seg = {msg, sizeof msg};
+    OK(fmx_isend(ep, &seg, 1, a, 5, NULL, &r[i]));
+  }
+  fmx_return_t crc = fmx_connect(ep, nic, target, key, (uint32_t)dial_ms + 1000, &again);
+  int same = crc == FMX_SUCCESS && !memcmp(&a, &again, sizeof a);
+  int ok = 0;
+  fmx_return_t first_err = FMX_SUCCESS;
+  for (int i = 0; i < k; i++) {
+    fmx_status_t st;
+    wait_req(&r[i], &st, "send");
+    if (st.code == FMX_SUCCESS) ok++;
+    else if (first_err == FMX_SUCCESS) first_err = st.code;
+  }
+  printf("{\"dial\":\"%s\",\"connect\":\"%s\",\"same\":%d,\"sent\":%d,\"error\":\"%s\"}\n",
+         fmx_strerror(rc), fmx_strerror(crc), same, ok, fmx_strerror(first_err));
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect|open|serve|churn [options]\n");
+    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect|dial|open|serve|churn [options]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -588,6 +626,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--one-way")) one_way = atoi(v);
     else if (!strcmp(o, "--target")) target = (uint32_t)atoi(v);
     else if (!strcmp(o, "--key")) key = (uint32_t)strtoul(v, NULL, 0);
+    else if (!strcmp(o, "--dial-ms")) dial_ms = atoi(v);
     else if (!strcmp(o, "--eat-fds")) eat_fds = atoi(v);
     else if (!strcmp(o, "--nodump")) nodump = atoi(v);
     else if (!strcmp(o, "--tolerate")) tolerate = atoi(v);
@@ -610,7 +649,7 @@ int main(int argc, char **argv) {
     OK(fmx_finalize());
     return 0;
   }
-  uint32_t eid = !strcmp(mode, "connect") ? FMX_ANY_ENDPOINT : (uint32_t)(base + rank);
+  uint32_t eid = !strcmp(mode, "connect") || !strcmp(mode, "dial") ? FMX_ANY_ENDPOINT : (uint32_t)(base + rank);
   OK(fmx_open_endpoint(0, eid, KEY, NULL, 0, &ep));
   if (eat_fds >= 0) take_fds(eat_fds);
   if (!strcmp(mode, "exchange")) exchange();
@@ -620,6 +659,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "unmatched")) unmatched_send();
   else if (!strcmp(mode, "token")) token();
   else if (!strcmp(mode, "connect")) connect_test();
+  else if (!strcmp(mode, "dial")) dial_test();
   else if (!strcmp(mode, "serve")) serve();
   else {
     fprintf(stderr, "unknown mode %s\n", mode);
