@@ -7,12 +7,34 @@
 #include "net/rel.h"
 #include "net/wire.h"
 
-static struct net_rel_slot *tx_slot(const struct net_rel *r, uint32_t seq) { return &r->tx[seq % r->cfg.window]; }
-static struct net_rel_slot *rx_slot(const struct net_rel *r, uint32_t seq) { return &r->rx[seq % r->cfg.window]; }
+static struct net_rel_slot *tx_slot(const struct net_rel *r, uint32_t seq) { return &r->tx[seq % r->tx_cap]; }
+static struct net_rel_slot *rx_slot(const struct net_rel *r, uint32_t seq) { return &r->rx[seq % r->rx_cap]; }
+/* The packet come early with seq, kept (NULL: none, or beyond the ring). */
+static struct net_rel_slot *rx_held(const struct net_rel *r, uint32_t seq) {
+  return seq - r->expect < r->rx_cap && rx_slot(r, seq)->pkt ? rx_slot(r, seq) : NULL;
+}
 
 static void slot_free(struct net_rel_slot *s) {
   free(s->pkt);
   memset(s, 0, sizeof *s);
+}
+
+/* A ring of at least `need` slots (at most the window), the `n` slots
+ * from seq `from` moved to their places in it: 0, or -ENOMEM (the old one
+ * kept). */
+static int grow(struct net_rel *r, struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32_t from,
+                uint32_t n) {
+  uint32_t c = *cap ? *cap : NET_REL_RING_FIRST;
+  while (c < need) c *= 2;
+  if (c > r->cfg.window) c = r->cfg.window;
+  if (c <= *cap) return 0;
+  struct net_rel_slot *nr = calloc(c, sizeof *nr);
+  if (!nr) return -ENOMEM;
+  for (uint32_t i = 0; i < n; i++) nr[(from + i) % c] = (*ring)[(from + i) % *cap];
+  free(*ring);
+  *ring = nr;
+  *cap = c;
+  return 0;
 }
 
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start) {
@@ -20,12 +42,6 @@ int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_s
   if (!cfg || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
     return -EINVAL;
   r->cfg = *cfg;
-  r->tx = calloc(cfg->window, sizeof *r->tx);
-  r->rx = calloc(cfg->window, sizeof *r->rx);
-  if (!r->tx || !r->rx) {
-    net_rel_fini(r);
-    return -ENOMEM;
-  }
   r->next_seq = r->una = tx_start;
   r->expect = rx_start;
   r->rto_ns = cfg->rto_ns;
@@ -33,19 +49,22 @@ int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_s
 }
 
 void net_rel_fini(struct net_rel *r) {
-  for (uint32_t i = 0; r->tx && i < r->cfg.window; i++) slot_free(&r->tx[i]);
-  for (uint32_t i = 0; r->rx && i < r->cfg.window; i++) slot_free(&r->rx[i]);
+  for (uint32_t i = 0; i < r->tx_cap; i++) slot_free(&r->tx[i]);
+  for (uint32_t i = 0; i < r->rx_cap; i++) slot_free(&r->rx[i]);
   free(r->tx);
   free(r->rx);
   r->tx = r->rx = NULL;
+  r->tx_cap = r->rx_cap = 0;
 }
+
+size_t net_rel_ring_bytes(const struct net_rel *r) { return ((size_t)r->tx_cap + r->rx_cap) * sizeof(struct net_rel_slot); }
 
 int net_rel_can_send(const struct net_rel *r) { return r->next_seq - r->una < r->cfg.window; }
 
 int net_rel_idle(const struct net_rel *r) { return r->next_seq == r->una; }
 
 uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq) {
-  if (net_seq_lt(seq, r->una) || !net_seq_lt(seq, r->next_seq)) return 0;
+  if (net_seq_lt(seq, r->una) || !net_seq_lt(seq, r->next_seq)) return 0; /* and so a ring holds it */
   return tx_slot(r, seq)->tries;
 }
 
@@ -53,6 +72,8 @@ const uint8_t *net_rel_last(const struct net_rel *r) { return tx_slot(r, r->next
 
 int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
   if (!net_rel_can_send(r)) return -EAGAIN;
+  uint32_t inflight = r->next_seq - r->una;
+  if (inflight >= r->tx_cap && grow(r, &r->tx, &r->tx_cap, inflight + 1, r->una, inflight) < 0) return -ENOMEM;
   struct net_rel_slot *s = tx_slot(r, r->next_seq);
   s->pkt = malloc(len ? len : 1);
   if (!s->pkt) return -ENOMEM;
@@ -156,11 +177,13 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
     note_received(r, now);
     return NET_REL_NEW;
   }
-  struct net_rel_slot *s = rx_slot(r, seq);
-  if (s->pkt) {
+  if (rx_held(r, seq)) {
     r->dups++;
     return NET_REL_DUP;
   }
+  uint32_t ahead = seq - r->expect;
+  if (ahead >= r->rx_cap && grow(r, &r->rx, &r->rx_cap, ahead + 1, r->expect, r->rx_cap) < 0) return -ENOMEM;
+  struct net_rel_slot *s = rx_slot(r, seq);
   s->pkt = malloc(len ? len : 1);
   if (!s->pkt) return -ENOMEM;
   memcpy(s->pkt, pkt, len);
@@ -172,8 +195,8 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
 }
 
 uint8_t *net_rel_pop(struct net_rel *r, size_t *len) {
-  struct net_rel_slot *s = rx_slot(r, r->expect);
-  if (!s->pkt) return NULL;
+  struct net_rel_slot *s = rx_held(r, r->expect);
+  if (!s) return NULL;
   uint8_t *p = s->pkt;
   *len = s->len;
   memset(s, 0, sizeof *s);
@@ -192,7 +215,7 @@ uint32_t net_rel_ack_value(const struct net_rel *r) { return r->expect; }
 uint64_t net_rel_sack(const struct net_rel *r) {
   uint64_t m = 0;
   for (uint32_t i = 0; i < 64 && i + 1 < r->cfg.window; i++)
-    if (rx_slot(r, r->expect + 1 + i)->pkt) m |= 1ull << i;
+    if (rx_held(r, r->expect + 1 + i)) m |= 1ull << i;
   return m;
 }
 

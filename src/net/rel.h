@@ -47,13 +47,15 @@ struct net_rel {
   uint64_t rto_ns;   /* the current wait, backed off */
   uint64_t srtt_ns, rttvar_ns; /* round trips of packets acked at their first send (RFC 6298); 0: none yet */
   uint64_t progress_ns; /* when una last moved, or the first packet went out after an idle time */
-  struct net_rel_slot *tx;
+  struct net_rel_slot *tx; /* tx_cap slots (a ring by seq), grown as packets in flight need, up to the window */
+  uint32_t tx_cap;
   /* receiving */
   uint32_t expect; /* the next seq to deliver: the ack we send */
   uint32_t unacked;
   uint64_t unacked_since_ns;
   int ack_now; /* a duplicate came: our ack may have been lost */
-  struct net_rel_slot *rx;
+  struct net_rel_slot *rx; /* rx_cap slots for packets come early, grown as a hole's width needs */
+  uint32_t rx_cap;
   /* counted for fmx_counters */
   uint64_t resent, gap_resends, dups, early, far, bad_acks;
 };
@@ -63,7 +65,14 @@ enum { NET_REL_NEW = 1, NET_REL_EARLY = 2, NET_REL_DUP = 3, NET_REL_FAR = 4 };
 
 typedef void (*net_rel_emit_fn)(void *arg, uint8_t *pkt, size_t len);
 
+/* No memory is taken until packets are kept: a partner that never sends
+ * nor sees a hole costs its struct alone; the rings grow by doubling
+ * from NET_REL_RING_FIRST slots to the window (what they hold: 0 or
+ * -ENOMEM from the call that needed more). */
+#define NET_REL_RING_FIRST 8
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start);
+/* Bytes of ring the stream holds now (not the packets in it). */
+size_t net_rel_ring_bytes(const struct net_rel *r);
 void net_rel_fini(struct net_rel *r);
 
 /* The peer's first seq, learnt after init (a handshake we began): only

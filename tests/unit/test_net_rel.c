@@ -266,6 +266,57 @@ static void test_edges(void) {
   net_rel_fini(&r);
 }
 
+/* The rings take memory only as packets are kept, doubling from
+ * NET_REL_RING_FIRST up to the window; what they hold keeps its order
+ * through each growth. */
+static void test_rings(void) {
+  struct net_rel r;
+  CHECK_EQ(net_rel_init(&r, &cfg, 0xfffffff0u, 0xfffffffau), 0); /* both about to wrap */
+  CHECK_EQ(net_rel_ring_bytes(&r), 0);
+  uint8_t b[NET_HDR_LEN + 4] = {0};
+  CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  CHECK_EQ(net_rel_ring_bytes(&r), NET_REL_RING_FIRST * sizeof(struct net_rel_slot));
+  /* 20 in flight, each telling its seq in its last byte. */
+  for (uint32_t i = 1; i < 20; i++) {
+    b[NET_HDR_LEN] = (uint8_t)i;
+    CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  }
+  CHECK_EQ(net_rel_ring_bytes(&r), 32 * sizeof(struct net_rel_slot));
+  for (uint32_t i = 1; i < 20; i++) CHECK_EQ(net_rel_sends(&r, 0xfffffff0u + i), 1);
+  CHECK_EQ(net_rel_on_ack(&r, 0xfffffff0u + 10, 0, 0, emit, NULL), 0);
+  for (uint32_t i = 10; i < 20; i++) CHECK_EQ(net_rel_sends(&r, 0xfffffff0u + i), 1);
+  /* The resends after the growth are the packets queued with those seqs. */
+  emit_to = 0;
+  nline = 0;
+  CHECK_EQ(net_rel_timers(&r, cfg.rto_ns, 100, emit, NULL), 10);
+  for (int i = 0; i < nline; i++) CHECK_EQ(line[i].b[NET_HDR_LEN], 10 + i);
+  nline = 0;
+  /* Early packets 3 then 40 ahead of a hole at 0xfffffffa: the ring grows
+   * to 64 slots, and both come out in order once the hole fills. */
+  uint32_t x = 0xfffffffau;
+  b[NET_HDR_LEN] = 3;
+  CHECK_EQ(net_rel_recv(&r, x + 3, b, sizeof b, 0), NET_REL_EARLY);
+  size_t rx8 = net_rel_ring_bytes(&r);
+  b[NET_HDR_LEN] = 40;
+  CHECK_EQ(net_rel_recv(&r, x + 40, b, sizeof b, 0), NET_REL_EARLY);
+  CHECK_EQ(net_rel_ring_bytes(&r) - rx8, (64 - NET_REL_RING_FIRST) * sizeof(struct net_rel_slot));
+  CHECK_EQ(net_rel_recv(&r, x + 3, b, sizeof b, 0), NET_REL_DUP);
+  CHECK_EQ(net_rel_sack(&r), 1ull << 2 | 1ull << 39);
+  size_t len;
+  for (uint32_t i = 0; i < 3; i++) CHECK_EQ(net_rel_recv(&r, x + i, b, sizeof b, 0), NET_REL_NEW);
+  uint8_t *q = net_rel_pop(&r, &len);
+  CHECK(q && q[NET_HDR_LEN] == 3);
+  free(q);
+  CHECK(net_rel_pop(&r, &len) == NULL);
+  for (uint32_t i = 4; i < 40; i++) CHECK_EQ(net_rel_recv(&r, x + i, b, sizeof b, 0), NET_REL_NEW);
+  q = net_rel_pop(&r, &len);
+  CHECK(q && q[NET_HDR_LEN] == 40);
+  free(q);
+  CHECK_EQ(net_rel_ack_value(&r), x + 41);
+  net_rel_fini(&r);
+  CHECK_EQ(net_rel_ring_bytes(&r), 0);
+}
+
 /* The resend wait measured from round trips: within [rto_min_ns,
  * rto_max_ns], past the first guess when round trips are long, never from
  * a packet sent twice (Karn), backed off from there. */
@@ -556,6 +607,7 @@ int main(void) {
   test_wire();
   test_record();
   test_edges();
+  test_rings();
   test_measured_rto();
   test_close_helpers();
   test_resend_bound();
