@@ -396,9 +396,12 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   }
   if (!p) {
     /* A stranger, a partner we dropped, or one from before we restarted
-     * (another session): dropped, and told so for data. */
+     * (another session): dropped, and told so for data. Not a peer we
+     * are connecting to whose answer was lost: the CONNECT we send again
+     * finishes it, and its data comes again. */
     TRANSPORT_CNT(ep, NET_DROPPED);
-    if (pk.h.type == NET_DATA) net_send_nack(ep, &pk, &rx->from, NET_NACK_BAD_SESSION);
+    if (pk.h.type == NET_DATA && !net_connecting(ep, &rx->from, pk.h.src_ep))
+      net_send_nack(ep, &pk, &rx->from, NET_NACK_BAD_SESSION);
     return;
   }
   struct net_peer *np = transport_state(p);

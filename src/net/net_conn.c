@@ -84,6 +84,11 @@ static fmx_return_t peer_status(uint32_t s) {
 
 /* ---- dialing: a handshake nobody waits for ------------------------------ */
 
+/* Our blocking connect to (nic, eid) waits for its answer. */
+static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
+  return ne->pend.busy && ne->pend.status < 0 && ne->pend.nic == nic && ne->pend.eid == eid;
+}
+
 static void dial_send(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   const struct transport_peer *t = transport_peer(p);
@@ -115,6 +120,14 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
   np->dial.on = 1;
   np->dial.key = key;
   np->dial.conn_seq = ++ne->conn_seq;
+  if (pend_for(ne, nic, eid)) {
+    /* A blocking connect to it is under way (another thread): ours is
+     * the same CONNECT (the peer answers it as a resend), and its answer
+     * completes both (net_on_reply). */
+    np->start = ne->pend.start;
+    np->rel.next_seq = np->rel.una = ne->pend.start;
+    np->dial.conn_seq = ne->pend.conn_seq;
+  }
   np->dial.wait_ns = first_wait();
   np->dial.deadline_ns = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : now + timeout_ms * 1000000ull;
   TRANSPORT_CNT(ep, NET_DIALS);
@@ -165,8 +178,7 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
   TRANSPORT_CNT(ep, CONNECT_OK);
 }
 
-/* The dialed partner a CONNECT_REPLY or NACK from `from` answers (conn_seq
- * 0: any of its dials). */
+/* The dialed partner a CONNECT_REPLY from `from` answers. */
 static struct partner *dialed(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from,
                               uint32_t conn_seq) {
   if (pk->h.dst_session != transport_ep(ep)->session) return NULL;
@@ -175,10 +187,24 @@ static struct partner *dialed(struct fmx_endpoint *ep, const struct net_pkt *pk,
     const struct net_peer *np = transport_state(p);
     const struct transport_peer *t = transport_peer(p);
     if (np->dial.on && t->state == PARTNER_ALIVE && t->eid == pk->h.src_ep &&
-        (!conn_seq || np->dial.conn_seq == conn_seq) && (!from->nic || from->nic == t->nic))
+        np->dial.conn_seq == conn_seq && (!from->nic || from->nic == t->nic))
       return p;
   }
   return NULL;
+}
+
+int net_connecting(struct fmx_endpoint *ep, const struct net_addr *from, uint32_t eid) {
+  struct net_ep *ne = net_ep(ep);
+  if (ne->pend.busy && ne->pend.status < 0 && ne->pend.eid == eid && (!from->nic || from->nic == ne->pend.nic))
+    return 1;
+  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
+       p = transport_up->peer_next(ep, &net_transport, p)) {
+    const struct transport_peer *t = transport_peer(p);
+    if (((struct net_peer *)transport_state(p))->dial.on && t->state == PARTNER_ALIVE && t->eid == eid &&
+        (!from->nic || from->nic == t->nic))
+      return 1;
+  }
+  return 0;
 }
 
 void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
@@ -241,13 +267,21 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
 void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
   struct partner *d = dialed(ep, pk, from, pk->u.reply.conn_seq);
-  if (d && pk->u.reply.status) {
-    dial_fail(ep, d, peer_status(pk->u.reply.status));
-    return;
-  }
   if (d) {
+    /* A blocking connect that sent the same CONNECT learns it too. */
+    int both = pend_for(ne, transport_peer(d)->nic, transport_peer(d)->eid) &&
+               ne->pend.conn_seq == pk->u.reply.conn_seq;
+    if (pk->u.reply.status) {
+      if (both) ne->pend.status = peer_status(pk->u.reply.status);
+      dial_fail(ep, d, peer_status(pk->u.reply.status));
+      return;
+    }
     dial_done(ep, d, pk->h.src_session, pk->u.reply.start_seq, from, pk->u.reply.bulk_ip, pk->u.reply.bulk_port,
               pk->u.reply.mtu);
+    if (both) {
+      ne->pend.p = d;
+      ne->pend.status = FMX_SUCCESS;
+    }
     return;
   }
   if (!ne->pend.busy || ne->pend.status >= 0 || pk->u.reply.conn_seq != ne->pend.conn_seq ||
@@ -288,12 +322,6 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
   if (ne->pend.busy && ne->pend.status < 0 && pk->h.src_ep == ne->pend.eid && (!from->nic || from->nic == ne->pend.nic)) {
     ne->pend.status = pk->u.nack.reason == NET_NACK_BAD_KEY ? FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY
                                                             : FMX_REMOTE_ENDPOINT_CLOSED;
-    return;
-  }
-  struct partner *d = dialed(ep, pk, from, 0);
-  if (d) {
-    dial_fail(ep, d, pk->u.nack.reason == NET_NACK_BAD_KEY ? FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY
-                                                           : FMX_REMOTE_ENDPOINT_CLOSED);
     return;
   }
   /* A partner that no longer knows us: it restarted or dropped us. */

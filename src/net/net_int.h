@@ -202,6 +202,9 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
 /* A dialed partner's timer: CONNECT again when due, fail it at its
  * deadline. 1 while it dials on (its timer set), 0 when it failed. */
 int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
+/* We are connecting to endpoint eid at `from` (a dial, or a blocking
+ * connect): its data before our answer came is not a stranger's. */
+int net_connecting(struct fmx_endpoint *ep, const struct net_addr *from, uint32_t eid);
 fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                          struct partner **out);
 void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);

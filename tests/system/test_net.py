@@ -196,17 +196,17 @@ def test_wrong_key(pair1500):
         srv.wait()
 
 
-def dial(pair, wire, target, key, dial_ms=5000):
+def dial(pair, wire, target, key, dial_ms=5000, race=0):
     """fmx_sys dial from a to endpoint `target` of b (sends posted before
-    the handshake is done), while endpoint 7 of b serves: its JSON line,
-    and what the server received."""
+    the handshake is done), while endpoint 7 of b serves: its JSON line."""
     env = {"FMX_NET_WIRE": wire}
     srv = subprocess.Popen(["ip", "netns", "exec", pair.b, SYS, "serve", "--base", "7"], env=dict(os.environ, **env),
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert srv.stdout.readline().strip() == "READY"
         cli = pair.popen(pair.a, [SYS, "dial", "--target", str(target), "--key", str(key), "--msgs", "16",
-                                  "--dial-ms", str(dial_ms)], dict(env, FMX_SYS_NIC=pair.mac_b))
+                                  "--dial-ms", str(dial_ms), "--race", str(race)],
+                         dict(env, FMX_SYS_NIC=pair.mac_b))
         out, err = cli.communicate(timeout=60)
         assert cli.returncode == 0, out + err
     finally:
@@ -219,12 +219,17 @@ def dial(pair, wire, target, key, dial_ms=5000):
 def test_connect_without_waiting(pair1500, wire):
     """fmx_connect_async gives the address at once; 16 sends posted before
     the handshake is done wait for it and arrive; fmx_connect to the same
-    peer afterwards gives the same address. A wrong key fails the sends
+    peer afterwards gives the same address, and so does one by a thread
+    at the same time as the first (either order). A wrong key fails the sends
     with the peer's answer (and fmx_connect, after, with its own); an
     endpoint that is not open answers nothing, and the sends fail once
     --dial-ms passes: the caller was not held in the connect."""
     r = dial(pair1500, wire, 7, 0x5eed)
-    assert r == {"dial": "Success", "connect": "Success", "same": 1, "sent": 16, "error": "Success"}, r
+    assert r == {"dial": "Success", "connect": "Success", "same": 1, "sent": 16, "error": "Success", "raced": 0}, r
+    # a thread connecting, waiting, at the same time gets the same address
+    for _ in range(3):
+        r = dial(pair1500, wire, 7, 0x5eed, race=1)
+        assert r["raced"] == 1 and r["same"] == 1 and r["sent"] == 16, r
     r = dial(pair1500, wire, 7, 12345)
     assert r["dial"] == "Success" and r["sent"] == 0, r
     assert r["error"] == r["connect"] == "Remote endpoint bad connection key", r

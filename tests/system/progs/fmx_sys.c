@@ -18,8 +18,9 @@
  *   fmx_sys token    --rank R --nprocs N --base B [--rounds K]
  *   fmx_sys connect  --base B --target EID --key K    (prints the result name; the
  *                    board FMX_SYS_NIC names, else this host's)
- *   fmx_sys dial     --target EID --key K --msgs M --dial-ms T   fmx_connect_async, M sends of
- *                    64 B at once, fmx_connect again; prints each result as JSON
+ *   fmx_sys dial     --target EID --key K --msgs M --dial-ms T [--race 1]   fmx_connect_async
+ *                    (--race: while a thread connects, waiting), M sends of 64 B at once,
+ *                    fmx_connect again; prints each result as JSON
  *   fmx_sys open     --target EID                     (opens endpoint EID; prints the result name)
  *   fmx_sys serve    --base B        endpoint B receives whatever comes until stdin closes
  *                                    (prints READY once open)
@@ -41,6 +42,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +61,7 @@ static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0
 static int one_way = 0;
 static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
 static uint32_t target = 0, key = KEY;
-static int eat_fds = -1, nodump = 0, dial_ms = 5000;
+static int eat_fds = -1, nodump = 0, dial_ms = 5000, race = 0;
 /* --tolerate 1 (with FMX_FAULT_ALLOC): a completion may be an error that a
  * lack of memory explains; every send must still complete, and so must
  * every receive that was matched. */
@@ -574,11 +576,29 @@ static void connect_test(void) {
  * handshake failed, its own, given 1 s more), and wait for every send.
  * Prints what each step gave: the handshake fails (wrong key, no answer
  * within --dial-ms) on the sends. */
+struct racer {
+  uint64_t nic;
+  fmx_endpoint_addr_t a;
+  fmx_return_t rc;
+};
+
+static void *race_connect(void *arg) {
+  struct racer *x = arg;
+  x->rc = fmx_connect(ep, x->nic, target, key, (uint32_t)dial_ms, &x->a);
+  return NULL;
+}
+
 static void dial_test(void) {
   const char *n = getenv("FMX_SYS_NIC");
   uint64_t nic = n && *n ? board(n) : FMX_ANY_NIC;
   fmx_endpoint_addr_t a, again;
+  /* --race 1: a thread connects, waiting, at the same time. */
+  struct racer x = {.nic = nic};
+  pthread_t th;
+  if (race && pthread_create(&th, NULL, race_connect, &x) != 0) FAIL("pthread_create");
   fmx_return_t rc = fmx_connect_async(ep, nic, target, key, (uint32_t)dial_ms, &a);
+  if (race) pthread_join(th, NULL);
+  int raced = race && x.rc == FMX_SUCCESS && rc == FMX_SUCCESS && !memcmp(&a, &x.a, sizeof a);
   if (rc != FMX_SUCCESS) {
     printf("{\"dial\":\"%s\"}\n", fmx_strerror(rc));
     return;
@@ -600,8 +620,8 @@ static void dial_test(void) {
     if (st.code == FMX_SUCCESS) ok++;
     else if (first_err == FMX_SUCCESS) first_err = st.code;
   }
-  printf("{\"dial\":\"%s\",\"connect\":\"%s\",\"same\":%d,\"sent\":%d,\"error\":\"%s\"}\n",
-         fmx_strerror(rc), fmx_strerror(crc), same, ok, fmx_strerror(first_err));
+  printf("{\"dial\":\"%s\",\"connect\":\"%s\",\"same\":%d,\"sent\":%d,\"error\":\"%s\",\"raced\":%d}\n",
+         fmx_strerror(rc), fmx_strerror(crc), same, ok, fmx_strerror(first_err), raced);
 }
 
 int main(int argc, char **argv) {
@@ -627,6 +647,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--target")) target = (uint32_t)atoi(v);
     else if (!strcmp(o, "--key")) key = (uint32_t)strtoul(v, NULL, 0);
     else if (!strcmp(o, "--dial-ms")) dial_ms = atoi(v);
+    else if (!strcmp(o, "--race")) race = atoi(v);
     else if (!strcmp(o, "--eat-fds")) eat_fds = atoi(v);
     else if (!strcmp(o, "--nodump")) nodump = atoi(v);
     else if (!strcmp(o, "--tolerate")) tolerate = atoi(v);
