@@ -19,14 +19,14 @@ static void slot_free(struct net_rel_slot *s) {
   memset(s, 0, sizeof *s);
 }
 
-/* A ring of at least `need` slots (at most the window), the `n` slots
- * from seq `from` moved to their places in it: 0, or -ENOMEM (the old one
- * kept). */
-static int grow(struct net_rel *r, struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32_t from,
-                uint32_t n) {
+/* A ring of at least `need` slots, the `n` slots from seq `from` moved to
+ * their places in it: 0, or -ENOMEM (the old one kept). Always a power of
+ * two (the window rounded up at most), so that seq % cap stays in order
+ * across the wrap of the 32-bit seq: with a window of 100, seqs 2^32 - 4
+ * and 92, both in flight, shared a slot. */
+static int grow(struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32_t from, uint32_t n) {
   uint32_t c = *cap ? *cap : NET_REL_RING_FIRST;
   while (c < need) c *= 2;
-  if (c > r->cfg.window) c = r->cfg.window;
   if (c <= *cap) return 0;
   struct net_rel_slot *nr = calloc(c, sizeof *nr);
   if (!nr) return -ENOMEM;
@@ -73,7 +73,7 @@ const uint8_t *net_rel_last(const struct net_rel *r) { return tx_slot(r, r->next
 int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
   if (!net_rel_can_send(r)) return -EAGAIN;
   uint32_t inflight = r->next_seq - r->una;
-  if (inflight >= r->tx_cap && grow(r, &r->tx, &r->tx_cap, inflight + 1, r->una, inflight) < 0) return -ENOMEM;
+  if (inflight >= r->tx_cap && grow(&r->tx, &r->tx_cap, inflight + 1, r->una, inflight) < 0) return -ENOMEM;
   struct net_rel_slot *s = tx_slot(r, r->next_seq);
   s->pkt = malloc(len ? len : 1);
   if (!s->pkt) return -ENOMEM;
@@ -182,7 +182,7 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
     return NET_REL_DUP;
   }
   uint32_t ahead = seq - r->expect;
-  if (ahead >= r->rx_cap && grow(r, &r->rx, &r->rx_cap, ahead + 1, r->expect, r->rx_cap) < 0) return -ENOMEM;
+  if (ahead >= r->rx_cap && grow(&r->rx, &r->rx_cap, ahead + 1, r->expect, r->rx_cap) < 0) return -ENOMEM;
   struct net_rel_slot *s = rx_slot(r, seq);
   s->pkt = malloc(len ? len : 1);
   if (!s->pkt) return -ENOMEM;

@@ -67,8 +67,8 @@ typedef void (*net_rel_emit_fn)(void *arg, uint8_t *pkt, size_t len);
 
 /* No memory is taken until packets are kept: a partner that never sends
  * nor sees a hole costs its struct alone; the rings grow by doubling
- * from NET_REL_RING_FIRST slots to the window (what they hold: 0 or
- * -ENOMEM from the call that needed more). */
+ * from NET_REL_RING_FIRST slots to the window rounded up to a power of
+ * two (what they hold: 0 or -ENOMEM from the call that needed more). */
 #define NET_REL_RING_FIRST 8
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start);
 /* Bytes of ring the stream holds now (not the packets in it). */

@@ -315,6 +315,22 @@ static void test_rings(void) {
   CHECK_EQ(net_rel_ack_value(&r), x + 41);
   net_rel_fini(&r);
   CHECK_EQ(net_rel_ring_bytes(&r), 0);
+  /* A window that is not a power of two, full across the seq wrap: every
+   * packet keeps a slot of its own (the ring is 128 slots). */
+  struct net_rel_cfg c100 = cfg;
+  c100.window = 100;
+  CHECK_EQ(net_rel_init(&r, &c100, 0xffffffffu - 3, 0), 0);
+  for (uint32_t i = 0; i < 100; i++) {
+    b[NET_HDR_LEN] = (uint8_t)i;
+    CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  }
+  CHECK_EQ(net_rel_ring_bytes(&r), 128 * sizeof(struct net_rel_slot));
+  nline = 0;
+  CHECK_EQ(net_rel_timers(&r, cfg.rto_ns, 100, emit, NULL), 100);
+  CHECK_EQ(nline, 100);
+  for (int i = 0; i < nline; i++) CHECK_EQ(line[i].b[NET_HDR_LEN], i);
+  nline = 0;
+  net_rel_fini(&r);
 }
 
 /* The resend wait measured from round trips: within [rto_min_ns,
