@@ -74,27 +74,35 @@ API fmx_return_t fmx_nic_id_to_hostname(uint64_t nic_id, char *name, uint32_t le
   return net_peer_name(nic_id, name, len) == 0 ? FMX_SUCCESS : FMX_NIC_ID_NOT_FOUND;
 }
 
-API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint32_t timeout_ms,
-                             fmx_endpoint_addr_t *addr) {
-  if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT; /* it would wait without progress */
+/* Where a connect to (nic_id, eid) goes: ourselves (*addr set, *tp NULL),
+ * or the transport that serves it (*tp), another host's board through the
+ * one that reaches other hosts when it runs on this endpoint, this host's
+ * through shm; or why not. */
+static fmx_return_t route(struct fmx_endpoint *ep, uint64_t *nic_id, uint32_t eid, uint32_t key,
+                          fmx_endpoint_addr_t *addr, const struct fmx_transport_ops **tp) {
   if (!addr) return FMX_BAD_ADDRESS;
   if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
-  /* Another host's board: the transport that reaches other hosts, when it
-   * runs on this endpoint. This host's: shm, whatever else runs. */
-  const struct fmx_transport_ops *tp = transport_local();
-  int here = nic_id == FMX_ANY_NIC || nic_id == ep->t.nic;
+  int here = *nic_id == FMX_ANY_NIC || *nic_id == ep->t.nic;
   /* FMX_SELF=0: to ourselves through shm, as to a peer (not with FMX_SHM=0:
    * the net transport keeps one partner per endpoint id of a board). */
   if (here && eid == ep->t.eid && (fmx_cfg.self || !fmx_cfg.shm)) {
     if (key != ep->t.key) return FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY;
     *addr = ep_partner_addr(ep->self);
+    *tp = NULL;
     return FMX_SUCCESS;
   }
+  *tp = transport_local();
   if (!here || !fmx_cfg.shm) { /* FMX_SHM=0: this host's peers as another host's */
-    if (here) nic_id = ep->t.nic;
-    tp = transport_remote();
-    if (!tp || !transport_on(ep, tp) || nic_id == 0 || nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
+    if (here) *nic_id = ep->t.nic;
+    *tp = transport_remote();
+    if (!*tp || !transport_on(ep, *tp) || *nic_id == 0 || *nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
   }
+  return FMX_SUCCESS;
+}
+
+/* The handshake through tp, waited for (one at a time: connect_lock). */
+static fmx_return_t connect_waiting(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp, uint64_t nic_id,
+                                    uint32_t eid, uint32_t key, uint32_t timeout_ms, fmx_endpoint_addr_t *addr) {
   struct partner *p = NULL;
   pthread_mutex_lock(&ep->connect_lock);
   fmx_return_t rc = tp->connect(ep, nic_id, eid, key, timeout_ms, &p);
@@ -107,22 +115,25 @@ API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, u
   return rc;
 }
 
+API fmx_return_t fmx_connect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint32_t timeout_ms,
+                             fmx_endpoint_addr_t *addr) {
+  if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT; /* it would wait without progress */
+  const struct fmx_transport_ops *tp;
+  fmx_return_t rc = route(ep, &nic_id, eid, key, addr, &tp);
+  return rc != FMX_SUCCESS || !tp ? rc : connect_waiting(ep, tp, nic_id, eid, key, timeout_ms, addr);
+}
+
 API fmx_return_t fmx_connect_async(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key,
                                    uint32_t timeout_ms, fmx_endpoint_addr_t *addr) {
   if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT;
-  if (!addr) return FMX_BAD_ADDRESS;
-  if (eid >= fmx_cfg.endpoint_max) return FMX_REMOTE_ENDPOINT_BAD_ID;
-  const struct fmx_transport_ops *tp = transport_remote();
-  int here = nic_id == FMX_ANY_NIC || nic_id == ep->t.nic;
-  /* This host's peers (and FMX_SHM=0, tp off, no dial): as fmx_connect. */
-  if ((here && fmx_cfg.shm) || !tp || !tp->dial || !transport_on(ep, tp))
-    return fmx_connect(ep, nic_id, eid, key, timeout_ms, addr);
-  if (here) nic_id = ep->t.nic;
-  if (nic_id == 0 || nic_id > 0xffffffffffffull) return FMX_NIC_ID_NOT_FOUND;
-  if (here && eid == ep->t.eid) return fmx_connect(ep, nic_id, eid, key, timeout_ms, addr);
+  const struct fmx_transport_ops *tp;
+  fmx_return_t rc = route(ep, &nic_id, eid, key, addr, &tp);
+  if (rc != FMX_SUCCESS || !tp) return rc;
+  /* This host's peers (shm): the peer's watcher answers at once. */
+  if (!tp->dial) return connect_waiting(ep, tp, nic_id, eid, key, timeout_ms, addr);
   struct partner *p = NULL;
   ep_lock(ep);
-  fmx_return_t rc = tp->dial(ep, nic_id, eid, key, timeout_ms, &p);
+  rc = tp->dial(ep, nic_id, eid, key, timeout_ms, &p);
   if (rc == FMX_SUCCESS) *addr = ep_partner_addr(p);
   ep_unlock(ep);
   return rc;

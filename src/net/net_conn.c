@@ -89,14 +89,19 @@ static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
   return ne->pend.busy && ne->pend.status < 0 && ne->pend.nic == nic && ne->pend.eid == eid;
 }
 
+/* Its next look: the next CONNECT, or the deadline if sooner. */
+static void dial_arm(struct fmx_endpoint *ep, struct net_peer *np) {
+  net_wheel_arm(&net_ep(ep)->timers, &np->timer,
+                np->dial.next_ns < np->dial.deadline_ns ? np->dial.next_ns : np->dial.deadline_ns);
+}
+
 static void dial_send(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   const struct transport_peer *t = transport_peer(p);
   send_connect(ep, t->nic, t->eid, np->dial.key, np->dial.conn_seq, np->start);
   np->dial.next_ns = now + np->dial.wait_ns;
   np->dial.wait_ns = backoff(np->dial.wait_ns);
-  net_wheel_arm(&net_ep(ep)->timers, &np->timer,
-                np->dial.next_ns < np->dial.deadline_ns ? np->dial.next_ns : np->dial.deadline_ns);
+  dial_arm(ep, np);
 }
 
 fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
@@ -154,8 +159,7 @@ int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   if (now >= np->dial.next_ns)
     dial_send(ep, p, now);
   else
-    net_wheel_arm(&net_ep(ep)->timers, &np->timer,
-                  np->dial.next_ns < np->dial.deadline_ns ? np->dial.next_ns : np->dial.deadline_ns);
+    dial_arm(ep, np);
   return 1;
 }
 
@@ -178,33 +182,24 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
   TRANSPORT_CNT(ep, CONNECT_OK);
 }
 
-/* The dialed partner a CONNECT_REPLY from `from` answers. */
-static struct partner *dialed(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from,
-                              uint32_t conn_seq) {
-  if (pk->h.dst_session != transport_ep(ep)->session) return NULL;
+/* The partner we dial as endpoint eid at `from` (conn_seq: that dial's
+ * only, NULL: any). */
+static struct partner *dialing(struct fmx_endpoint *ep, const struct net_addr *from, uint32_t eid,
+                               const uint32_t *conn_seq) {
   for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
        p = transport_up->peer_next(ep, &net_transport, p)) {
     const struct net_peer *np = transport_state(p);
     const struct transport_peer *t = transport_peer(p);
-    if (np->dial.on && t->state == PARTNER_ALIVE && t->eid == pk->h.src_ep &&
-        np->dial.conn_seq == conn_seq && (!from->nic || from->nic == t->nic))
+    if (np->dial.on && t->state == PARTNER_ALIVE && t->eid == eid && (!conn_seq || np->dial.conn_seq == *conn_seq) &&
+        (!from->nic || from->nic == t->nic))
       return p;
   }
   return NULL;
 }
 
 int net_connecting(struct fmx_endpoint *ep, const struct net_addr *from, uint32_t eid) {
-  struct net_ep *ne = net_ep(ep);
-  if (ne->pend.busy && ne->pend.status < 0 && ne->pend.eid == eid && (!from->nic || from->nic == ne->pend.nic))
-    return 1;
-  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
-       p = transport_up->peer_next(ep, &net_transport, p)) {
-    const struct transport_peer *t = transport_peer(p);
-    if (((struct net_peer *)transport_state(p))->dial.on && t->state == PARTNER_ALIVE && t->eid == eid &&
-        (!from->nic || from->nic == t->nic))
-      return 1;
-  }
-  return 0;
+  const struct net_ep *ne = net_ep(ep);
+  return pend_for(ne, from->nic ? from->nic : ne->pend.nic, eid) || dialing(ep, from, eid, NULL);
 }
 
 void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
@@ -266,7 +261,9 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
 
 void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
-  struct partner *d = dialed(ep, pk, from, pk->u.reply.conn_seq);
+  struct partner *d = pk->h.dst_session == transport_ep(ep)->session
+                          ? dialing(ep, from, pk->h.src_ep, &pk->u.reply.conn_seq)
+                          : NULL;
   if (d) {
     /* A blocking connect that sent the same CONNECT learns it too. */
     int both = pend_for(ne, transport_peer(d)->nic, transport_peer(d)->eid) &&

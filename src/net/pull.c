@@ -108,6 +108,9 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
   net_put_hdr(ne->pkt, &h);
   net_xmit(ep, &np->addr, transport_peer(np->self)->eid, ne->pkt, NET_HDR_LEN + h.len);
+  struct pull_block *blk = &pl->blk[first / pl->bframes]; /* a run stays within its block */
+  blk->lo = (uint8_t)(first % pl->bframes);
+  blk->hi = (uint8_t)(blk->lo + count);
 }
 
 /* Ask for what block b still misses, one PULL per run of missing frames. */
@@ -123,8 +126,6 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
     uint32_t j = i;
     while (j < pl->bframes && (m >> j & 1)) j++;
     send_pull(np, pl, b * pl->bframes + i, j - i);
-    pl->blk[b].lo = (uint8_t)i;
-    pl->blk[b].hi = (uint8_t)j;
     if (again) TRANSPORT_ADD(np->ep, NET_PULL_REASKED, j - i);
     i = j;
   }
@@ -223,8 +224,6 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
       blk->oldest = blk->asked;
     }
     blk->missing |= run_mask(in, n);
-    blk->lo = (uint8_t)in;
-    blk->hi = (uint8_t)(in + n);
     blk->asked_ns = now;
     send_pull(np, pl, f, n);
     pl->nextf += n;
@@ -461,14 +460,16 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
       ask_block(np, pl, b, 1);
     }
     /* Others' bytes still came meanwhile: the path works, and this is a
-     * loss at the tail of what we asked (or a slow sender); else silence. */
-    /* From one sender alone the budget stays. */
-    if (crowd && now - g->came_ns < wait) {
-      if (net_grant_lost(g, asked, now)) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
-    } else if (crowd) {
-      int r = net_grant_silence(g, pl->silences > 0, asked, now);
-      if (r == 2) TRANSPORT_CNT(ep, NET_GRANT_RESETS);
-      else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
+     * loss at the tail of what we asked (or a slow sender); else silence.
+     * From one sender alone the budget stays. */
+    if (crowd) {
+      if (now - g->came_ns < wait) {
+        if (net_grant_lost(g, asked, now)) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
+      } else {
+        int r = net_grant_silence(g, pl->silences > 0, asked, now);
+        if (r == 2) TRANSPORT_CNT(ep, NET_GRANT_RESETS);
+        else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
+      }
     }
     pl->silences = pl->heard_ns > pl->reasked_ns ? 0 : pl->silences + 1;
     if (pl->silences == 1) {
@@ -533,7 +534,8 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   struct net_hdr h;
   net_hdr_to(ep, p, &h, NET_PULL_REPLY);
   h.ack = net_rel_ack_value(&np->rel);
-  for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++) {
+  uint32_t tried = 0;
+  for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++, tried++) {
     uint64_t off = (uint64_t)i * frame;
     size_t len = x->want - off < frame ? (size_t)(x->want - off) : frame;
     uint8_t *hb = ne->hdrs + (size_t)(i - first) * (NET_HDR_LEN + NET_PULL_REPLY_HDR);
@@ -572,9 +574,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     sent += batch;
   TRANSPORT_ADD(ep, NET_SENT, sent);
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
-  uint32_t all = (uint32_t)((x->want + frame - 1) / frame) - first;
-  if (all > count) all = count;
-  if (sent < all) TRANSPORT_ADD(ep, NET_PULL_REFUSED, all - sent);
+  if (sent < tried) TRANSPORT_ADD(ep, NET_PULL_REFUSED, tried - sent);
 }
 
 /* ---- both --------------------------------------------------------------- */
