@@ -117,7 +117,7 @@ static void decide(struct bulk_env *env, const struct bulk_peer *p, struct adapt
       o += (size_t)snprintf(seen + o, sizeof seen - o, " %s %.0f MB/s", bulk_engines[i]->name, 1e3 / a->best[i]);
   }
   if (best < 0) best = inc;
-  log_debug("FMX-ADAPT", "endpoint %u, messages of 2^%d bytes: %s (was %s);%s", p->eid, (int)(a - p->adapt),
+  log_debug("FMX-ADAPT", "endpoint %u, messages of 2^%d bytes: %s (was %s);%s", p->eid, (int)(a - p->tab->adapt),
             bulk_engines[best]->name, bulk_engines[inc]->name, *seen ? seen : " no clean sample");
   if (best != inc) a->win = a->prev_win = 0, a->nwin = 0;
   if (best == inc) {
@@ -145,7 +145,7 @@ static void start(struct bulk_peer *p, struct adapt_class *a, int pi) {
    * first 1 MiB transfer with a partner timed 1.1-3.1 GB/s against 17-23
    * warm, and every first round went to ring (mx_pingpong, 2026-11-27). */
   a->left = ADAPT_TRIES;
-  for (const struct adapt_class *nb = a; nb-- > p->adapt;) {
+  for (const struct adapt_class *nb = a; nb-- > p->tab->adapt;) {
     /* Only a class that timed the engine the topology suggests here and
      * found another faster (or kept it): one that never timed it says
      * nothing against it. */
@@ -160,13 +160,13 @@ static void start(struct bulk_peer *p, struct adapt_class *a, int pi) {
 
 const struct fmx_bulk_engine *adapt_kept(const struct bulk_peer *p, uint64_t len, const int *usable, int n,
                                          const struct fmx_bulk_engine *prior) {
-  int inc = p->adapt[size_class(len)].inc - 1;
+  int inc = p->tab->adapt[size_class(len)].inc - 1;
   return candidate(usable, n, inc) ? bulk_engines[inc] : prior;
 }
 
 const struct fmx_bulk_engine *adapt_pick(struct bulk_env *env, struct bulk_peer *p, uint64_t len, const int *usable,
                                          int n, const struct fmx_bulk_engine *prior) {
-  struct adapt_class *a = &p->adapt[size_class(len)];
+  struct adapt_class *a = &p->tab->adapt[size_class(len)];
   int inc = a->inc - 1;
   if (!candidate(usable, n, inc)) {
     /* First message of the class (or the incumbent is no longer usable). */
@@ -205,7 +205,7 @@ void adapt_record(struct bulk_xfer *x) {
   uint64_t now = sys_now_ns(), from = x->adapt_ns > since ? x->adapt_ns : since;
   if (now <= from) return;
   float per_byte = (float)(now - from) / (float)x->want;
-  struct adapt_class *a = &x->peer->adapt[size_class(x->want)];
+  struct adapt_class *a = &x->peer->tab->adapt[size_class(x->want)];
   if (i != a->inc - 1) {
     if (a->best[i] == 0 || per_byte < a->best[i]) a->best[i] = per_byte;
     return;

@@ -2,6 +2,7 @@
 /* The shared part of the bulk engines: registry, selection, chunking. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bulk/engine.h"
@@ -101,19 +102,27 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 /* The peer's measured costs, once per partner: the level of the two CPUs
  * (as they were at connect time, or the CPUs an unbound side may run on:
  * topo_home_cpu; unknown counts as NUMA, the cautious guess) picks each
- * engine's entry. */
-static void peer_costs(struct bulk_peer *p, int my_cpu) {
+ * engine's entry. 0, or -ENOMEM (the level set, nothing measured: the
+ * topology's choice until a later transfer finds memory). */
+static int peer_costs(struct bulk_peer *p, int my_cpu) {
   int level = my_cpu != -1 && p->cpu != -1 ? topo_shared_level(my_cpu, p->cpu) : TOPO_LEVEL_UNKNOWN;
   if (level < 0) level = TOPO_LEVEL_NUMA;
   p->level = level;
+  p->tab = calloc(1, sizeof *p->tab);
+  if (!p->tab) return -ENOMEM;
   for (int i = 0; bulk_engines[i] && i < BULK_MAX_ENGINES; i++) {
     const struct fmx_bulk_engine *e = bulk_engines[i];
-    int rc = bulk_cost_parse(*e->cost_cfg, level, &p->cost[i]);
+    int rc = bulk_cost_parse(*e->cost_cfg, level, &p->tab->cost[i]);
     if (rc == -EINVAL)
       log_warn_once("FMX-COST-BAD", "%s='%s' is malformed (want LEVEL[@FROM]:STARTUP_US:MBPS;...); ignored",
                     e->cost_var, *e->cost_cfg);
   }
-  p->cost_ready = 1;
+  return 0;
+}
+
+void bulk_peer_fini(struct bulk_peer *p) {
+  free(p->tab);
+  p->tab = NULL;
 }
 
 static const struct fmx_bulk_engine *cma_or_ring(const struct bulk_peer *p, const struct bulk_conn *c) {
@@ -189,7 +198,8 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
     e = bulk_find(fmx_cfg.bulk);
     if (!e) log_warn_once("FMX-BULK-UNKNOWN", "FMX_BULK=%s is no engine; automatic selection used", fmx_cfg.bulk);
   }
-  if (!p->cost_ready) peer_costs(p, env->cpu);
+  if (!p->tab) peer_costs(p, env->cpu);
+  const struct bulk_model *cost = p->tab ? p->tab->cost : NULL;
   if (e == &bulk_offload) {
     /* Forced: cma run by a channel; ring where cma is refused. */
     *offload = OFFLOAD_NOW;
@@ -210,7 +220,7 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
     /* The sender's buffer mapped here: one copy by plain loads and stores,
      * by whoever is in fmx (coop through the mapping, region/region.h). No
      * engine measured without a mapping competes with that. */
-    int i = mapped ? -1 : bulk_cost_pick(p->cost, usable, n, len);
+    int i = mapped || !cost ? -1 : bulk_cost_pick(cost, usable, n, len);
     e = mapped ? &bulk_coop : i >= 0 ? bulk_engines[i] : untuned(p, c, len);
     /* Ranks outnumber cores: what a pair measures alone says nothing, and
      * no round of adapt tries the engines. One copy (cma) wins once what
@@ -235,7 +245,7 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
     int exchange = !mapped && !crowded && i < 0 && (how & BULK_SEL_EXCHANGE) && len <= copy_cache_given();
     if (exchange) e = cma_or_ring(p, c);
     if (!crowded && !exchange && !mapped && i < 0 && fmx_cfg.adapt && adapt && len < fmx_cfg.offload_threshold &&
-        !p->same_process) {
+        !p->same_process && p->tab) {
       /* Nothing measured offline: measure online, starting from the
        * topology's suggestion (adapt.c). Not from the offload switch on:
        * there every engine streams from memory, the topology's rule holds
@@ -254,9 +264,9 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
         e = adapt_kept(p, len, usable, n, e);
       }
     }
-    if (may_offload && p->cost[off].n && !mapped) {
+    if (may_offload && cost && cost[off].n && !mapped) {
       /* Measured (FMX_BULK=offload): cma run by a channel, ring without CMA. */
-      if (i < 0 || bulk_cost_time(&p->cost[off], len) < bulk_cost_time(&p->cost[i], len)) {
+      if (i < 0 || bulk_cost_time(&cost[off], len) < bulk_cost_time(&cost[i], len)) {
         *offload = OFFLOAD_AWAY;
         e = cma_or_ring(p, c);
       }

@@ -138,6 +138,9 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
  * and adapt times nothing (bulk.c). */
 #define BULK_SEL_EXCHANGE 4
 /* c: what the connection the RTS came on lends the engines (bulk/conn.h). */
+/* What the engines took for p (its tables), given back: its owner, as
+ * the peer goes. */
+void bulk_peer_fini(struct bulk_peer *p);
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
                                           uint64_t len, int how, int crowded, int *offload, int *adapt);
 /* Start x (its fields filled, engine chosen): the engine's recv_start,

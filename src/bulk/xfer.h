@@ -55,6 +55,13 @@ struct adapt_class {
   uint32_t nwin;
 };
 
+/* What the engines learn of a peer that they move bytes with (3.5 KiB: a
+ * peer on another host never has it, bulk_peer.tab). */
+struct bulk_tables {
+  struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
+  struct adapt_class adapt[ADAPT_CLASSES];  /* per size class, when cost[] is empty */
+};
+
 /* A peer as the engines know it. The transport's handshake fills the
  * first part; the engines keep their own state of the peer after it. */
 struct bulk_peer {
@@ -67,11 +74,10 @@ struct bulk_peer {
   int cma_ok;       /* process_vm_readv/writev work on it (its probe) */
   char cma_reason[160];
   /* The engines' own. */
-  int cost_ready;                           /* cost[] and level filled (first transfer) */
-  int level;                                /* topology level shared with us (enum topo_level) */
-  struct bulk_model cost[BULK_MAX_ENGINES]; /* per bulk_engines[] index */
-  struct adapt_class adapt[ADAPT_CLASSES];  /* per size class, when cost[] is empty */
-  struct region_cache *xmem;                /* its fmx_mem_alloc regions mapped here (region/region.c) */
+  int level;                 /* topology level shared with us (enum topo_level), from the first transfer */
+  struct bulk_tables *tab;   /* what they learn of it, taken at its first transfer (NULL before, for a peer on
+                              * another host, and where memory lacked); bulk_peer_fini frees it */
+  struct region_cache *xmem; /* its fmx_mem_alloc regions mapped here (region/region.c) */
 };
 
 /* An endpoint as the engines know it (one per endpoint, filled by its

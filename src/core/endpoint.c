@@ -111,6 +111,12 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     ep->nsiblings -= p->bulk.same_process;
     p->bulk.same_process = 0;
     p->reaped = 1;
+    if (p->polled_at != UINT32_MAX) { /* its place to the last one's */
+      struct partner *last = ep->polled[--ep->npolled];
+      ep->polled[p->polled_at] = last;
+      last->polled_at = p->polled_at;
+      p->polled_at = UINT32_MAX;
+    }
     ep->t.nlive--;
     if (p->pp.tp->remote) __atomic_sub_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
   }
@@ -133,6 +139,11 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   p->bulk.pidfd = -1;
   p->bulk.cpu = -1;
   p->t.bulk = &p->bulk;
+  p->polled_at = UINT32_MAX;
+  if (tp->poll) { /* room for every partner (ep_partner_new) */
+    p->polled_at = ep->npolled;
+    ep->polled[ep->npolled++] = p;
+  }
   proto_peer_init(&p->pp, tp);
   ep->t.nlive++;
   if (tp->remote) __atomic_add_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
@@ -147,6 +158,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     if (!p->reaped) continue;
     if (new_state(tp, &tpd) < 0) return NULL;
     free(p->tpd);
+    bulk_peer_fini(&p->bulk);
     uint32_t gen = p->t.gen;
     memset(p, 0, sizeof *p);
     return partner_start(ep, p, i, (gen + 2) | 1, tp, tpd); /* addresses of the previous partner go stale */
@@ -156,6 +168,9 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     struct partner **t = realloc(ep->partners, cap * sizeof *t);
     if (!t) return NULL;
     ep->partners = t;
+    t = realloc(ep->polled, cap * sizeof *t);
+    if (!t) return NULL;
+    ep->polled = t;
     ep->partners_cap = cap;
   }
   if (new_state(tp, &tpd) < 0) return NULL;
@@ -191,7 +206,15 @@ static int deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
   return p->t.state != PARTNER_ALIVE;
 }
 
-void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) { p->pp.tp->poll(ep, p, deliver); }
+void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) {
+  if (p->pp.tp->poll) p->pp.tp->poll(ep, p, deliver);
+}
+
+/* p's queue got its first record: flushed at every pass until it empties
+ * (proto_core.queued). */
+void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p) {
+  if (!list_linked(&p->backlog)) list_add_tail(&ep->backlog, &p->backlog);
+}
 
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->t.state != PARTNER_ALIVE || p->failing) return;
@@ -205,6 +228,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
   if (p->t.state != PARTNER_ALIVE) return;
   p->t.state = state;
   while (!list_empty(&p->pp.outq)) proto_out_drop(ep, list_entry(p->pp.outq.next, struct out_rec, node));
+  if (list_linked(&p->backlog)) list_del(&p->backlog);
   while (!list_empty(&p->pp.msgs)) {
     struct proto_msg *m = list_entry(p->pp.msgs.next, struct proto_msg, pnode);
     list_del(&m->pnode);
@@ -223,8 +247,9 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 
 static void check_timeouts(struct fmx_endpoint *ep) {
   uint64_t now = sys_now_ns();
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *p = ep->partners[i];
+  struct list_node *bpos;
+  list_for_each(bpos, &ep->backlog) { /* only a queued record can time out here */
+    struct partner *p = list_entry(bpos, struct partner, backlog);
     struct list_node *pos, *tmp;
     list_for_each_safe(pos, tmp, &p->pp.outq) {
       struct out_rec *o = list_entry(pos, struct out_rec, node);
@@ -242,11 +267,27 @@ static void check_timeouts(struct fmx_endpoint *ep) {
 void ep_progress_locked(struct fmx_endpoint *ep) {
   if (ep_in_handler(ep)) return; /* called back from the handler, mid-delivery (unexp.c) */
   for (int i = 0; i < ep->nprog; i++) ep->prog[i]->progress(ep, deliver);
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *p = ep->partners[i];
+  /* A partner polled may fail, or another be reaped, meanwhile: one moved
+   * into a place already passed waits for the next pass. */
+  for (uint32_t i = 0; i < ep->npolled; i++) {
+    struct partner *p = ep->polled[i];
+    if (p->t.state == PARTNER_ALIVE) ep_partner_poll(ep, p);
+  }
+  /* The queues: taken off the list while flushed (a flush may fail its
+   * partner, which unlinks it), back on it while records still wait. */
+  struct list_node q;
+  list_init(&q);
+  if (!list_empty(&ep->backlog)) {
+    q.next = ep->backlog.next, q.prev = ep->backlog.prev;
+    q.next->prev = q.prev->next = &q;
+    list_init(&ep->backlog);
+  }
+  while (!list_empty(&q)) {
+    struct partner *p = list_entry(q.next, struct partner, backlog);
+    list_del(&p->backlog);
     if (p->t.state != PARTNER_ALIVE) continue;
-    ep_partner_poll(ep, p);
-    if (!list_empty(&p->pp.outq)) proto_flush(ep, p);
+    proto_flush(ep, p);
+    if (!list_empty(&p->pp.outq)) ep_partner_queued(ep, p);
   }
   if (!list_empty(&ep->pe.bulk)) rndv_progress(ep);
   if (ep->ntimed) check_timeouts(ep);
@@ -315,9 +356,11 @@ static void ep_free(struct fmx_endpoint *ep) {
     medium_reset(ep, ep->partners[i]);
     region_cache_release(&ep->partners[i]->bulk.xmem);
     free(ep->partners[i]->tpd);
+    bulk_peer_fini(&ep->partners[i]->bulk);
     free(ep->partners[i]);
   }
   free(ep->partners);
+  free(ep->polled);
   proto_ep_fini(&ep->pe);
   req_pool_fini(ep);
   transports_ep_fini(ep);
@@ -396,6 +439,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep_crowd_init(ep);
   ep->pe.rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
   list_init(&ep->completed);
+  list_init(&ep->backlog);
   list_init(&ep->watch_node);
   proto_ep_init(ep, 0, 0); /* so ep_free works from here on */
   unsigned ctx_bits = 0, ctx_shift = 0;

@@ -29,6 +29,8 @@ struct partner {
   void *tpd;            /* its transport's private state (tp->partner_size bytes) */
   void *user_context;
   int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
+  uint32_t polled_at;       /* its place in ep->polled (its transport polls each partner), else UINT32_MAX */
+  struct list_node backlog; /* on ep->backlog while its queue holds records (linked: node.next != NULL) */
   /* What the bulk engines know of it (t.bulk points here): cold, and
    * large, after the fields read per message. */
   struct bulk_peer bulk;
@@ -70,6 +72,13 @@ struct fmx_endpoint {
   struct partner **partners;
   uint32_t npartners;
   uint32_t partners_cap;
+  /* What a progress pass visits, so that partners on other hosts (their
+   * transport takes every partner's packets at once) cost it nothing:
+   * those whose transport polls each partner (partners_cap slots, in no
+   * order), and those whose queue holds records. */
+  struct partner **polled;
+  uint32_t npolled;
+  struct list_node backlog;
   struct partner *self;
   uint32_t wakeup_gen;
   uint64_t spin_ns; /* adaptive spin before blocking (wait.c) */
@@ -176,6 +185,7 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
+void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p);
 void ep_progress_locked(struct fmx_endpoint *ep);
 void ep_progress_siblings(struct fmx_endpoint *ep);
 

@@ -58,6 +58,7 @@ const struct proto_core core_for_proto = {
     .send_cts = send_cts,
     .peer_fail = ep_partner_fail,
     .peer_down = ep_partner_down,
+    .queued = ep_partner_queued,
     .internal = internal,
     .slice = slice,
     .unexp = ep_unexp_call,

@@ -142,11 +142,8 @@ static void adapt_spin(struct fmx_endpoint *ep, uint64_t spin, uint64_t max_spin
 #define SLEEP_MIXED_NS 1000000ll
 #define SLEEP_POLL_NS 10000000ll
 static int has_local_partners(struct fmx_endpoint *ep) {
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *p = ep->partners[i];
-    if (!p->bulk.is_self && !p->reaped && !p->pp.tp->remote) return 1;
-  }
-  return 0;
+  /* The partners in use, less ourselves and those on other hosts. */
+  return ep->t.nlive > 1 + __atomic_load_n(&ep->nremote, __ATOMIC_RELAXED);
 }
 
 static void sleep_on(struct fmx_endpoint *ep, struct ep_desc *d, uint32_t seq, int64_t ns) {

@@ -34,8 +34,9 @@
 
 #define NET_IDLE_PASSES 256
 
-static struct net_rel_cfg rel_cfg(const struct net_ep *ne) {
+static struct net_rel_cfg rel_cfg(struct net_ep *ne) {
   struct net_rel_cfg c = {
+      .pool = &ne->pool,
       .window = (uint32_t)fmx_cfg.net_window,
       .rto_ns = fmx_cfg.net_rto_us * 1000ull,
       .rto_max_ns = fmx_cfg.net_rto_max_us * 1000ull,
@@ -134,9 +135,11 @@ static void net_batch(struct fmx_endpoint *ep, uint64_t bytes) {
   if (!bytes) net_train_flush(ep);
 }
 
-/* The DATA packet whose body (len bytes) is written in ne->pkt, into p's
- * stream and onto the wire: 0, or -errno (not sent). */
-static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, uint16_t flags, uint64_t now) {
+/* The DATA packet whose body (len bytes) is written in b, a buffer of the
+ * pool, past the header: into p's stream, which keeps b, and onto the
+ * wire from there. 0, or -errno (not sent; b back to the pool). */
+static int send_data(struct fmx_endpoint *ep, struct partner *p, uint8_t *b, uint16_t len, uint16_t flags,
+                     uint64_t now) {
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   struct net_hdr nh;
@@ -145,14 +148,17 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint16_t len, u
   nh.ack = net_rel_ack_value(&np->rel);
   nh.len = len;
   nh.flags = net_train_can(ne, np, net_max_payload(p)) ? flags | NET_F_TRAIN : flags;
-  net_put_hdr(ne->pkt, &nh);
-  int r = net_rel_queue(&np->rel, ne->pkt, NET_HDR_LEN + len, now);
-  if (r < 0) return r;
+  net_put_hdr(b, &nh);
+  int r = net_rel_keep(&np->rel, b, NET_HDR_LEN + len, now);
+  if (r < 0) {
+    net_pool_put(&ne->pool, b);
+    return r;
+  }
   net_rel_acked(&np->rel); /* piggybacked */
   if (nh.flags & NET_F_TRAIN)
-    net_train_add(ep, p, net_rel_last(&np->rel), NET_HDR_LEN + len);
+    net_train_add(ep, p, b, NET_HDR_LEN + len);
   else
-    net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + len);
+    net_xmit(ep, &np->addr, transport_peer(p)->eid, b, NET_HDR_LEN + len);
   net_arm_timers(ne, np, now);
   return 0;
 }
@@ -163,13 +169,15 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   struct net_peer *np = transport_state(p);
   if (h->len > net_max_payload(p)) return -EINVAL;
   if (np->dial.on || !net_rel_can_send(&np->rel)) return -EAGAIN; /* its handshake first, or room */
+  uint8_t *b = net_pool_get(&ne->pool);
+  if (!b) return -ENOMEM;
   if (h->type == PROTO_CLOSE) {
     np->close_seq = np->rel.next_seq;
     np->close_sent = 1;
   }
-  net_put_record(ne->pkt + NET_HDR_LEN, h);
-  record_gather(ne->pkt + NET_HDR_LEN + NET_RECORD_HDR, iov, iovcnt, h->len);
-  return send_data(ep, p, (uint16_t)(NET_RECORD_HDR + h->len), NET_F_FIRST | NET_F_LAST, sys_now_ns());
+  net_put_record(b + NET_HDR_LEN, h);
+  record_gather(b + NET_HDR_LEN + NET_RECORD_HDR, iov, iovcnt, h->len);
+  return send_data(ep, p, b, (uint16_t)(NET_RECORD_HDR + h->len), NET_F_FIRST | NET_F_LAST, sys_now_ns());
 }
 
 /* A partner we wait for (a rendezvous it has not pulled, a message it has
@@ -181,7 +189,8 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
 static void probe(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   np->probe_ns = now;
-  if (send_data(ep, p, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES); /* else (no memory) at the next look */
+  uint8_t *b = net_pool_get(&net_ep(ep)->pool);
+  if (b && send_data(ep, p, b, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES); /* else (no memory) at the next look */
 }
 
 /* ---- partners ----------------------------------------------------------- */
@@ -190,19 +199,34 @@ int net_same_source(const struct net_addr *from, const struct net_addr *addr) {
   return from->nic ? from->nic == addr->nic : from->ip == addr->ip && from->port == addr->port;
 }
 
+static int is_it(struct partner *p, uint64_t nic, const struct net_addr *from, uint32_t eid, uint32_t session) {
+  const struct transport_peer *t = transport_peer(p);
+  const struct net_peer *np = transport_state(p);
+  return t->state == PARTNER_ALIVE && t->eid == eid && (!session || t->session == session) && (!nic || t->nic == nic) &&
+         (!from || net_same_source(from, &np->addr));
+}
+
+/* With a session (every packet of a partner's stream) through the table,
+ * where every partner whose session is known is; else (a handshake) by
+ * walking them all. */
 struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
                          uint32_t session) {
-  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
-       p = transport_up->peer_next(ep, &net_transport, p)) {
-    const struct transport_peer *t = transport_peer(p);
-    const struct net_peer *np = transport_state(p);
-    if (t->state != PARTNER_ALIVE || t->eid != eid) continue;
-    if (session && t->session != session) continue;
-    if (nic && t->nic != nic) continue;
-    if (from && !net_same_source(from, &np->addr)) continue;
-    return p;
+  if (session) {
+    for (struct net_ptab_entry *e = net_ptab_chain(&net_ep(ep)->ptab, eid, session); e; e = e->next)
+      if (e->eid == eid && e->session == session && is_it(e->owner, nic, from, eid, session)) return e->owner;
+    return NULL;
   }
+  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
+       p = transport_up->peer_next(ep, &net_transport, p))
+    if (is_it(p, nic, from, eid, 0)) return p;
   return NULL;
+}
+
+void net_peer_known(struct fmx_endpoint *ep, struct partner *p) {
+  struct net_peer *np = transport_state(p);
+  const struct transport_peer *t = transport_peer(p);
+  np->hent.owner = p;
+  net_ptab_add(&net_ep(ep)->ptab, &np->hent, t->eid, t->session);
 }
 
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
@@ -227,6 +251,7 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   t->nic = nic;
   t->eid = eid;
   t->session = session;
+  if (session) net_peer_known(ep, p);
   t->bulk->pid = 0;
   t->bulk->pidfd = -1;
   t->bulk->eid = eid;
@@ -340,7 +365,7 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
   uint8_t *b;
   while (!gone && (b = net_rel_pop(&np->rel, &len)) != NULL) {
     gone = deliver_body(ep, p, deliver, b, len);
-    free(b);
+    net_pool_put(&ne->pool, b);
   }
   /* It left (its CLOSE): ack what it sent at once, it may wait for that
    * before it exits; we keep no timer for it now (net_close stays a while
@@ -529,16 +554,12 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   }
 }
 
-static void net_poll(struct fmx_endpoint *ep, struct partner *p, transport_deliver_fn deliver) {
-  (void)ep, (void)p, (void)deliver; /* net_progress takes every partner's packets */
-}
-
 static struct bulk_conn *net_conn(struct partner *p) { return &((struct net_peer *)transport_state(p))->lend; }
 
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {
-  (void)ep;
   struct net_peer *np = transport_state(p);
   uncount(net_ep(ep), np);
+  net_ptab_del(&net_ep(ep)->ptab, &np->hent);
   net_pull_fini(p);
   if (np->rel_ok) net_rel_fini(&np->rel);
   np->rel_ok = 0;
@@ -558,7 +579,7 @@ const struct fmx_transport_ops net_transport = {
     .eager_max = net_eager_max,
     .batch = net_batch,
     .conn = net_conn,
-    .poll = net_poll,
+    .poll = NULL, /* net_progress takes every partner's packets */
     .progress = net_progress,
     .wait_fd = net_wait_fd,
     .nic = net_nic,

@@ -172,6 +172,7 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
   struct transport_peer *t = transport_peer(p);
   np->dial.on = 0;
   t->session = session;
+  net_peer_known(ep, p);
   np->peer_start = start;
   net_rel_rx_start(&np->rel, start);
   np->addr = *from;

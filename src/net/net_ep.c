@@ -62,14 +62,20 @@ int net_open(struct fmx_endpoint *ep) {
       log_warn("FMX-NET-IFACE", "FMX_NET_IFACE=%s: no such Ethernet interface", fmx_cfg.net_iface);
     return r;
   }
-  if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) return r;
+  if (net_ptab_init(&ne->ptab, (uint32_t)sys_random64()) < 0) return -ENOMEM;
+  if ((r = net_sock_open(&ne->sock, &f, transport_ep(ep)->eid)) < 0) {
+    net_ptab_fini(&ne->ptab);
+    return r;
+  }
   net_sock_gro(&ne->sock, 0); /* until we pull (pull.c) */
   ne->pkt_max = net_sock_packet_max(&ne->sock);
   if (ne->pkt_max < NET_HDR_LEN + NET_RECORD_HDR + TRANSPORT_MIN_PAYLOAD) {
     net_sock_close(&ne->sock);
+    net_ptab_fini(&ne->ptab);
     return -EMSGSIZE;
   }
   bulk_open(ne, &f, transport_ep(ep)->eid);
+  net_pool_init(&ne->pool, ne->pkt_max, (uint32_t)fmx_cfg.net_window); /* one partner's window kept warm */
   /* The shortest wait a timer may have (the ack delay, or the resend wait
    * if shorter): measured waits are no shorter, and timers run at half of
    * it. */
@@ -185,4 +191,6 @@ void net_ep_fini(struct fmx_endpoint *ep) {
   }
   ne->bulk_own = 0;
   ne->on = 0;
+  net_ptab_fini(&ne->ptab);
+  net_pool_fini(&ne->pool);
 }

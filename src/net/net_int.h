@@ -8,6 +8,7 @@
 #include "base/list.h"
 #include "bulk/conn.h"
 #include "net/grant.h"
+#include "net/ptab.h"
 #include "net/rel.h"
 #include "net/sock.h"
 #include "net/wheel.h"
@@ -47,6 +48,8 @@ struct net_ep {
   uint32_t ticks;          /* progress passes (the clock is read every 8th) */
   int look;                /* read the socket at the next pass */
   struct net_wheel timers; /* each partner with something pending (wheel.h), a tick timer_step wide */
+  struct net_ptab ptab;    /* partners by (endpoint id, session) once their session is known (ptab.h) */
+  struct net_pool pool;    /* the packets their streams keep (pool.h), pkt_max bytes each */
   uint64_t timer_step;     /* how soon a partner is looked at after something becomes pending */
   uint64_t probe_step;     /* how often a partner we wait for and that owes us no ack is probed */
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
@@ -92,6 +95,7 @@ struct net_peer {
   int rel_ok;
   int counted;            /* in ne->npeers */
   struct net_timer timer; /* its next look (ne->timers) */
+  struct net_ptab_entry hent; /* in ne->ptab under its (eid, session), once known */
   struct net_addr addr;  /* where its packets go */
   struct net_addr baddr; /* where the answers to its pulls go (UDP); port 0: to addr, on our wire */
   uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
@@ -138,6 +142,8 @@ void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const stru
 int net_same_source(const struct net_addr *from, const struct net_addr *addr);
 struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
                          uint32_t session);
+/* p's session is known now (its handshake): found by net_find from its packets. */
+void net_peer_known(struct fmx_endpoint *ep, struct partner *p);
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
                   const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
 /* What a CONNECT or its reply says of the peer's bulk socket (ip, port in

@@ -14,8 +14,8 @@ static struct net_rel_slot *rx_held(const struct net_rel *r, uint32_t seq) {
   return seq - r->expect < r->rx_cap && rx_slot(r, seq)->pkt ? rx_slot(r, seq) : NULL;
 }
 
-static void slot_free(struct net_rel_slot *s) {
-  free(s->pkt);
+static void slot_free(struct net_rel *r, struct net_rel_slot *s) {
+  net_pool_put(r->cfg.pool, s->pkt);
   memset(s, 0, sizeof *s);
 }
 
@@ -39,7 +39,7 @@ static int grow(struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32
 
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start) {
   memset(r, 0, sizeof *r);
-  if (!cfg || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
+  if (!cfg || !cfg->pool || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
     return -EINVAL;
   r->cfg = *cfg;
   r->next_seq = r->una = tx_start;
@@ -49,8 +49,8 @@ int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_s
 }
 
 void net_rel_fini(struct net_rel *r) {
-  for (uint32_t i = 0; i < r->tx_cap; i++) slot_free(&r->tx[i]);
-  for (uint32_t i = 0; i < r->rx_cap; i++) slot_free(&r->rx[i]);
+  for (uint32_t i = 0; i < r->tx_cap; i++) slot_free(r, &r->tx[i]);
+  for (uint32_t i = 0; i < r->rx_cap; i++) slot_free(r, &r->rx[i]);
   free(r->tx);
   free(r->rx);
   r->tx = r->rx = NULL;
@@ -68,22 +68,29 @@ uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq) {
   return tx_slot(r, seq)->tries;
 }
 
-const uint8_t *net_rel_last(const struct net_rel *r) { return tx_slot(r, r->next_seq - 1)->pkt; }
-
-int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
+int net_rel_keep(struct net_rel *r, uint8_t *pkt, size_t len, uint64_t now) {
   if (!net_rel_can_send(r)) return -EAGAIN;
   uint32_t inflight = r->next_seq - r->una;
   if (inflight >= r->tx_cap && grow(&r->tx, &r->tx_cap, inflight + 1, r->una, inflight) < 0) return -ENOMEM;
   struct net_rel_slot *s = tx_slot(r, r->next_seq);
-  s->pkt = malloc(len ? len : 1);
-  if (!s->pkt) return -ENOMEM;
-  memcpy(s->pkt, pkt, len);
+  s->pkt = pkt;
   s->len = (uint32_t)len;
   s->tries = 1;
   s->sent_ns = now;
   if (net_rel_idle(r)) r->progress_ns = now; /* the dead clock runs from the first packet in flight */
   r->next_seq++;
   return 0;
+}
+
+int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
+  if (len > r->cfg.pool->size) return -EMSGSIZE;
+  if (!net_rel_can_send(r)) return -EAGAIN;
+  uint8_t *b = net_pool_get(r->cfg.pool);
+  if (!b) return -ENOMEM;
+  memcpy(b, pkt, len);
+  int rc = net_rel_keep(r, b, len, now);
+  if (rc < 0) net_pool_put(r->cfg.pool, b);
+  return rc;
 }
 
 static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
@@ -116,7 +123,7 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
   if (ack != r->una) {
     const struct net_rel_slot *last = tx_slot(r, ack - 1);
     if (r->cfg.rto_min_ns && last->tries == 1 && !last->gap_resent) net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, now - last->sent_ns);
-    for (; r->una != ack; r->una++) slot_free(tx_slot(r, r->una));
+    for (; r->una != ack; r->una++) slot_free(r, tx_slot(r, r->una));
     r->rto_ns = base_rto(r);
     r->progress_ns = now;
   }
@@ -184,8 +191,7 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
   uint32_t ahead = seq - r->expect;
   if (ahead >= r->rx_cap && grow(&r->rx, &r->rx_cap, ahead + 1, r->expect, r->rx_cap) < 0) return -ENOMEM;
   struct net_rel_slot *s = rx_slot(r, seq);
-  s->pkt = malloc(len ? len : 1);
-  if (!s->pkt) return -ENOMEM;
+  if (len > r->cfg.pool->size || !(s->pkt = net_pool_get(r->cfg.pool))) return -ENOMEM;
   memcpy(s->pkt, pkt, len);
   s->len = (uint32_t)len;
   r->early++;

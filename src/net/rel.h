@@ -8,8 +8,10 @@
  * a partner declared gone when nothing it acks moves for dead_ns.
  *
  * It knows no socket and no clock: the caller passes the time, hands it
- * packets already written (header included, their seq field taken from
- * next_seq) and transmits what it gives back through emit; a packet sent
+ * packets already written in buffers of the endpoint's pool (pool.h;
+ * header included, their seq field taken from next_seq), which it keeps
+ * until acked and gives back to the pool, and transmits what it gives
+ * back through emit; a packet sent
  * again carries the current ack (patched in here, net_patch_ack). Sequence numbers are
  * 32-bit and compared modulo 2^32. Not thread-safe: the endpoint's lock.
  */
@@ -19,7 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/pool.h"
+
 struct net_rel_cfg {
+  struct net_pool *pool; /* where the packets kept live (the endpoint's; required) */
   uint32_t window;       /* packets in flight at most (1..NET_REL_WINDOW_MAX) */
   uint64_t rto_ns;       /* a packet not acked this long is sent again (the first guess, until round
                           * trips are measured)... */
@@ -81,11 +86,13 @@ static inline void net_rel_rx_start(struct net_rel *r, uint32_t rx_start) { r->e
 
 /* Sending. Room for one more packet in the window? */
 int net_rel_can_send(const struct net_rel *r);
-/* The packet queued last, as the slot keeps it until acked. */
-const uint8_t *net_rel_last(const struct net_rel *r);
-/* Keep a copy of the packet of seq next_seq (len bytes) until it is acked,
- * counted as sent at now: 0, -EAGAIN (window full), -ENOMEM. The caller
- * transmits it. */
+/* Keep the packet of seq next_seq (len bytes, in a buffer of cfg.pool)
+ * until it is acked, counted as sent at now: 0 (the buffer is the
+ * stream's now; the caller transmits it from there), -EAGAIN (window
+ * full), -ENOMEM (either way the buffer stays the caller's). */
+int net_rel_keep(struct net_rel *r, uint8_t *pkt, size_t len, uint64_t now);
+/* The same from a packet written elsewhere, copied into a buffer of the
+ * pool: 0, -EAGAIN, -ENOMEM, -EMSGSIZE (larger than a buffer). */
 int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now);
 /* An ack from the peer (any packet's ack field; sack from an ACK, else 0):
  * frees what it covers and resends at once the holes below a packet the
@@ -106,10 +113,11 @@ uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq);
 
 /* Receiving. A packet of seq arrived: NET_REL_NEW (the next in order:
  * deliver it, then each net_rel_pop), NET_REL_EARLY (kept until the hole
- * before it fills), NET_REL_DUP or NET_REL_FAR (beyond the window): drop it.
- * -ENOMEM: not kept, as if lost. */
+ * before it fills: a copy in a buffer of the pool), NET_REL_DUP or
+ * NET_REL_FAR (beyond the window): drop it. -ENOMEM: not kept, as if lost. */
 int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len, uint64_t now);
-/* The next packet now in order, kept early (the caller frees it), or NULL. */
+/* The next packet now in order, kept early (the caller gives it back to
+ * cfg.pool), or NULL. */
 uint8_t *net_rel_pop(struct net_rel *r, size_t *len);
 /* Should an ACK go now (delayed ack due, too many unacked, duplicate)? */
 int net_rel_ack_due(const struct net_rel *r, uint64_t now);

@@ -219,6 +219,9 @@ struct proto_core {
    * down does not. */
   void (*peer_fail)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
   void (*peer_down)(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+  /* p's queue (outq) got its first record: proto_flush it at every
+   * progress pass until it empties. */
+  void (*queued)(struct fmx_endpoint *ep, struct partner *p);
   /* A message of the protocol's own with p over segs (copied): a send
    * or a receive whose completion nobody sees (the owner's side of a
    * region access); NULL without memory. */

@@ -142,6 +142,7 @@ static int enqueue(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o
   struct proto_peer *pp = proto_peer(p);
   if (list_empty(&pp->outq) && push_one(ep, p, o)) return 1;
   PROTO_CNT(proto_ep(ep), RING_FULL);
+  if (list_empty(&pp->outq)) proto_up->queued(ep, p);
   list_add_tail(&pp->outq, &o->node);
   return 0;
 }
@@ -218,6 +219,7 @@ static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct proto_ms
     return;
   }
   PROTO_CNT(proto_ep(ep), RING_FULL);
+  if (list_empty(&pp->outq)) proto_up->queued(ep, p);
   list_add_tail(&pp->outq, &o->node);
 }
 

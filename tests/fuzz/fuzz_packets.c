@@ -26,8 +26,9 @@ static void emit(void *arg, uint8_t *pkt, size_t len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static struct net_pool pool = {.size = 2048, .keep = 16};
   static const struct net_rel_cfg cfg = {
-      .window = 16, .rto_ns = 1000, .rto_max_ns = 8000, .dead_ns = 1000000, .ack_delay_ns = 500, .ack_every = 4};
+      .pool = &pool, .window = 16, .rto_ns = 1000, .rto_max_ns = 8000, .dead_ns = 1000000, .ack_delay_ns = 500, .ack_every = 4};
   struct net_rel r;
   uint32_t start = 0;
   fuzz_take(&data, &size, &start, sizeof start);
@@ -57,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (p.h.type == NET_DATA && net_rel_recv(&r, p.h.seq, pkt, len, now) == NET_REL_NEW) {
         size_t n;
         uint8_t *q;
-        while ((q = net_rel_pop(&r, &n))) free(q);
+        while ((q = net_rel_pop(&r, &n))) net_pool_put(&pool, q);
       }
       if (net_rel_ack_due(&r, now)) {
         (void)net_rel_sack(&r);

@@ -20,6 +20,9 @@
 #include "net/rel.h"
 #include "net/wire.h"
 
+/* The packets both sides keep (an endpoint's pool, pool.h). */
+static struct net_pool pool = {.size = 2048, .keep = 64};
+
 /* ---- a line ------------------------------------------------------------ */
 
 struct pkt {
@@ -105,7 +108,7 @@ static void arrive(struct side *s, int me, const struct pkt *k) {
   uint8_t *q;
   while ((q = net_rel_pop(&s->r, &len))) {
     deliver(s, q, len);
-    free(q);
+    net_pool_put(&pool, q);
   }
 }
 
@@ -135,7 +138,7 @@ static void step(struct side *s, int me) {
 }
 
 static const struct net_rel_cfg cfg = {
-    .window = 64, .rto_ns = 200000, .rto_max_ns = 3200000, .dead_ns = 50000000, .ack_delay_ns = 50000, .ack_every = 4};
+    .pool = &pool, .window = 64, .rto_ns = 200000, .rto_max_ns = 3200000, .dead_ns = 50000000, .ack_delay_ns = 50000, .ack_every = 4};
 
 /* Run both sides until each got all the other sent, or a side is gone,
  * or the time limit: the simulated time it took. */
@@ -233,7 +236,12 @@ static void test_edges(void) {
   CHECK_EQ(net_rel_init(&r, &bad, 0, 0), -EINVAL);
   bad = cfg, bad.rto_max_ns = cfg.rto_ns - 1;
   CHECK_EQ(net_rel_init(&r, &bad, 0, 0), -EINVAL);
+  bad = cfg, bad.pool = NULL;
+  CHECK_EQ(net_rel_init(&r, &bad, 0, 0), -EINVAL);
   CHECK_EQ(net_rel_init(&r, &cfg, 10, 20), 0);
+  static uint8_t huge[2049];
+  CHECK_EQ(net_rel_queue(&r, huge, sizeof huge, 0), -EMSGSIZE); /* more than a buffer holds */
+  CHECK_EQ(net_rel_recv(&r, 21, huge, sizeof huge, 0), -ENOMEM); /* early, and too big to keep: as if lost */
   uint8_t b[NET_HDR_LEN + 4] = {0};
   for (uint32_t i = 0; i < cfg.window; i++) CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
   CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), -EAGAIN); /* window full */
@@ -258,7 +266,7 @@ static void test_edges(void) {
   CHECK_EQ(net_rel_recv(&r, 21, b, sizeof b, 0), NET_REL_NEW);
   uint8_t *q = net_rel_pop(&r, &len);
   CHECK(q != NULL && len == sizeof b);
-  free(q);
+  net_pool_put(&pool, q);
   CHECK_EQ(net_rel_ack_value(&r), 23);
   CHECK_EQ(net_rel_recv(&r, 20, b, sizeof b, 0), NET_REL_DUP);
   net_rel_acked(&r);
@@ -306,12 +314,12 @@ static void test_rings(void) {
   for (uint32_t i = 0; i < 3; i++) CHECK_EQ(net_rel_recv(&r, x + i, b, sizeof b, 0), NET_REL_NEW);
   uint8_t *q = net_rel_pop(&r, &len);
   CHECK(q && q[NET_HDR_LEN] == 3);
-  free(q);
+  net_pool_put(&pool, q);
   CHECK(net_rel_pop(&r, &len) == NULL);
   for (uint32_t i = 4; i < 40; i++) CHECK_EQ(net_rel_recv(&r, x + i, b, sizeof b, 0), NET_REL_NEW);
   q = net_rel_pop(&r, &len);
   CHECK(q && q[NET_HDR_LEN] == 40);
-  free(q);
+  net_pool_put(&pool, q);
   CHECK_EQ(net_rel_ack_value(&r), x + 41);
   net_rel_fini(&r);
   CHECK_EQ(net_rel_ring_bytes(&r), 0);
@@ -618,7 +626,44 @@ static void test_bcast(void) {
   CHECK_EQ(net_iface_bcast(0, m24, 0), 0);
 }
 
+/* The pool: a window of packets sent, acked and sent again takes no new
+ * buffer from the allocator; beyond `keep` free ones they go back to it;
+ * none is left out once the streams are gone. */
+static void test_pool(void) {
+  struct net_rel r;
+  uint8_t b[NET_HDR_LEN + 4] = {0};
+  CHECK_EQ(pool.out, 0);
+  CHECK_EQ(net_rel_init(&r, &cfg, 0, 0), 0);
+  for (uint32_t i = 0; i < cfg.window; i++) CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+  uint64_t allocs = pool.allocs;
+  CHECK_EQ(pool.out, cfg.window);
+  emit_to = 0;
+  CHECK_EQ(net_rel_on_ack(&r, cfg.window, 0, 0, emit, NULL), 0);
+  CHECK_EQ(pool.out, 0);
+  CHECK_EQ(pool.nfree, pool.keep);
+  for (int round = 0; round < 3; round++) {
+    for (uint32_t i = 0; i < cfg.window; i++) CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, 0, emit, NULL), 0);
+  }
+  CHECK_EQ(pool.allocs, allocs);
+  net_rel_fini(&r);
+  /* More out than it keeps: the rest go back to the allocator. */
+  struct net_pool small;
+  net_pool_init(&small, 64, 2);
+  uint8_t *x[4];
+  for (int i = 0; i < 4; i++) CHECK((x[i] = net_pool_get(&small)) != NULL);
+  CHECK_EQ(small.allocs, 4);
+  for (int i = 0; i < 4; i++) net_pool_put(&small, x[i]);
+  CHECK_EQ(small.nfree, 2);
+  CHECK_EQ(small.out, 0);
+  CHECK(net_pool_get(&small) == x[1]); /* the last one kept, first */
+  net_pool_put(&small, x[1]);
+  net_pool_fini(&small);
+  CHECK_EQ(small.nfree, 0);
+}
+
 int main(void) {
+  test_pool();
   test_bcast();
   test_wire();
   test_record();
@@ -630,6 +675,8 @@ int main(void) {
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();
+  CHECK_EQ(pool.out, 0); /* every stream gave back what it kept */
+  net_pool_fini(&pool);
   CHECK_DONE("test_net_rel");
   return 0;
 }

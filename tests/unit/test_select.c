@@ -21,6 +21,7 @@ static const char *pick_how(int my_cpu, int peer_cpu, int cma_ok, uint64_t len, 
   static char name[32];
   struct bulk_env ep = {.counters = counters, .cpu = my_cpu};
   static struct bulk_peer p;
+  bulk_peer_fini(&p);
   memset(&p, 0, sizeof p);
   p.cpu = peer_cpu;
   p.cma_ok = cma_ok;
@@ -86,27 +87,32 @@ static void test_crowded(void) {
     int off = 0;
     const struct fmx_bulk_engine *e = bulk_select(&ep, &p, &conn, 1 << 20, 0, cases[k].ranks, &off, NULL);
     CHECK(strcmp(e->name, cases[k].want) == 0);
+    bulk_peer_fini(&p);
   }
   CHECK_EQ(config_set("FMX_BULK_SLOT_SIZE", "64K", "environment"), 0);
   /* 1 MiB of chunks, 3 MiB touched: 20 ranks (10 x 3 = 30 MiB) ring, 22 (33 MiB) cma. */
   struct bulk_peer p = {.cpu = 1, .cma_ok = 1};
   int off = 0;
   CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 20, &off, NULL)->name, "ring") == 0);
+  bulk_peer_fini(&p);
   memset(&p, 0, sizeof p);
   p.cpu = 1;
   p.cma_ok = 1;
   CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 22, &off, NULL)->name, "cma") == 0);
   /* Where a lone pair gets cma (shorter than one L2, or on one core), so
    * do crowded ranks, however much fits. */
+  bulk_peer_fini(&p);
   memset(&p, 0, sizeof p);
   p.cpu = 1;
   p.cma_ok = 1;
   CHECK(strcmp(bulk_select(&ep, &p, &conn, 512 << 10, 0, 4, &off, NULL)->name, "cma") == 0);
   CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 4, &off, NULL)->name, "ring") == 0);
+  bulk_peer_fini(&p);
   memset(&p, 0, sizeof p);
   p.cpu = 0;
   p.cma_ok = 1;
   CHECK(strcmp(bulk_select(&ep, &p, &conn, 1 << 20, 0, 4, &off, NULL)->name, "cma") == 0);
+  bulk_peer_fini(&p);
 }
 
 int main(void) {
