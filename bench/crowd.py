@@ -46,8 +46,11 @@ def mac(ns):
                           capture_output=True, text=True).stdout.strip()
 
 
-def stage(hosts, prog, env, peers, procs, msgs, size, wait):
-    """One stage: host 0's RSS growth per partner, and the clients' lines."""
+def stage(hosts, prog, env, peers, procs, msgs, size, wait, kill=None):
+    """One stage: host 0's RSS before and its line after, and the clients'
+    lines. kill=K (with msgs): then K client processes are killed and host 0
+    calls every sender back with a synchronous send; its line about that is
+    the fourth value (None without kill)."""
     nclient = (len(hosts.ns) - 1) * procs
     srv = subprocess.Popen(["ip", "netns", "exec", hosts.ns[0], prog, "serve", "--base", "7"], env=env,
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -77,7 +80,15 @@ def stage(hosts, prog, env, peers, procs, msgs, size, wait):
             if after["received"] >= want:
                 break
             time.sleep(0.1)
-        return rss0, after, outs
+        called = None
+        if kill is not None:
+            for c in clients[:kill]:
+                c.kill()
+                c.wait()
+            srv.stdin.write("s\n")
+            srv.stdin.flush()
+            called = json.loads(srv.stdout.readline())
+        return rss0, after, outs, called
     finally:
         for c in clients:
             if c.poll() is None:
@@ -121,7 +132,7 @@ def main():
         for rep in range(a.reps):
             for name, msgs, wait in (("idle", 0, True), ("active", a.msgs, False)):
                 try:
-                    rss0, after, outs = stage(hosts, prog, env, a.peers, a.procs, msgs, a.size, wait)
+                    rss0, after, outs, _ = stage(hosts, prog, env, a.peers, a.procs, msgs, a.size, wait)
                 except (RuntimeError, ValueError, subprocess.SubprocessError) as e:
                     log("%s: %s" % (name, e))
                     bad = 1

@@ -8,13 +8,17 @@
  *       whatever comes; each line on stdin ("m") prints
  *       {"rss_kib":R,"received":N,"partners":P,"pass_ns":T} (P: connections
  *       accepted or made, counted; T: the mean time of a call to
- *       fmx_progress with nothing to do); stops when stdin closes.
+ *       fmx_progress with nothing to do); a line "s" sends a synchronous
+ *       message (fmx_issend, 64 B, match 1) to the first sender of each
+ *       partner, waits for all and prints {"called":N,"answered":A,
+ *       "failed":F,"error":"first error"}; stops when stdin closes.
  *   fmx_crowd dial --target B --eps E --msgs M --size S [--wait 1]
  *       opens E endpoints, connects each to endpoint B of the board
  *       FMX_SYS_NIC names (fmx_connect_async, or fmx_connect with --wait 1),
  *       sends M messages of S bytes from each at once, waits for them and
  *       prints {"eps":E,"sent":N,"failed":F,"error":"first error","ms":T};
- *       then keeps its endpoints open, progressing, until stdin closes.
+ *       then keeps its endpoints open, progressing, until stdin closes,
+ *       each with a receive posted for match 1 (serve's "s").
  *
  * Every wait is bounded (WAIT_MS): a failure, never a hang.
  */
@@ -77,9 +81,40 @@ static uint64_t counter(fmx_endpoint_t ep, const char *label) {
   return r;
 }
 
+/* serve's "s": a synchronous send to each source (in order, each once),
+ * all waited for. */
+static void call_back(fmx_endpoint_t ep, const fmx_endpoint_addr_t *src, int n) {
+  static uint8_t msg[64];
+  fmx_request_t *r = calloc((size_t)n + 1, sizeof *r);
+  if (!r) FAIL("no memory");
+  int sent = 0, answered = 0, failed = 0;
+  fmx_return_t first = FMX_SUCCESS;
+  for (int i = 0; i < n; i++) {
+    if (i && !memcmp(&src[i], &src[i - 1], sizeof *src)) continue;
+    fmx_seg_t seg = {msg, sizeof msg};
+    OK(fmx_issend(ep, &seg, 1, src[i], 1, NULL, &r[sent++]));
+  }
+  for (int i = 0; i < sent; i++) {
+    fmx_status_t st;
+    uint32_t done = 0;
+    OK(fmx_wait(ep, &r[i], WAIT_MS, &st, &done));
+    if (!done) FAIL("a call back not complete after %d ms", WAIT_MS);
+    if (st.code == FMX_SUCCESS) answered++;
+    else if (failed++ == 0) first = st.code;
+  }
+  printf("{\"called\":%d,\"answered\":%d,\"failed\":%d,\"error\":\"%s\"}\n", sent, answered, failed,
+         fmx_strerror(first));
+  fflush(stdout);
+  free(r);
+}
+
+static int addr_cmp(const void *a, const void *b) { return memcmp(a, b, sizeof(fmx_endpoint_addr_t)); }
+
 static void serve(uint32_t base) {
   fmx_endpoint_t ep;
   OK(fmx_open_endpoint(0, base, KEY, NULL, 0, &ep));
+  fmx_endpoint_addr_t *src = NULL; /* every message's source */
+  int nsrc = 0, capsrc = 0;
   printf("{\"rss_kib\":%ld}\n", rss_kib());
   fflush(stdout);
   static uint8_t buf[1 << 16];
@@ -89,6 +124,11 @@ static void serve(uint32_t base) {
     if (poll(&in, 1, 0) > 0) {
       char line[16];
       if (!fgets(line, sizeof line, stdin)) break; /* closed */
+      if (line[0] == 's') {
+        qsort(src, (size_t)nsrc, sizeof *src, addr_cmp);
+        call_back(ep, src, nsrc);
+        continue;
+      }
       /* What a pass of progress costs with this many partners (idle). */
       struct timespec a, b;
       clock_gettime(CLOCK_MONOTONIC, &a);
@@ -110,7 +150,13 @@ static void serve(uint32_t base) {
     OK(fmx_wait(ep, &r, WAIT_MS, &st, &done));
     if (!done) FAIL("receive: not complete after %d ms", WAIT_MS);
     got++;
+    if (nsrc == capsrc) {
+      capsrc = capsrc ? 2 * capsrc : 256;
+      if (!(src = realloc(src, (size_t)capsrc * sizeof *src))) FAIL("no memory");
+    }
+    src[nsrc++] = st.source;
   }
+  free(src);
   OK(fmx_close_endpoint(ep));
 }
 
@@ -171,15 +217,29 @@ static void dial(uint32_t target, int eps, int msgs, size_t size, int wait) {
          fmx_strerror(first), now_ms() - t0);
   fflush(stdout);
   /* A send completes once its bytes are kept for resending: the
-   * endpoints go on progressing (a resend, an ack) until stdin closes. */
+   * endpoints go on progressing (a resend, an ack) until stdin closes,
+   * each with a receive posted for serve's call back. */
+  static uint8_t back[64];
+  fmx_request_t *rr = calloc((size_t)eps, sizeof *rr);
+  if (!rr) FAIL("no memory");
+  for (int i = 0; i < eps; i++) {
+    fmx_seg_t seg = {back, sizeof back};
+    OK(fmx_irecv(ep[i], &seg, 1, 1, FMX_MATCH_MASK_NONE, NULL, &rr[i]));
+  }
   for (;;) {
     struct pollfd in = {0, POLLIN, 0};
     if (poll(&in, 1, 1) > 0) {
       char line[16];
       if (!fgets(line, sizeof line, stdin)) break;
     }
-    for (int i = 0; i < eps; i++) OK(fmx_progress(ep[i]));
+    for (int i = 0; i < eps; i++) {
+      fmx_status_t st;
+      uint32_t res = 0;
+      if (rr[i]) OK(fmx_test(ep[i], &rr[i], &st, &res)); /* a request tested complete is 0 */
+      else OK(fmx_progress(ep[i]));
+    }
   }
+  free(rr);
   for (int i = 0; i < eps; i++) OK(fmx_close_endpoint(ep[i]));
   free(done);
   free(ep);
