@@ -94,6 +94,7 @@ bench: build bench-deps
 	$(BENCH_PY) bench/incast.py --uplink --senders 2,4 --build $(BUILD) --reps $(REPS) \
 	  $(if $(filter-out 0,$(QUICK)),--quick)
 	$(BENCH_PY) bench/crowd.py --build $(BUILD) --reps $(REPS) $(if $(filter-out 0,$(QUICK)),--quick)
+	$(BENCH_PY) bench/scale.py --build $(BUILD) --reps $(REPS) $(if $(filter-out 0,$(QUICK)),--quick)
 
 check-bench:
 	$(MAKE) --no-print-directory bench QUICK=1

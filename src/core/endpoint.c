@@ -108,9 +108,11 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     p->pp.tp->release(ep, p);
     medium_reset(ep, p);
     region_cache_release(&p->bulk.xmem);
+    bulk_peer_fini(&p->bulk); /* nothing moves with it now (partner_in_use) */
     ep->nsiblings -= p->bulk.same_process;
     p->bulk.same_process = 0;
     p->reaped = 1;
+    if (list_linked(&p->backlog)) list_del(&p->backlog); /* none: ep_partner_down emptied it */
     if (p->polled_at != UINT32_MAX) { /* its place to the last one's */
       struct partner *last = ep->polled[--ep->npolled];
       ep->polled[p->polled_at] = last;
@@ -247,8 +249,8 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 
 static void check_timeouts(struct fmx_endpoint *ep) {
   uint64_t now = sys_now_ns();
-  struct list_node *bpos;
-  list_for_each(bpos, &ep->backlog) { /* only a queued record can time out here */
+  struct list_node *bpos, *bnext;
+  list_for_each_safe(bpos, bnext, &ep->backlog) { /* only a queued record can time out here */
     struct partner *p = list_entry(bpos, struct partner, backlog);
     struct list_node *pos, *tmp;
     list_for_each_safe(pos, tmp, &p->pp.outq) {

@@ -61,6 +61,10 @@ void net_ptab_add(struct net_ptab *t, struct net_ptab_entry *e, uint32_t eid, ui
 
 void net_ptab_del(struct net_ptab *t, struct net_ptab_entry *e) {
   if (!e->in) return;
+  if (!t->b) { /* the table went first (its endpoint closing) */
+    e->in = 0;
+    return;
+  }
   for (struct net_ptab_entry **pp = &t->b[hash(t, e->eid, e->session)]; *pp; pp = &(*pp)->next)
     if (*pp == e) {
       *pp = e->next;

@@ -33,6 +33,8 @@ struct net_ptab {
 
 /* NET_PTAB_FIRST chains: 0, or -ENOMEM. */
 int net_ptab_init(struct net_ptab *t, uint32_t seed);
+/* The chains freed; an entry still in is out from then on (its del is
+ * harmless). */
 void net_ptab_fini(struct net_ptab *t);
 /* e under (eid, session), taken out first if in. Never fails: a growth
  * that finds no memory leaves the chains longer. */
