@@ -25,6 +25,7 @@ Exit status: 0; 1 when a stage failed; 2 usage.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -153,4 +154,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's TERM still tears the hosts down
     sys.exit(main())

@@ -19,6 +19,7 @@ Exit status: 0; 1 when a run failed; 2 usage.
 import argparse
 import json
 import os
+import signal
 import shutil
 import statistics
 import subprocess
@@ -131,4 +132,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's TERM still tears the hosts down
     sys.exit(main())
