@@ -170,9 +170,10 @@ static void dial(uint32_t target, int eps, int msgs, size_t size, int wait) {
   const char *name = getenv("FMX_SYS_NIC");
   if (name) OK(fmx_hostname_to_nic_id(name, &nic));
   fmx_endpoint_t *ep = calloc((size_t)eps, sizeof *ep);
-  fmx_request_t *req = calloc((size_t)eps * (size_t)msgs, sizeof *req);
+  fmx_request_t *req = calloc((size_t)eps * (size_t)msgs + 1, sizeof *req);
+  int *owner = calloc((size_t)eps * (size_t)msgs + 1, sizeof *owner); /* each request's endpoint */
   uint8_t *msg = calloc(1, size ? size : 1);
-  if (!ep || !req || !msg) FAIL("no memory");
+  if (!ep || !req || !owner || !msg) FAIL("no memory");
   for (int i = 0; i < eps; i++) OK(fmx_open_endpoint(0, FMX_ANY_ENDPOINT, KEY, NULL, 0, &ep[i]));
   uint64_t t0 = now_ms();
   int n = 0, sent = 0, failed = 0;
@@ -188,29 +189,29 @@ static void dial(uint32_t target, int eps, int msgs, size_t size, int wait) {
     }
     for (int k = 0; k < msgs; k++) {
       fmx_seg_t seg = {msg, (uint32_t)size};
+      owner[n] = i;
       OK(fmx_isend(ep[i], &seg, 1, a, (uint64_t)i << 16 | (uint64_t)k, NULL, &req[n++]));
     }
   }
   /* Every endpoint progresses its own: wait on each in turn, a slice at
    * a time, until all are done or WAIT_MS passes. */
-  int *done = calloc((size_t)n, sizeof *done), left = n;
+  int *done = calloc((size_t)n + 1, sizeof *done), left = n;
   if (!done) FAIL("no memory");
   while (left && now_ms() - t0 < WAIT_MS) {
-    for (int j = 0, k = 0; j < eps; j++)
-      for (int m = 0; m < msgs && k < n; m++, k++) {
-        if (done[k]) continue;
-        fmx_status_t st;
-        uint32_t res = 0;
-        OK(fmx_test(ep[j], &req[k], &st, &res));
-        if (!res) continue;
-        done[k] = 1;
-        left--;
-        if (st.code == FMX_SUCCESS) sent++;
-        else {
-          failed++;
-          if (first == FMX_SUCCESS) first = st.code;
-        }
+    for (int k = 0; k < n; k++) {
+      if (done[k]) continue;
+      fmx_status_t st;
+      uint32_t res = 0;
+      OK(fmx_test(ep[owner[k]], &req[k], &st, &res));
+      if (!res) continue;
+      done[k] = 1;
+      left--;
+      if (st.code == FMX_SUCCESS) sent++;
+      else {
+        failed++;
+        if (first == FMX_SUCCESS) first = st.code;
       }
+    }
   }
   if (left) FAIL("%d sends not complete after %d ms", left, WAIT_MS);
   printf("{\"eps\":%d,\"sent\":%d,\"failed\":%d,\"error\":\"%s\",\"ms\":%" PRIu64 "}\n", eps, sent, failed,
@@ -244,6 +245,7 @@ static void dial(uint32_t target, int eps, int msgs, size_t size, int wait) {
   free(done);
   free(ep);
   free(req);
+  free(owner);
   free(msg);
 }
 
