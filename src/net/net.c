@@ -17,12 +17,10 @@
  * timer is due. While the endpoint has no partner here the socket is read
  * every NET_IDLE_PASSES passes only, so an endpoint that talks to its host
  * alone pays one system call in that many. The board and an endpoint's
- * sockets (open, close, what a waiter polls) are net_ep.c's.
+ * sockets (open, close, what a waiter polls) are net_ep.c's, its partners
+ * (made, found) net_peer.c's.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
@@ -33,21 +31,6 @@
 #include "platform/sys.h"
 
 #define NET_IDLE_PASSES 256
-
-static struct net_rel_cfg rel_cfg(struct net_ep *ne) {
-  struct net_rel_cfg c = {
-      .pool = &ne->pool,
-      .window = (uint32_t)fmx_cfg.net_window,
-      .rto_ns = fmx_cfg.net_rto_us * 1000ull,
-      .rto_max_ns = fmx_cfg.net_rto_max_us * 1000ull,
-      .dead_ns = fmx_cfg.net_timeout_ms * 1000000ull,
-      .ack_delay_ns = fmx_cfg.net_ack_delay_us * 1000ull,
-      .ack_every = (uint32_t)fmx_cfg.net_ack_every,
-  };
-  c.rto_min_ns = ne->rto_min_ns;
-  if (c.rto_max_ns < c.rto_ns) c.rto_max_ns = c.rto_ns;
-  return c;
-}
 
 /* ---- sending ------------------------------------------------------------ */
 
@@ -191,126 +174,6 @@ static void probe(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   np->probe_ns = now;
   uint8_t *b = net_pool_get(&net_ep(ep)->pool);
   if (b && send_data(ep, p, b, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES); /* else (no memory) at the next look */
-}
-
-/* ---- partners ----------------------------------------------------------- */
-
-int net_same_source(const struct net_addr *from, const struct net_addr *addr) {
-  return from->nic ? from->nic == addr->nic : from->ip == addr->ip && from->port == addr->port;
-}
-
-static int is_it(struct partner *p, uint64_t nic, const struct net_addr *from, uint32_t eid, uint32_t session) {
-  const struct transport_peer *t = transport_peer(p);
-  const struct net_peer *np = transport_state(p);
-  return t->state == PARTNER_ALIVE && t->eid == eid && (!session || t->session == session) && (!nic || t->nic == nic) &&
-         (!from || net_same_source(from, &np->addr));
-}
-
-/* With a session (every packet of a partner's stream) through the table,
- * where every partner whose session is known is; else (a handshake) by
- * walking them all. */
-struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
-                         uint32_t session) {
-  if (session) {
-    for (struct net_ptab_entry *e = net_ptab_chain(&net_ep(ep)->ptab, eid, session); e; e = e->next)
-      if (e->eid == eid && e->session == session && is_it(e->owner, nic, from, eid, session)) return e->owner;
-    return NULL;
-  }
-  for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
-       p = transport_up->peer_next(ep, &net_transport, p))
-    if (is_it(p, nic, from, eid, 0)) return p;
-  return NULL;
-}
-
-void net_peer_known(struct fmx_endpoint *ep, struct partner *p) {
-  struct net_peer *np = transport_state(p);
-  const struct transport_peer *t = transport_peer(p);
-  np->hent.owner = p;
-  net_ptab_add(&net_ep(ep)->ptab, &np->hent, t->eid, t->session);
-}
-
-int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
-                  const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start) {
-  struct net_ep *ne = net_ep(ep);
-  struct net_peer *np = transport_state(p);
-  struct transport_peer *t = transport_peer(p);
-  struct net_rel_cfg c = rel_cfg(ne);
-  if (net_rel_init(&np->rel, &c, tx_start, rx_start) < 0) return -ENOMEM;
-  np->rel_ok = 1;
-  np->addr = *addr;
-  np->addr.nic = nic;
-  np->start = tx_start;
-  np->peer_start = rx_start;
-  np->pkt_max = ne->pkt_max;
-  np->mtu = net_mtu(ep);
-  np->heard_ns = sys_now_ns();
-  np->baddr = (struct net_addr){0};
-  net_timer_init(&np->timer);
-  np->counted = 1;
-  net_pull_init(ep, p);
-  t->nic = nic;
-  t->eid = eid;
-  t->session = session;
-  if (session) net_peer_known(ep, p);
-  t->bulk->pid = 0;
-  t->bulk->pidfd = -1;
-  t->bulk->eid = eid;
-  t->bulk->cpu = -1;
-  t->bulk->cma_ok = 0;
-  snprintf(t->bulk->cma_reason, sizeof t->bulk->cma_reason, "another host");
-  ne->npeers++;
-  transport_up->peer_joined(ep, p);
-  return 0;
-}
-
-uint16_t net_mtu(struct fmx_endpoint *ep) {
-  uint32_t m = net_ep(ep)->sock.ifc.mtu;
-  return (uint16_t)(m > 65535 ? 65535 : m);
-}
-
-void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port, uint16_t mtu) {
-  struct net_ep *ne = net_ep(ep);
-  struct net_peer *np = transport_state(p);
-  if (ne->bulk_own && ip && port) {
-    /* Its frames reached us on the link, so its address must be on our
-     * subnet too: one outside it would take the answers to its pulls
-     * where we cannot reach (a host on another subnet of the same
-     * Ethernet: the pull stalled until the timeout) or where it wants
-     * them not to go (a third party). Such a peer gets them in frames. */
-    uint32_t me = ntohl(ne->bsock.ifc.ip), mask = ntohl(ne->bsock.ifc.mask), host = ip & ~mask;
-    if (mask && ((ip ^ me) & mask) == 0 && ip != me && host != 0 && (host != ~mask || mask >= 0xfffffffeu))
-      np->baddr = (struct net_addr){.ip = htonl(ip), .port = htons(port)};
-    else
-      log_warn("FMX-NET-BULK-ADDR",
-               "endpoint %u: endpoint %u of board %012llx gives %u.%u.%u.%u for its pulls' answers, not a host of "
-               "our subnet: they go in frames",
-               transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic, ip >> 24,
-               ip >> 16 & 255, ip >> 8 & 255, ip & 255);
-  }
-  /* A peer whose MTU is smaller than ours would drop our larger packets
-   * (and never see a pull's answers): we send it no more than it takes. */
-  if (mtu >= NET_MTU_MIN && mtu < np->mtu) {
-    np->mtu = mtu;
-    if (mtu - ne->sock.wire->overhead < np->pkt_max) np->pkt_max = mtu - ne->sock.wire->overhead;
-  }
-  /* Trains between the bulk sockets (net_train_sock): every packet of ours
-   * fits a UDP datagram within its MTU (28 bytes less than a frame). */
-  if (np->baddr.port && ne->bsock.gso && net_bulk_packet_max(np) < np->pkt_max) np->pkt_max = net_bulk_packet_max(np);
-}
-
-uint32_t net_bulk_packet_max(const struct net_peer *np) {
-  uint32_t m = net_sock_packet_max(&net_ep(np->ep)->bsock), peer = np->mtu - net_wire_udp.overhead;
-  return peer < m ? peer : m;
-}
-
-/* Add what the partner's stream counted since the last look. */
-static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
-  const uint64_t now[5] = {np->rel.resent, np->rel.gap_resends, np->rel.dups, np->rel.early, np->rel.far};
-  static const int cnt[5] = {CNT_NET_RESENT, CNT_NET_GAP_RESENT, CNT_NET_DUPLICATES, CNT_NET_EARLY, CNT_NET_DROPPED};
-  for (int i = 0; i < 5; i++) {
-    transport_ep(ep)->bulk->counters[cnt[i]] += now[i] - np->seen[i];
-    np->seen[i] = now[i];
-  }
 }
 
 /* ---- receiving ---------------------------------------------------------- */
@@ -468,6 +331,16 @@ static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, trans
 }
 
 /* A partner leaves the count of those alive (it failed, or is released). */
+/* Add what the partner's stream counted since the last look. */
+static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
+  const uint64_t now[5] = {np->rel.resent, np->rel.gap_resends, np->rel.dups, np->rel.early, np->rel.far};
+  static const int cnt[5] = {CNT_NET_RESENT, CNT_NET_GAP_RESENT, CNT_NET_DUPLICATES, CNT_NET_EARLY, CNT_NET_DROPPED};
+  for (int i = 0; i < 5; i++) {
+    transport_ep(ep)->bulk->counters[cnt[i]] += now[i] - np->seen[i];
+    np->seen[i] = now[i];
+  }
+}
+
 static void uncount(struct net_ep *ne, struct net_peer *np) {
   net_wheel_cancel(&ne->timers, &np->timer);
   if (np->counted) ne->npeers--;

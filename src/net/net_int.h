@@ -137,7 +137,8 @@ void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, 
 /* A header to partner p (or to eid/session when p is NULL). */
 void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);
-/* A packet from `from` comes from the partner at addr (raw: its MAC; UDP:
+
+/* net_peer.c: partners. A packet from `from` comes from the partner at addr (raw: its MAC; UDP:
  * its address and port). */
 int net_same_source(const struct net_addr *from, const struct net_addr *addr);
 struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net_addr *from, uint32_t eid,
@@ -149,10 +150,12 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
 /* What a CONNECT or its reply says of the peer's bulk socket (ip, port in
  * host order; 0: none) and of its MTU (0: not said), and ours to tell it. */
 void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port, uint16_t mtu);
-void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
 uint16_t net_mtu(struct fmx_endpoint *ep);
 /* An MTU a peer says below this is ignored (IPv4's least datagram). */
 #define NET_MTU_MIN 576
+/* The largest packet between our bulk socket and np's: UDP's within the
+ * smaller MTU of the two. */
+uint32_t net_bulk_packet_max(const struct net_peer *np);
 
 /* net_ep.c: the board and an endpoint's sockets (ops of the table). */
 uint64_t net_nic(void);
@@ -160,14 +163,12 @@ int net_open(struct fmx_endpoint *ep);
 void net_close(struct fmx_endpoint *ep);
 int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns);
 void net_ep_fini(struct fmx_endpoint *ep);
+void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
 
 /* A pull of ours begins, or a packet sent in a train came: the UDP wire's
  * socket takes GSO trains whole until NET_GRO_QUIET other packets come
  * with neither (net.c). */
 void net_gro_want(struct fmx_endpoint *ep);
-/* The largest packet between our bulk socket and np's: UDP's within the
- * smaller MTU of the two. */
-uint32_t net_bulk_packet_max(const struct net_peer *np);
 
 /* train.c: an eager message's fragments as one GSO send. */
 /* Socket s takes GSO sends (the UDP wire, GSO not refused). */
