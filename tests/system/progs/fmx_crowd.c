@@ -32,22 +32,13 @@
 #include <unistd.h>
 
 #include "fmx.h"
+#include "prog.h"
 
 #define KEY 0x5eed
 #define WAIT_MS 60000
 #define PASSES 2000
 
-#define FAIL(...)                                                                                                      \
-  do {                                                                                                                 \
-    fprintf(stderr, "fmx_crowd: " __VA_ARGS__);                                                                        \
-    fputc('\n', stderr);                                                                                               \
-    exit(1);                                                                                                           \
-  } while (0)
-#define OK(call)                                                                                                       \
-  do {                                                                                                                 \
-    fmx_return_t rc_ = (call);                                                                                         \
-    if (rc_ != FMX_SUCCESS) FAIL("%s: %s", #call, fmx_strerror(rc_));                                                  \
-  } while (0)
+static void prog_who(FILE *f) { fputs("fmx_crowd: ", f); }
 
 static uint64_t now_ms(void) {
   struct timespec ts;
@@ -64,21 +55,6 @@ static long rss_kib(void) {
     if (!strncmp(line, "VmRSS:", 6)) v = strtol(line + 6, NULL, 10);
   if (f) fclose(f);
   return v;
-}
-
-static uint64_t counter(fmx_endpoint_t ep, const char *label) {
-  uint32_t n = 0;
-  OK(fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n));
-  uint64_t *v = calloc(n, sizeof *v), r = 0;
-  if (!v) FAIL("no memory");
-  OK(fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v)));
-  for (uint32_t i = 0; i < n; i++) {
-    char l[128] = "";
-    OK(fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l));
-    if (!strcmp(l, label)) r = v[i];
-  }
-  free(v);
-  return r;
 }
 
 /* serve's "s": a synchronous send to each source (in order, each once),
@@ -136,19 +112,11 @@ static void serve(uint32_t base) {
       clock_gettime(CLOCK_MONOTONIC, &b);
       long pass_ns = ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec)) / PASSES;
       printf("{\"rss_kib\":%ld,\"received\":%" PRIu64 ",\"partners\":%" PRIu64 ",\"pass_ns\":%ld}\n", rss_kib(),
-             got, counter(ep, "connections accepted or made"), pass_ns);
+             got, prog_counter(ep, "connections accepted or made"), pass_ns);
       fflush(stdout);
     }
     fmx_status_t st;
-    uint32_t res = 0;
-    OK(fmx_probe(ep, 5, 0, 0, &st, &res));
-    if (!res) continue;
-    fmx_seg_t seg = {buf, sizeof buf};
-    fmx_request_t r;
-    uint32_t done = 0;
-    OK(fmx_irecv(ep, &seg, 1, st.match_info, FMX_MATCH_MASK_NONE, NULL, &r));
-    OK(fmx_wait(ep, &r, WAIT_MS, &st, &done));
-    if (!done) FAIL("receive: not complete after %d ms", WAIT_MS);
+    if (!prog_take_one(ep, buf, sizeof buf, &st)) continue;
     got++;
     if (nsrc == capsrc) {
       capsrc = capsrc ? 2 * capsrc : 256;

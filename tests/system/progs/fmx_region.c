@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "fmx.h"
+#include "prog.h"
 
 #define KEY 0x5eed
 #define T_HELLO 1
@@ -33,14 +34,7 @@
 
 static fmx_endpoint_t ep;
 
-#define OK(call)                                                                     \
-  do {                                                                               \
-    fmx_return_t rc_ = (call);                                                       \
-    if (rc_ != FMX_SUCCESS) {                                                        \
-      fprintf(stderr, "%s: %s\n", #call, fmx_strerror(rc_));                         \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
+static void prog_who(FILE *f) { fputs("fmx_region: ", f); }
 
 static uint8_t pat(uint64_t i, int seed) { return (uint8_t)(i * 13 + (uint64_t)seed * 71); }
 

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "fmx.h"
+#include "prog.h"
 
 #define KEY 0x5eed
 #define WAIT_MS 60000
@@ -68,18 +69,7 @@ static int eat_fds = -1, nodump = 0, dial_ms = 5000, race = 0;
 static int tolerate = 0, errors = 0, unmatched = 0;
 static fmx_endpoint_t ep;
 
-#define FAIL(...)                                       \
-  do {                                                  \
-    fprintf(stderr, "rank %d: ", rank);                 \
-    fprintf(stderr, __VA_ARGS__);                       \
-    fprintf(stderr, "\n");                              \
-    exit(1);                                            \
-  } while (0)
-#define OK(call)                                                              \
-  do {                                                                        \
-    fmx_return_t rc_ = (call);                                                \
-    if (rc_ != FMX_SUCCESS) FAIL("%s: %s", #call, fmx_strerror(rc_));         \
-  } while (0)
+static void prog_who(FILE *f) { fprintf(f, "rank %d: ", rank); }
 
 static uint64_t rng(uint64_t *s) {
   *s ^= *s << 13;
@@ -159,11 +149,10 @@ static void wait_req(fmx_request_t *r, fmx_status_t *st, const char *what) {
   if (!done) FAIL("%s: not complete after %d ms", what, WAIT_MS);
 }
 
-static uint64_t counter(const char *label);
 /* A connection was given up for lack of memory, here or by the peer. */
 static int dropped(void) {
-  return counter("connections given up for lack of memory for a record that had to be kept") +
-             counter("connections a peer gave up (it lacked memory)") > 0;
+  return prog_counter(ep, "connections given up for lack of memory for a record that had to be kept") +
+             prog_counter(ep, "connections a peer gave up (it lacked memory)") > 0;
 }
 
 /* --tolerate: the errors a failed allocation may explain, here or at the
@@ -228,21 +217,6 @@ struct msg {
   fmx_request_t req;
   int peer, idx;
 };
-
-static uint64_t counter(const char *label) {
-  uint32_t n = 0;
-  OK(fmx_get_info(ep, FMX_INFO_COUNTER_COUNT, NULL, 0, &n, sizeof n));
-  uint64_t *v = calloc(n, sizeof *v);
-  OK(fmx_get_info(ep, FMX_INFO_COUNTER_VALUES, NULL, 0, v, (uint32_t)(n * sizeof *v)));
-  uint64_t r = UINT64_MAX;
-  for (uint32_t i = 0; i < n; i++) {
-    char l[128] = "";
-    OK(fmx_get_info(ep, FMX_INFO_COUNTER_LABEL, &i, sizeof i, l, sizeof l));
-    if (!strcmp(l, label)) r = v[i];
-  }
-  free(v);
-  return r;
-}
 
 static void exchange(void) {
   fmx_endpoint_addr_t *peers = calloc((size_t)nprocs, sizeof *peers);
@@ -334,13 +308,13 @@ static void exchange(void) {
          ",\"offload_bytes\":%" PRIu64 ",\"adapt_tries\":%" PRIu64 ",\"by\":{\"cma\":%" PRIu64 ",\"ring\":%" PRIu64
          ",\"coop\":%" PRIu64 ",\"vmsplice\":%" PRIu64 "},\"medium_sent\":%" PRIu64 ",\"medium_received\":%" PRIu64
          "}\n",
-         rank, ni, bytes, engine, counter("large transfers (receives, ring sends) handed to an offload channel"),
-         counter("bytes offload channels copied"),
-         counter("large receives moved by an engine FMX_ADAPT tried beside the one in use"),
-         counter("large messages moved by cma"), counter("large messages moved by ring"),
-         counter("large messages moved by coop"), counter("large messages moved by vmsplice"),
-         counter("eager sends in fragments (medium class, longer than FMX_EAGER_FRAG)"),
-         counter("eager messages received in fragments"));
+         rank, ni, bytes, engine, prog_counter(ep, "large transfers (receives, ring sends) handed to an offload channel"),
+         prog_counter(ep, "bytes offload channels copied"),
+         prog_counter(ep, "large receives moved by an engine FMX_ADAPT tried beside the one in use"),
+         prog_counter(ep, "large messages moved by cma"), prog_counter(ep, "large messages moved by ring"),
+         prog_counter(ep, "large messages moved by coop"), prog_counter(ep, "large messages moved by vmsplice"),
+         prog_counter(ep, "eager sends in fragments (medium class, longer than FMX_EAGER_FRAG)"),
+         prog_counter(ep, "eager messages received in fragments"));
   /* Stay until every peer is done with us: a zero-byte issend each way,
    * every receive posted before any send so nobody waits in a cycle. */
   fmx_request_t *sync = calloc(2 * (size_t)nprocs, sizeof *sync);
@@ -441,7 +415,7 @@ static void lazysend(void) {
   char eng[32] = "";
   OK(fmx_get_info(ep, FMX_INFO_LAST_BULK_ENGINE, NULL, 0, eng, sizeof eng));
   printf("{\"engine\":\"%s\",\"coop_bytes\":%" PRIu64 ",\"offload_bytes\":%" PRIu64 "}\n", eng,
-         counter("bytes this side copied for coop transfers"), counter("bytes offload channels copied"));
+         prog_counter(ep, "bytes this side copied for coop transfers"), prog_counter(ep, "bytes offload channels copied"));
   fflush(stdout);
 }
 
@@ -532,14 +506,7 @@ static void serve(void) {
     struct pollfd in = {0, POLLIN, 0};
     if (poll(&in, 1, 0) > 0) break; /* stdin readable: closed (or a line): stop */
     fmx_status_t st;
-    uint32_t res = 0;
-    OK(fmx_probe(ep, 5, 0, 0, &st, &res));
-    if (!res) continue;
-    fmx_seg_t seg = {buf, sizeof buf};
-    fmx_request_t r;
-    OK(fmx_irecv(ep, &seg, 1, st.match_info, FMX_MATCH_MASK_NONE, NULL, &r));
-    wait_req(&r, &st, "receive");
-    got++;
+    got += prog_take_one(ep, buf, sizeof buf, &st);
   }
   printf("{\"received\":%" PRIu64 "}\n", got);
 }
