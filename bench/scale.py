@@ -21,7 +21,6 @@ import json
 import os
 import signal
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,10 +58,6 @@ def run(build, how, hosts, work, argv):
     return r
 
 
-def med(xs, fmt="%.3g"):
-    return (fmt % statistics.median(xs)) + (" (%s-%s)" % (fmt % min(xs), fmt % max(xs)) if len(xs) > 1 else "")
-
-
 def table(runs, ks, peers, sizes):
     cols = ["startup (s)"] + ["alltoall %s B (us)" % s for s in sizes]
     out = ["| hosts | peer | " + " | ".join(cols) + " |", "|---:|---|" + "---:|" * len(cols)]
@@ -71,8 +66,8 @@ def table(runs, ks, peers, sizes):
             rs = [r for r in runs if r["k"] == k and r["peer"] == how and r["res"]]
             if not rs:
                 continue
-            vals = [med([r["res"]["startup_s"] for r in rs])]
-            vals += [med([r["res"]["alltoall_us"][s] for r in rs], "%.0f") for s in sizes]
+            vals = [incast.med([r["res"]["startup_s"] for r in rs])]
+            vals += [incast.med([r["res"]["alltoall_us"][s] for r in rs], "%.0f") for s in sizes]
             out.append("| %d | %s | %s |" % (k, LABEL[how], " | ".join(vals)))
     if "fmx" in peers and "tcp" in peers:
         out += ["", "fmx over the TCP BTL, paired per rep (below 1: fmx faster)", "",
@@ -81,8 +76,9 @@ def table(runs, ks, peers, sizes):
             pairs = [(a["res"], b["res"]) for a in runs for b in runs if a["k"] == b["k"] == k and
                      a["rep"] == b["rep"] and a["peer"] == "fmx" and b["peer"] == "tcp" and a["res"] and b["res"]]
             if pairs:
-                vals = [med([a["startup_s"] / b["startup_s"] for a, b in pairs], "%.2f")]
-                vals += [med([a["alltoall_us"][s] / b["alltoall_us"][s] for a, b in pairs], "%.2f") for s in sizes]
+                vals = [incast.med([a["startup_s"] / b["startup_s"] for a, b in pairs], "%.2f")]
+                vals += [incast.med([a["alltoall_us"][s] / b["alltoall_us"][s] for a, b in pairs], "%.2f")
+                         for s in sizes]
                 out.append("| %d | %s |" % (k, " | ".join(vals)))
     return "\n".join(out)
 
