@@ -94,5 +94,16 @@ class Hosts:
         return path
 
     def close(self):
-        for ns in self.ns + [self.br] + ([self.br2] if self.br2 else []):
+        """Kill what still runs in the namespaces, then delete them. A run
+        given up on (a timeout kills mpirun alone) leaves its ranks behind,
+        and a namespace deleted under them lives on with them: 64 ranks of
+        a 600 s timeout kept spinning for half an hour before this."""
+        names = self.ns + [self.br] + ([self.br2] if self.br2 else [])
+        for ns in names:
+            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), 9)
+                except (ValueError, OSError):
+                    pass
+        for ns in names:
             sh("ip", "netns", "del", ns, check=False)

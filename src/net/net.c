@@ -299,7 +299,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   switch (pk.h.type) {
     case NET_DATA: on_data(ep, p, &pk, deliver, now); break;
     case NET_PULL: net_pull_on_pull(ep, p, &pk); break;
-    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk, now); break;
+    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk, bulk, now); break;
     default: break;
   }
 }

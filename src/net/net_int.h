@@ -112,6 +112,13 @@ struct net_peer {
   uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
   uint64_t pull_var_ns;  /* its mean deviation, smoothed */
   uint32_t pull_stamp;   /* pull requests sent to it: it answers them in this order */
+  /* Our PULLs ask it to answer on the wire (NET_F_WIRE) until
+   * wire_until_ns: its answers stopped coming to our bulk socket (pull.c,
+   * on_wire); wire_holds: how many times in a row, each hold twice the one
+   * before. */
+  int pull_on_wire;
+  uint64_t wire_until_ns;
+  uint32_t wire_holds;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
@@ -195,7 +202,8 @@ void net_arm_timers(struct net_ep *ne, struct net_peer *np, uint64_t now);
 void net_pull_init(struct fmx_endpoint *ep, struct partner *p);
 void net_pull_fini(struct partner *p);
 void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
-void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t now);
+/* A frame pk answering our pull came, to our bulk socket (bulk) or our wire's. */
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now);
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 /* The receiver's scheduler, once per timer pass: a probe after a silence,
  * then what the budget has room for. */

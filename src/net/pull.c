@@ -86,13 +86,15 @@ struct net_export {
 
 /* ---- the receiver ------------------------------------------------------- */
 
+/* Both of us have a bulk socket: the answers to our pulls from np go to
+ * ours, unless we ask it otherwise (on_wire). */
+static int bulk_answers(const struct net_peer *np) { return net_ep(np->ep)->bulk_own && np->baddr.port; }
+
 /* The largest answer to a pull between us and np: UDP's when both have a
  * bulk socket (the answers go there), else our wire's; within the smaller
- * MTU of the two. */
-static uint32_t reply_max(const struct net_peer *np) {
-  struct net_ep *ne = net_ep(np->ep);
-  return ne->bulk_own && np->baddr.port ? net_bulk_packet_max(np) : np->pkt_max;
-}
+ * MTU of the two. A UDP answer fits a frame of the wire too (its IP and
+ * UDP headers are part of the MTU, a raw frame's Ethernet header is not). */
+static uint32_t reply_max(const struct net_peer *np) { return bulk_answers(np) ? net_bulk_packet_max(np) : np->pkt_max; }
 
 static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }
 
@@ -105,6 +107,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   struct net_hdr h;
   net_hdr_to(ep, np->self, &h, NET_PULL);
   h.ack = net_rel_ack_value(&np->rel);
+  if (np->pull_on_wire) h.flags = NET_F_WIRE;
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
   net_put_hdr(ne->pkt, &h);
   net_xmit(ep, &np->addr, transport_peer(np->self)->eid, ne->pkt, NET_HDR_LEN + h.len);
@@ -313,8 +316,9 @@ static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
   return NULL;
 }
 
-void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t now) {
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now) {
   struct net_peer *np = transport_state(p);
+  if (bulk && np->wire_holds && !np->pull_on_wire) np->wire_holds = 0; /* its bulk answers come again */
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
   if (!pl || !pl->started || i >= pl->nframes) {
@@ -427,6 +431,33 @@ void net_pull_tick(struct fmx_endpoint *ep, uint64_t now) {
   grant(ep, now, probe);
 }
 
+/* Its answers to our pulls stopped coming to our bulk socket: a firewall
+ * in front of the bulk port, or a kernel on the way that cannot send to
+ * our address (its neighbour table full: 64 namespaced hosts in one kernel
+ * share one, and their UDP sends failed silently, 97 in 100), or it is
+ * slow or gone. Ask it to answer on the wire for FMX_NET_RTO_MAX_US, twice
+ * that each time in a row (up to 64 times), then try our bulk socket
+ * again: a slow partner loses only its GSO sends for that long; a gone one
+ * is failed by its timeout either way. */
+static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now) {
+  if (np->pull_on_wire || !bulk_answers(np)) return;
+  uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->wire_holds < 6 ? np->wire_holds : 6);
+  if (!np->wire_holds) {
+    uint32_t ip;
+    uint16_t port;
+    net_bulk_addr(ep, &ip, &port);
+    log_warn("FMX-NET-BULK-SILENT",
+             "endpoint %u: endpoint %u of board %012llx did not answer our pulls at our bulk socket, asked twice: "
+             "asked to answer on the wire (a firewall on UDP port %u?)",
+             transport_ep(ep)->eid, transport_peer(np->self)->eid, (unsigned long long)transport_peer(np->self)->nic,
+             (unsigned)port);
+  }
+  np->pull_on_wire = 1;
+  np->wire_until_ns = now + hold;
+  np->wire_holds++;
+  TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
+}
+
 /* The pulls' timers: ask again what is missing after a silence; a sender
  * that sends nothing we pull, or a receiver that pulls nothing of what it
  * matched, for FMX_NET_TIMEOUT_MS is gone. 1 while pulls are pending
@@ -434,6 +465,7 @@ void net_pull_tick(struct fmx_endpoint *ep, uint64_t now) {
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
+  if (np->pull_on_wire && now >= np->wire_until_ns) np->pull_on_wire = 0; /* our bulk socket again */
   list_for_each(pos, &np->exports) {
     /* Its receiver may serve other senders first (shortest remaining
      * first): anything it sends says it is there. */
@@ -454,6 +486,9 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     if (now - last < wait) continue;
     uint64_t asked = 0;
     int crowd = crowded(net_ep(ep)); /* before the asks below */
+    /* Asked again already and nothing of it came since: this ask goes on
+     * the wire. */
+    if (pl->silences && pl->heard_ns <= pl->reasked_ns) on_wire(ep, np, now);
     for (uint32_t b = pl->low; b < pl->next; b++) {
       if (!pl->blk[b].missing) continue;
       if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
@@ -522,8 +557,10 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   }
   struct bulk_xfer *x = e->x;
   e->heard_ns = sys_now_ns();
-  /* Its bulk socket when both of us have one, else our wire. */
-  struct net_sock *sock = ne->bulk_own && np->baddr.port ? &ne->bsock : &ne->sock;
+  /* Its bulk socket when both of us have one and it did not ask for the
+   * wire, else our wire. */
+  int wire = pk->h.flags & NET_F_WIRE;
+  struct net_sock *sock = !wire && ne->bulk_own && np->baddr.port ? &ne->bsock : &ne->sock;
   const struct net_addr *to = sock == &ne->bsock ? &np->baddr : &np->addr;
   uint32_t eid = transport_peer(p)->eid;
   int gso = sock->wire->send_segs && sock->gso;
@@ -574,6 +611,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     sent += batch;
   TRANSPORT_ADD(ep, NET_SENT, sent);
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
+  if (wire) TRANSPORT_ADD(ep, NET_PULL_WIRE_SERVED, sent);
   if (sent < tried) TRANSPORT_ADD(ep, NET_PULL_REFUSED, tried - sent);
 }
 

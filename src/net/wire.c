@@ -52,7 +52,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
     return NET_OK;
   }
   if (h->len != body_len[h->type]) return NET_BAD_LENGTH;
-  if (h->flags) return NET_BAD_FLAGS;
+  if (h->flags & ~(h->type == NET_PULL ? NET_F_WIRE : 0)) return NET_BAD_FLAGS;
   switch (h->type) {
     case NET_CONNECT:
       out->u.connect.nic = net_get64(b);

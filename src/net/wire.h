@@ -59,6 +59,10 @@ enum net_type {
 #define NET_F_LAST 0x0002
 #define NET_F_TRAIN 0x0004
 #define NET_F_KNOWN (NET_F_FIRST | NET_F_LAST | NET_F_TRAIN)
+/* NET_PULL flag: answer on your wire socket, to the address our packets
+ * come from, not at our bulk socket (its answers stopped coming there:
+ * net/pull.c, on_wire). The only flag a PULL has. */
+#define NET_F_WIRE 0x0008
 
 enum net_nack { NET_NACK_BAD_ENDPOINT = 1, NET_NACK_BAD_SESSION = 2, NET_NACK_BAD_KEY = 3, NET_NACK_CLOSED = 4 };
 

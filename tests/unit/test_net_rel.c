@@ -509,6 +509,17 @@ static void test_wire(void) {
   h.len = 29; /* a PULL is 28 bytes */
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 29, &p), NET_BAD_LENGTH);
+  h.len = 28;
+  h.flags = NET_F_WIRE; /* answer on the wire: its one flag */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_OK);
+  CHECK_EQ(p.h.flags, NET_F_WIRE);
+  h.flags = NET_F_WIRE | NET_F_TRAIN;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 28, &p), NET_BAD_FLAGS);
+  h = (struct net_hdr){.type = NET_ACK, .len = 8, .flags = NET_F_WIRE}; /* not another type's */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_FLAGS);
   h = (struct net_hdr){.type = NET_PULL_REPLY, .len = NET_PULL_REPLY_HDR + 3};
   net_put_hdr(b, &h);
   net_put_pull_reply(b + NET_HDR_LEN, 0x2122232425262728ull, 7);
