@@ -41,6 +41,12 @@ static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid
              (unsigned)(fmx_cfg.net_port + eid));
     return;
   }
+  /* Its sends' local failures come back to us (the kernel drops them
+   * silently otherwise): no neighbour for the peer's address, a full
+   * queue. Pull answers then go on the wire at once (pull.c, answer).
+   * ICMP errors queue on the socket too: net_sock_recv_batch empties it. */
+  int one = 1;
+  setsockopt(ne->bsock.fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
   int fd = epoll_create1(EPOLL_CLOEXEC);
   struct epoll_event ev = {.events = EPOLLIN};
   if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, ne->sock.fd, &ev) < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, ne->bsock.fd, &ev) < 0) {

@@ -77,7 +77,10 @@ void net_train_flush(struct fmx_endpoint *ep) {
   if (r == 0) {
     TRANSPORT_ADD(ep, NET_SENT, (uint64_t)n);
     if (n > 1) TRANSPORT_CNT(ep, NET_TRAINS);
-  } else if (r == -EOPNOTSUPP) { /* the kernel refused GSO (now off): one at a time on our wire */
+  } else if (r == -EOPNOTSUPP || head) {
+    /* The kernel refused GSO (now off), or our bulk socket refused them
+     * (no neighbour for the peer's address, a full queue: IP_RECVERR
+     * tells): one at a time on our wire. */
     for (int i = 0; i < n; i++) net_xmit(ep, &np->addr, eid, iov[i].iov_base, iov[i].iov_len);
   } /* else lost as a line would lose them: the timer resends */
 }

@@ -344,23 +344,36 @@ def test_peers_on_two_subnets(pair1500):
 
 
 @pytest.mark.skipif(not shutil.which("nft"), reason="needs nftables")
-def test_pulls_when_the_bulk_port_is_blocked(pair1500):
-    """A firewall drops every UDP packet into both hosts, the bulk sockets'
-    among them; raw frames pass. Each side, its pull asked twice with no
-    answer at its bulk socket, asks the partner to answer on the wire
-    (logged, counted on both sides) and 64 KiB to 4 MiB arrive, every byte
-    checked. Before, a pull waited
+@pytest.mark.parametrize("where", ["in", "out"])
+def test_pulls_when_the_bulk_port_is_blocked(pair1500, where):
+    """A firewall drops every UDP packet, the bulk sockets' among them; raw
+    frames pass. where=in: at both hosts' ingress. Each side, its pull
+    asked three times with no answer at its bulk socket, asks the partner
+    to answer on the wire (logged, counted on both sides). where=out: in both
+    hosts' output hook, so each sender's bulk socket refuses its answers
+    (EPERM) and it sends them on the wire at once: nobody waits. Either
+    way 64 KiB to 4 MiB arrive, every byte checked. Before, a pull waited
     for its answers until FMX_NET_TIMEOUT_MS failed the partner. (64
-    namespaced hosts in one kernel lose UDP the same way: its neighbour
-    table is full.)"""
+    namespaced hosts in one kernel lose UDP sends the same way: their
+    neighbour table is full.)"""
     for ns, dev in ((pair1500.a, pair1500.va), (pair1500.b, pair1500.vb)):
-        nft(ns, "add", "table", "netdev", "t")
-        nft(ns, "add", "chain", "netdev", "t", "c", "{ type filter hook ingress device %s priority 0; }" % dev)
-        nft(ns, "add", "rule", "netdev", "t", "c", "meta", "l4proto", "udp", "counter", "drop")
+        if where == "in":
+            nft(ns, "add", "table", "netdev", "t")
+            nft(ns, "add", "chain", "netdev", "t", "c", "{ type filter hook ingress device %s priority 0; }" % dev)
+            nft(ns, "add", "rule", "netdev", "t", "c", "meta", "l4proto", "udp", "counter", "drop")
+        else:
+            nft(ns, "add", "table", "inet", "t")
+            nft(ns, "add", "chain", "inet", "t", "c", "{ type filter hook output priority 0; }")
+            nft(ns, "add", "rule", "inet", "t", "c", "meta", "l4proto", "udp", "counter", "drop")
     out = perf(pair1500, "pingpong", "64K,1M,4M", {"FMX_NET_WIRE": "raw", "FMX_NET_TIMEOUT_MS": "5000"}, iters=5,
                extra=("--counters",), want_err=True)
     assert len(rows(out)) == 3, out
-    assert "FMX-NET-BULK-SILENT" in out, out
+    asked = "net: partners asked to answer pulls on the wire"
     for rank in (0, 1):
-        assert counter(out, rank, "net: partners asked to answer pulls on the wire") >= 1, out
-        assert counter(out, rank, "net: frames sent on the wire for pulls that asked so") >= 1, out
+        if where == "in":
+            assert counter(out, rank, asked) >= 1, out
+            assert counter(out, rank, "net: frames sent on the wire for pulls that asked so") >= 1, out
+        else:
+            assert counter(out, rank, asked) == 0, out
+            assert counter(out, rank, "net: pulled frames our bulk socket refused, sent on the wire") >= 1, out
+    assert ("FMX-NET-BULK-SILENT" in out) == (where == "in"), out
