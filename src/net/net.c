@@ -400,6 +400,13 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
 static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
   uint32_t budget = (uint32_t)fmx_cfg.net_window;
+  /* The bulk socket is read only while we pull, and a send may take the
+   * error an ICMP reported, leaving its entry queued: errors queued there
+   * (net_ep.c, IP_RECVERR) go once per first resend wait. */
+  if (ne->bulk_own && now - ne->errq_ns >= fmx_cfg.net_rto_us * 1000ull) {
+    ne->errq_ns = now;
+    net_sock_drop_errors(&ne->bsock);
+  }
   net_pull_tick(ep, now);
   struct net_timer *t;
   while (budget && (t = net_wheel_expire(&ne->timers, now)) != NULL) {

@@ -46,7 +46,9 @@ static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid
    * queue. Pull answers then go on the wire at once (pull.c, answer).
    * ICMP errors queue on the socket too: net_sock_recv_batch empties it. */
   int one = 1;
-  setsockopt(ne->bsock.fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
+  if (setsockopt(ne->bsock.fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one) < 0)
+    log_info("FMX-NET-BULK", "endpoint %u: IP_RECVERR refused: pull answers the bulk socket drops are lost, "
+             "and asked again", eid);
   int fd = epoll_create1(EPOLL_CLOEXEC);
   struct epoll_event ev = {.events = EPOLLIN};
   if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, ne->sock.fd, &ev) < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, ne->bsock.fd, &ev) < 0) {

@@ -55,6 +55,7 @@ struct net_ep {
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
   uint64_t query_ns;       /* when we last answered a HOST_QUERY (as often at most) */
+  uint64_t errq_ns;        /* when the bulk socket's error queue was last emptied (net.c, run_timers) */
   uint32_t conn_seq;       /* the last connect's number */
   struct {                 /* our connect in flight (one at a time: ep->connect_lock) */
     int busy;
@@ -116,7 +117,8 @@ struct net_peer {
    * wire_until_ns: its answers stopped coming to our bulk socket (pull.c,
    * on_wire); wire_holds: how many times in a row, each hold twice the one
    * before. */
-  int pull_on_wire;
+  uint8_t pull_on_wire;
+  uint8_t wire_logged; /* FMX-NET-BULK-SILENT was said of it (once a partner) */
   uint64_t wire_until_ns;
   uint32_t wire_holds;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */

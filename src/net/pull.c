@@ -98,6 +98,33 @@ static uint32_t reply_max(const struct net_peer *np) { return bulk_answers(np) ?
 
 static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }
 
+/* Its answers to our pulls stopped coming to our bulk socket: a firewall
+ * in front of the bulk port, or a kernel on the way that drops them (a
+ * sender's own refusals it sends on the wire itself: answer), or it is
+ * slow or gone. Ask it to answer on the wire for FMX_NET_RTO_MAX_US, twice
+ * that each time in a row (up to 64 times), then try our bulk socket
+ * again: a slow partner loses only its GSO sends for that long; a gone one
+ * is failed by its timeout either way. */
+static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, const char *why) {
+  if (np->pull_on_wire || !bulk_answers(np)) return;
+  uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->wire_holds < 6 ? np->wire_holds : 6);
+  if (!np->wire_logged) {
+    uint32_t ip;
+    uint16_t port;
+    net_bulk_addr(ep, &ip, &port);
+    log_warn("FMX-NET-BULK-SILENT",
+             "endpoint %u: endpoint %u of board %012llx %s: its answers to our pulls come on the wire, not to our "
+             "UDP port %u, from now on for a while (a firewall, a full neighbour table?)",
+             transport_ep(ep)->eid, transport_peer(np->self)->eid, (unsigned long long)transport_peer(np->self)->nic,
+             why, (unsigned)port);
+    np->wire_logged = 1;
+  }
+  np->pull_on_wire = 1;
+  np->wire_until_ns = now + hold;
+  np->wire_holds++;
+  TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
+}
+
 /* Bits first..first+n-1 of a block's bitmap. */
 static uint64_t run_mask(uint32_t first, uint32_t n) { return (n == 64 ? ~0ull : (1ull << n) - 1) << first; }
 
@@ -209,7 +236,8 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     uint32_t n = pl->bframes - in, quarter = run_frames(g, pl);
     if (n > pl->nframes - f) n = pl->nframes - f;
     if (n > quarter) n = quarter;
-    uint64_t need = run_bytes(pl, f, n), win = np->baddr.port ? ne->pull_window : ne->pull_window_wire;
+    uint64_t need = run_bytes(pl, f, n);
+    uint64_t win = bulk_answers(np) && !np->pull_on_wire ? ne->pull_window : ne->pull_window_wire;
     int over = g->inflight && (net_grant_room(g) < need || pl->out + need > win);
     if (over && !probe) {
       pl->waited = 1;
@@ -319,6 +347,10 @@ static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
 void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now) {
   struct net_peer *np = transport_state(p);
   if (bulk && np->wire_holds && !np->pull_on_wire) np->wire_holds = 0; /* its bulk answers come again */
+  /* Asked at our bulk socket, answered on the wire: its bulk socket
+   * refused them (answer). Our next asks say so: the answers then come
+   * one way, in the order asked (ask_lost), within the wire's window. */
+  if (!bulk && !np->pull_on_wire && bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
   if (!pl || !pl->started || i >= pl->nframes) {
@@ -431,32 +463,6 @@ void net_pull_tick(struct fmx_endpoint *ep, uint64_t now) {
   grant(ep, now, probe);
 }
 
-/* Its answers to our pulls stopped coming to our bulk socket: a firewall
- * in front of the bulk port, or a kernel on the way that drops them (a
- * sender's own refusals it sends on the wire itself: answer), or it is
- * slow or gone. Ask it to answer on the wire for FMX_NET_RTO_MAX_US, twice
- * that each time in a row (up to 64 times), then try our bulk socket
- * again: a slow partner loses only its GSO sends for that long; a gone one
- * is failed by its timeout either way. */
-static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now) {
-  if (np->pull_on_wire || !bulk_answers(np)) return;
-  uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->wire_holds < 6 ? np->wire_holds : 6);
-  if (!np->wire_holds) {
-    uint32_t ip;
-    uint16_t port;
-    net_bulk_addr(ep, &ip, &port);
-    log_warn("FMX-NET-BULK-SILENT",
-             "endpoint %u: endpoint %u of board %012llx did not answer our pulls at our bulk socket, asked thrice: "
-             "asked to answer on the wire (a firewall on UDP port %u?)",
-             transport_ep(ep)->eid, transport_peer(np->self)->eid, (unsigned long long)transport_peer(np->self)->nic,
-             (unsigned)port);
-  }
-  np->pull_on_wire = 1;
-  np->wire_until_ns = now + hold;
-  np->wire_holds++;
-  TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
-}
-
 /* The pulls' timers: ask again what is missing after a silence; a sender
  * that sends nothing we pull, or a receiver that pulls nothing of what it
  * matched, for FMX_NET_TIMEOUT_MS is gone. 1 while pulls are pending
@@ -490,7 +496,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
      * ask goes on the wire. A queue that overflowed lets the floor's runs
      * through; after one silence alone, a shaped uplink's congestion put 1
      * run in 10 of test_pairs_across_a_shaped_uplink on the wire. */
-    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns) on_wire(ep, np, now);
+    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns) on_wire(ep, np, now, "answered nothing asked thrice");
     for (uint32_t b = pl->low; b < pl->next; b++) {
       if (!pl->blk[b].missing) continue;
       if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
@@ -554,13 +560,15 @@ static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_
   struct net_ep *ne = net_ep(ep);
   uint32_t eid = transport_peer(np->self)->eid, sent = 0;
   if (!frames) return 0;
-  int gso = frames > 1;
-  if ((gso ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n)) == 0)
-    return frames;
+  int r = frames > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n);
+  if (r == 0) return frames;
   if (sock == &ne->sock) return 0;
+  /* An error an ICMP reported, taken by this send: its entry stays queued. */
+  if (r != -EAGAIN && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(sock);
   for (uint32_t f = 0; f < frames; f++) {
     int b = f + 1 < frames ? start[f + 1] : n;
-    if (ne->sock.wire->send(&ne->sock, &np->addr, eid, iov + start[f], b - start[f]) == 0) sent++;
+    if (ne->sock.wire->send(&ne->sock, &np->addr, eid, iov + start[f], b - start[f]) < 0) break; /* full too */
+    sent++;
   }
   TRANSPORT_ADD(ep, NET_PULL_BULK_REFUSED, sent);
   return sent;

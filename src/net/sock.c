@@ -97,10 +97,7 @@ uint32_t net_sock_rcvbuf(const struct net_sock *s) {
   return (uint32_t)v;
 }
 
-/* An error reported on the socket (IP_RECVERR: an ICMP error for a
- * datagram of ours, a peer's port closed): its queue holds the error's
- * packet, charged to the receive buffer. Empty it (a bounded number). */
-static void drop_errors(struct net_sock *s) {
+void net_sock_drop_errors(struct net_sock *s) {
   char data[256], ctl[256];
   for (int i = 0; i < 64; i++) {
     struct iovec iov = {data, sizeof data};
@@ -126,7 +123,7 @@ int net_sock_recv_batch(struct net_sock *s, int max) {
   if (q->idle) max = 1;
   if (s->gro == 1 && max > s->gro_batch) max = s->gro_batch;
   int n = recvmmsg(s->fd, q->mm, (unsigned)max, MSG_DONTWAIT, NULL);
-  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) drop_errors(s);
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) net_sock_drop_errors(s);
   q->idle = n <= 0;
   q->dirty = n > 0 ? n : 1;
   return n < 0 ? 0 : n;

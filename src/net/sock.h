@@ -128,6 +128,11 @@ void net_sock_buffers(int fd);
 /* The bytes the socket may hold received (what the kernel granted). */
 uint32_t net_sock_rcvbuf(const struct net_sock *s);
 int net_sock_recv_batch(struct net_sock *s, int max);
+/* Empty the socket's error queue (IP_RECVERR: an ICMP error for a
+ * datagram of ours, a peer's port closed), a bounded number: its entries
+ * are charged to the receive buffer, and while one is there the socket
+ * polls as ready (a waiter on it would spin). */
+void net_sock_drop_errors(struct net_sock *s);
 /* The raw wire's receive ring of about `bytes` (0: none; sock_ring.c):
  * 0, or -errno. */
 int net_ring_open(struct net_sock *s, uint64_t bytes);

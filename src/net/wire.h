@@ -24,7 +24,7 @@
 
 #define NET_ETHERTYPE 0x86DF
 #define NET_MAGIC 0x4658
-#define NET_VERSION 2 /* 1: no NET_F_TRAIN */
+#define NET_VERSION 3 /* 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
 #define NET_HDR_LEN 28
 /* The most one packet's body may hold: a jumbo frame less our header
  * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */

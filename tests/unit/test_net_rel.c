@@ -596,6 +596,8 @@ static void test_wire(void) {
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
   b[2] = 1; /* before NET_F_TRAIN: refused, not guessed at */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  b[2] = 2; /* before NET_F_WIRE: refused */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
   b[2] = NET_VERSION;
   b[3] = 0;
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_TYPE);
