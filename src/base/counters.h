@@ -52,7 +52,10 @@
   X(NET_GAP_RESENT, "net: packets resent at once on a gap the peer reported") \
   X(NET_DUPLICATES, "net: duplicate packets dropped")                      \
   X(NET_EARLY, "net: packets that arrived after a gap (kept until it filled)") \
-  X(NET_DROPPED, "net: packets dropped (malformed, unknown session or peer, beyond the window)") \
+  X(NET_DROPPED, "net: packets dropped (malformed, or for another endpoint, session or board)") \
+  X(NET_STRANGERS, "net: packets from no partner or connect of ours dropped (a stranger, an old session)") \
+  X(NET_LATE, "net: pull packets for a transfer that ended dropped (late answers and asks)") \
+  X(NET_FAR, "net: packets beyond the window dropped") \
   X(NET_TIMEOUTS, "net: partners that stopped answering (their requests failed)") \
   X(NET_NACKS, "net: nacks sent (unknown session or endpoint, closed, bad key)") \
   X(BULK_PULL, "large messages pulled from another host")                  \

@@ -270,7 +270,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   if (bulk) {
     p = pk.h.dst_session == te->session ? bulk_source(ep, &pk, &rx->from) : NULL;
     if (!p) {
-      TRANSPORT_CNT(ep, NET_DROPPED);
+      TRANSPORT_CNT(ep, NET_STRANGERS);
       return;
     }
   } else {
@@ -287,7 +287,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
      * (another session): dropped, and told so for data. Not a peer we
      * are connecting to whose answer was lost: the CONNECT we send again
      * finishes it, and its data comes again. */
-    TRANSPORT_CNT(ep, NET_DROPPED);
+    TRANSPORT_CNT(ep, NET_STRANGERS);
     if (pk.h.type == NET_DATA && !net_connecting(ep, &rx->from, pk.h.src_ep))
       net_send_nack(ep, &pk, &rx->from, NET_NACK_BAD_SESSION);
     return;
@@ -334,7 +334,7 @@ static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, trans
 /* Add what the partner's stream counted since the last look. */
 static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
   const uint64_t now[5] = {np->rel.resent, np->rel.gap_resends, np->rel.dups, np->rel.early, np->rel.far};
-  static const int cnt[5] = {CNT_NET_RESENT, CNT_NET_GAP_RESENT, CNT_NET_DUPLICATES, CNT_NET_EARLY, CNT_NET_DROPPED};
+  static const int cnt[5] = {CNT_NET_RESENT, CNT_NET_GAP_RESENT, CNT_NET_DUPLICATES, CNT_NET_EARLY, CNT_NET_FAR};
   for (int i = 0; i < 5; i++) {
     transport_ep(ep)->bulk->counters[cnt[i]] += now[i] - np->seen[i];
     np->seen[i] = now[i];

@@ -285,7 +285,7 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
   if (!ne->pend.busy || ne->pend.status >= 0 || pk->u.reply.conn_seq != ne->pend.conn_seq ||
       pk->h.src_ep != ne->pend.eid || pk->h.dst_session != transport_ep(ep)->session ||
       (from->nic && from->nic != ne->pend.nic)) {
-    TRANSPORT_CNT(ep, NET_DROPPED);
+    TRANSPORT_CNT(ep, NET_STRANGERS); /* a late or repeated reply, or not ours */
     return;
   }
   if (pk->u.reply.status) {
@@ -313,7 +313,7 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
 void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
   if (pk->h.dst_session != transport_ep(ep)->session) {
-    TRANSPORT_CNT(ep, NET_DROPPED);
+    TRANSPORT_CNT(ep, NET_STRANGERS); /* for a session of ours before this one */
     return;
   }
   /* Our connect went to a peer that refuses it. */
@@ -325,7 +325,7 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
   /* A partner that no longer knows us: it restarted or dropped us. */
   struct partner *p = net_find(ep, 0, from, pk->h.src_ep, 0);
   if (!p) {
-    TRANSPORT_CNT(ep, NET_DROPPED);
+    TRANSPORT_CNT(ep, NET_STRANGERS);
     return;
   }
   transport_up->peer_fail(ep, p, PARTNER_DEAD,

@@ -354,7 +354,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
   if (!pl || !pl->started || i >= pl->nframes) {
-    TRANSPORT_CNT(ep, NET_DROPPED); /* a late answer to a pull that ended, or a forged one */
+    TRANSPORT_CNT(ep, NET_LATE); /* a late answer to a pull that ended, or a forged one */
     return;
   }
   uint32_t b = i / pl->bframes;
@@ -561,10 +561,13 @@ static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_
   uint32_t eid = transport_peer(np->self)->eid, sent = 0;
   if (!frames) return 0;
   int r = frames > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n);
+  /* Our send buffer full is a queue's: the receiver asks again, as for a
+   * loss, and its budget reads it (under load, sending those on the wire
+   * moved a shaped uplink's pairs off their trains). */
   if (r == 0) return frames;
-  if (sock == &ne->sock) return 0;
+  if (sock == &ne->sock || r == -EAGAIN) return 0;
   /* An error an ICMP reported, taken by this send: its entry stays queued. */
-  if (r != -EAGAIN && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(sock);
+  if (r != -ENOBUFS && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(sock);
   for (uint32_t f = 0; f < frames; f++) {
     int b = f + 1 < frames ? start[f + 1] : n;
     if (ne->sock.wire->send(&ne->sock, &np->addr, eid, iov + start[f], b - start[f]) < 0) break; /* full too */
@@ -581,9 +584,13 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   struct net_peer *np = transport_state(p);
   struct net_export *e = export_of(np, pk->u.pull.sreq);
   uint32_t frame = pk->u.pull.frame, first = pk->u.pull.first, count = pk->u.pull.count;
-  if (!e || frame == 0 || frame > frame_bytes(np) || count == 0 || count > NET_PULL_FRAMES_MAX ||
+  if (!e) {
+    TRANSPORT_CNT(ep, NET_LATE); /* ended already (asked again late), or not ours */
+    return;
+  }
+  if (frame == 0 || frame > frame_bytes(np) || count == 0 || count > NET_PULL_FRAMES_MAX ||
       (uint64_t)first * frame >= e->x->want) {
-    TRANSPORT_CNT(ep, NET_DROPPED); /* ended already, not ours, or malformed */
+    TRANSPORT_CNT(ep, NET_DROPPED); /* malformed */
     return;
   }
   struct bulk_xfer *x = e->x;

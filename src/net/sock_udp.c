@@ -60,7 +60,7 @@ static int udp_send(struct net_sock *s, const struct net_addr *to, uint32_t eid,
   if (udp_to(s, to, eid, &sa) < 0) return -EHOSTUNREACH;
   struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = (struct iovec *)iov, .msg_iovlen = iovcnt};
   if (sendmsg(s->fd, &m, MSG_DONTWAIT) >= 0) return 0;
-  return errno == EAGAIN || errno == ENOBUFS ? -EAGAIN : -errno;
+  return errno == EWOULDBLOCK ? -EAGAIN : -errno; /* ENOBUFS: IP_RECVERR (net_ep.c), not a full buffer */
 }
 
 static int udp_send_segs(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov,
@@ -85,7 +85,7 @@ static int udp_send_segs(struct net_sock *s, const struct net_addr *to, uint32_t
   c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
   memcpy(CMSG_DATA(c), &seg, sizeof seg);
   if (sendmsg(s->fd, &m, MSG_DONTWAIT) >= 0) return 0;
-  if (errno == EAGAIN || errno == ENOBUFS) return -EAGAIN;
+  if (errno == EAGAIN || errno == ENOBUFS) return -errno;
   if (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT || errno == EOPNOTSUPP) {
     s->gso = 0; /* this kernel or device will not: one at a time */
     return -EOPNOTSUPP;

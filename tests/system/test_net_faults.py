@@ -131,6 +131,9 @@ def test_foreign_packets(pair1500, wire):
     assert "packets sent" in iout, iout
     dropped = [l for l in out.splitlines() if "rank 1" in l and "packets dropped" in l]
     assert dropped and int(dropped[0].split()[-1]) > 0, out
+    # Well-formed ones to b's endpoint with a session of nobody's: strangers.
+    strangers = [l for l in out.splitlines() if "rank 1" in l and "packets from no partner" in l]
+    assert strangers and int(strangers[0].split()[-1]) > 0, out
 
 
 def test_nonroot_udp(pair1500):
