@@ -43,7 +43,7 @@ static void bulk_open(struct net_ep *ne, const struct net_iface *f, uint32_t eid
   }
   /* Its sends' local failures come back to us (the kernel drops them
    * silently otherwise): no neighbour for the peer's address, a full
-   * queue. Pull answers then go on the wire at once (pull.c, answer).
+   * device queue. Pull answers then go on the wire at once (pull.c, answer).
    * ICMP errors queue on the socket too: net_sock_recv_batch empties it. */
   int one = 1;
   if (setsockopt(ne->bsock.fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one) < 0)

@@ -553,7 +553,7 @@ static int pull_send_start(void *arg, struct bulk_xfer *x) {
 
 /* Send `frames` answers (n pieces of iov; frame f's from start[f]), as one
  * GSO send of seg-byte packets where sock takes it. Those our bulk socket
- * refuses (no neighbour for the peer's address, a full queue: IP_RECVERR
+ * refuses (no neighbour for the peer's address, a full device queue: IP_RECVERR
  * tells) go on the wire at once, one per frame. The frames sent. */
 static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_sock *sock, const struct net_addr *to,
                        const struct iovec *iov, int n, const int *start, uint32_t frames, uint16_t seg) {

@@ -80,7 +80,7 @@ void net_train_flush(struct fmx_endpoint *ep) {
   } else if (r == -EOPNOTSUPP || (head && r != -EAGAIN)) {
     if (r != -ENOBUFS && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(s); /* an ICMP's, taken: pull.c */
     /* The kernel refused GSO (now off), or our bulk socket refused them
-     * (no neighbour for the peer's address, a full queue: IP_RECVERR
+     * (no neighbour for the peer's address, a full device queue: IP_RECVERR
      * tells): one at a time on our wire. */
     for (int i = 0; i < n; i++) net_xmit(ep, &np->addr, eid, iov[i].iov_base, iov[i].iov_len);
   } /* else lost as a line would lose them: the timer resends */
