@@ -566,8 +566,7 @@ static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_
    * moved a shaped uplink's pairs off their trains). */
   if (r == 0) return frames;
   if (sock == &ne->sock || r == -EAGAIN) return 0;
-  /* An error an ICMP reported, taken by this send: its entry stays queued. */
-  if (r != -ENOBUFS && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(sock);
+  net_sock_send_failed(sock, r);
   for (uint32_t f = 0; f < frames; f++) {
     int b = f + 1 < frames ? start[f + 1] : n;
     if (ne->sock.wire->send(&ne->sock, &np->addr, eid, iov + start[f], b - start[f]) < 0) break; /* full too */
@@ -598,7 +597,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   /* Its bulk socket when both of us have one and it did not ask for the
    * wire, else our wire. */
   int wire = pk->h.flags & NET_F_WIRE;
-  struct net_sock *sock = !wire && ne->bulk_own && np->baddr.port ? &ne->bsock : &ne->sock;
+  struct net_sock *sock = !wire && bulk_answers(np) ? &ne->bsock : &ne->sock;
   const struct net_addr *to = sock == &ne->bsock ? &np->baddr : &np->addr;
   int gso = sock->wire->send_segs && sock->gso;
   struct iovec iov[NET_PULL_IOV];

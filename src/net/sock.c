@@ -106,6 +106,10 @@ void net_sock_drop_errors(struct net_sock *s) {
   }
 }
 
+void net_sock_send_failed(struct net_sock *s, int r) {
+  if (r != -EAGAIN && r != -ENOBUFS && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(s);
+}
+
 int net_sock_recv_batch(struct net_sock *s, int max) {
   struct net_rxq *q = s->rxq;
   if (max > NET_RX_BATCH) max = NET_RX_BATCH;

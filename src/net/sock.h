@@ -133,6 +133,10 @@ int net_sock_recv_batch(struct net_sock *s, int max);
  * are charged to the receive buffer, and while one is there the socket
  * polls as ready (a waiter on it would spin). */
 void net_sock_drop_errors(struct net_sock *s);
+/* A send on s failed with r: when the error is one an ICMP reported (not
+ * a full buffer or queue, not a firewall's EPERM, not GSO refused), the
+ * send took it from the socket and its entry stays queued: empty it. */
+void net_sock_send_failed(struct net_sock *s, int r);
 /* The raw wire's receive ring of about `bytes` (0: none; sock_ring.c):
  * 0, or -errno. */
 int net_ring_open(struct net_sock *s, uint64_t bytes);

@@ -78,7 +78,7 @@ void net_train_flush(struct fmx_endpoint *ep) {
     TRANSPORT_ADD(ep, NET_SENT, (uint64_t)n);
     if (n > 1) TRANSPORT_CNT(ep, NET_TRAINS);
   } else if (r == -EOPNOTSUPP || (head && r != -EAGAIN)) {
-    if (r != -ENOBUFS && r != -EPERM && r != -EOPNOTSUPP) net_sock_drop_errors(s); /* an ICMP's, taken: pull.c */
+    net_sock_send_failed(s, r);
     /* The kernel refused GSO (now off), or our bulk socket refused them
      * (no neighbour for the peer's address, a full device queue: IP_RECVERR
      * tells): one at a time on our wire. */
