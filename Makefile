@@ -22,7 +22,7 @@ export FMX_NET_DISCOVER_MS ?= 0
 MPI_VENVS   = IMPI_VENV=$(IMPI_VENV) OMPI5_VENV=$(OMPI5_VENV) MPICH_VENV=$(MPICH_VENV)
 
 .PHONY: all deps build build-asan build-tsan build-fuzz demo check check-layers check-unit check-system clean \
-        bench bench-deps check-bench fuzz check-fuzz
+        bench bench-deps check-bench fuzz check-fuzz package-deps check-package
 
 all: build
 
@@ -66,6 +66,7 @@ check: check-layers build build-asan build-tsan bench-deps
 	TSAN_OPTIONS=halt_on_error=1 $(MAKE) --no-print-directory check-unit BUILD=$(TSAN_BUILD)
 	$(MAKE) --no-print-directory check-fuzz
 	$(MAKE) --no-print-directory check-bench
+	$(MAKE) --no-print-directory check-package
 
 # The include arrows between layers (written in the script).
 check-layers:
@@ -98,6 +99,16 @@ bench: build bench-deps
 
 check-bench:
 	$(MAKE) --no-print-directory bench QUICK=1
+
+# Installed the ways sites install it (scripts/check-package.sh): the Debian
+# packages built, lintian-clean, installed, used with nothing set, purged;
+# EasyBuild's easyconfig built and its module loaded with Lmod; the Spack
+# recipe against a stand-in of Spack's API. As root.
+package-deps: deps
+	@sh scripts/apt-install-missing.sh package dpkg-dev debhelper fakeroot lintian lmod man-db python3-venv
+
+check-package: package-deps
+	sh scripts/check-package.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -59,6 +59,10 @@ enum fmx_info_key {
                                     reopens). FMX_BAD_ADDRESS for an address
                                     this endpoint did not give or no longer
                                     knows */
+  FMX_INFO_CONFIG_ENTRY = 25,    /* in: uint32_t index < CONFIG_COUNT; out:
+                                    fmx_config_item_t with name, default and doc
+                                    only (value, source, refused empty), without
+                                    loading the configuration */
 };
 
 /* An interface (FMX_INFO_IFACE). Board 0 is the one the net transport

@@ -2,8 +2,9 @@
 /*
  * fmx_info - what fmx sees on this host: version, NIC id, CPU and cache
  * topology, which bulk engines can run here (or why not), and with --config
- * the table of tunables. --json gives the same facts as one JSON object for
- * scripts and bug reports.
+ * the table of tunables. -d, -c and -b print one section each (devices,
+ * configuration, build), -v the version alone, in the manner of ucx_info.
+ * --json gives the same facts as one JSON object for scripts and bug reports.
  */
 #define _GNU_SOURCE
 #include <fmx.h>
@@ -39,6 +40,35 @@ struct facts {
 #ifndef FMX_FI_DIR
 #define FMX_FI_DIR "" /* built without libfabric-dev */
 #endif
+/* How this fmx was built (CMakeLists.txt passes them). */
+#ifndef FMX_BUILD_PREFIX
+#define FMX_BUILD_PREFIX "?"
+#endif
+#ifndef FMX_BUILD_TYPE
+#define FMX_BUILD_TYPE "?"
+#endif
+#ifndef FMX_BUILD_CC
+#define FMX_BUILD_CC "?"
+#endif
+#ifndef FMX_BUILD_FLAGS
+#define FMX_BUILD_FLAGS ""
+#endif
+#ifndef FMX_BUILD_FABRIC
+#define FMX_BUILD_FABRIC ""
+#endif
+#ifndef FMX_BUILD_MX
+#define FMX_BUILD_MX 0
+#endif
+#ifndef FMX_BUILD_MPI
+#define FMX_BUILD_MPI ""
+#endif
+#ifndef FMX_BUILD_MAN
+#define FMX_BUILD_MAN 0
+#endif
+
+/* What to print: the host (version, CPU, caches, provider), the devices
+ * (engines, interfaces, peers), the tunables, the build. */
+enum { SEC_HOST = 1, SEC_DEVICES = 2, SEC_CONFIG = 4, SEC_BUILD = 8 };
 
 /* Where libfabric finds the provider: the directories of FI_PROVIDER_PATH
  * (only those, when it is set), else its default directory. */
@@ -75,14 +105,18 @@ static void for_each_item(void (*fn)(const fmx_config_item_t *it, void *arg), vo
 static void usage(FILE *f)
 {
   fprintf(f,
-          "usage: fmx_info [--config] [--json] [--no-discover] [--help]\n"
+          "usage: fmx_info [-v|--version] [-d] [-c] [-b] [--config] [--json] [--no-discover] [--help]\n"
           "  Print what fmx sees on this host: version, NIC id, CPU and caches,\n"
           "  whether each bulk copy engine can run here (or why not), the network\n"
           "  interfaces (board 0 is the one fmx uses to reach other hosts) and the\n"
           "  peer table. Without a peer file (FMX_PEERS) the table is filled by a\n"
           "  query broadcast on board 0, answered by every host where an fmx\n"
           "  endpoint is open (FMX_NET_DISCOVER_MS).\n"
-          "  --config       also print the tunables (FMX_* variables, tuning file)\n"
+          "  -v, --version  print the version and exit\n"
+          "  -d, --devices  only the devices: bulk engines, interfaces and wires, peers\n"
+          "  -c             only the configuration: the tunables, their values and sources\n"
+          "  -b, --build    only how this fmx was built: prefix, compiler, parts built\n"
+          "  --config       everything, then the tunables (FMX_* variables, tuning file)\n"
           "  --json         print the same facts as one JSON object\n"
           "  --no-discover  print the peer table as it is, asking nothing on the wire\n"
           "  --help         this text\n");
@@ -210,10 +244,29 @@ static void print_item(const fmx_config_item_t *it, void *arg)
   if (it->refused[0]) printf("%-24s   refused: %s\n", "", it->refused);
 }
 
-static void print_text(const struct facts *fx, int config)
+/* The build: prefix, type, compiler, which optional parts are in. */
+static void print_build(void)
+{
+  printf("build:\n");
+  printf("  %-14s %s\n", "prefix", FMX_BUILD_PREFIX);
+  printf("  %-14s %s%s%s%s\n", "build type", FMX_BUILD_TYPE, FMX_BUILD_FLAGS[0] ? " (" : "", FMX_BUILD_FLAGS,
+         FMX_BUILD_FLAGS[0] ? ")" : "");
+  printf("  %-14s %s\n", "compiler", FMX_BUILD_CC);
+  if (FMX_FI_DIR[0])
+    printf("  %-14s libfmx-fi.so for libfabric %s, installed into %s\n", "provider", FMX_BUILD_FABRIC, FMX_FI_DIR);
+  else
+    printf("  %-14s not built (FMX_WITH_OFI)\n", "provider");
+  printf("  %-14s %s\n", "mx face", FMX_BUILD_MX ? "built (libmyriexpress, omx_* tools)" : "not built (FMX_WITH_MX)");
+  if (FMX_BUILD_MPI[0])
+    printf("  %-14s fmx_perf_mpi built with MPI %s\n", "mpi", FMX_BUILD_MPI);
+  else
+    printf("  %-14s fmx_perf_mpi not built (FMX_WITH_MPI)\n", "mpi");
+  printf("  %-14s %s\n", "man pages", FMX_BUILD_MAN ? "built" : "not built (FMX_WITH_MAN)");
+}
+
+static void print_host(const struct facts *fx)
 {
   const fmx_topology_t *t = &fx->topo;
-  printf("fmx %s\n", FMX_VERSION_STRING);
   printf("%-14s %s\n", "host", fx->host);
   if (fx->nic_rc == FMX_SUCCESS)
     printf("%-14s 0x%016" PRIx64 "\n", "nic id", fx->nic_id);
@@ -234,6 +287,10 @@ static void print_text(const struct facts *fx, int config)
            "FI_PROVIDER_PATH=<build>/ofi)\n", "libfabric", FMX_FI_DIR);
   else
     printf("%-14s provider not built (no libfabric-dev: make deps installs it)\n", "libfabric");
+}
+
+static void print_devices(const struct facts *fx)
+{
   printf("engines:\n");
   for (int i = 0; i < fx->nengines; i++)
     printf("  %-12s %s\n", fx->engine[i], fx->engine_status[i]);
@@ -257,10 +314,21 @@ static void print_text(const struct facts *fx, int config)
   for (int i = 0; i < fx->npeers; i++)
     printf("  %d) %s %s (%s)\n", i, mac_str(fx->peer[i].nic_id, a, sizeof a), fx->peer[i].name,
            peer_source(fx->peer[i].source));
-  if (config) {
+}
+
+static void print_text(const struct facts *fx, int sections)
+{
+  printf("fmx %s\n", FMX_VERSION_STRING);
+  if (sections & SEC_HOST)
+    print_host(fx);
+  if (sections & SEC_DEVICES)
+    print_devices(fx);
+  if (sections & SEC_CONFIG) {
     printf("config:\n%-24s %-22s %-12s %s\n", "tunable", "value", "source", "meaning");
     for_each_item(print_item, NULL);
   }
+  if (sections & SEC_BUILD)
+    print_build();
 }
 
 /* --- JSON ----------------------------------------------------------------- */
@@ -314,16 +382,15 @@ static void json_item(const fmx_config_item_t *it, void *arg)
 static void json_config(void)
 {
   int first = 1;
-  printf("  \"config\": [");
+  printf(",\n  \"config\": [");
   for_each_item(json_item, &first);
-  printf("\n  ],\n");
+  printf("\n  ]");
 }
 
-static void print_json(const struct facts *fx, int config)
+/* Each section's keys, after a ",\n" (the version key comes first). */
+static void json_host(const struct facts *fx)
 {
   const fmx_topology_t *t = &fx->topo;
-  printf("{\n  \"version\": ");
-  json_str(FMX_VERSION_STRING);
   printf(",\n  \"host\": ");
   json_str(fx->host);
   /* A string: a 64-bit id does not survive JSON readers that use doubles. */
@@ -346,11 +413,13 @@ static void print_json(const struct facts *fx, int config)
   json_cache("l1d", &t->l1d, 0);
   json_cache("l2", &t->l2, 0);
   json_cache("l3", &t->l3, 1);
-  printf("  },\n");
-  if (config)
-    json_config();
+  printf("  }");
+}
+
+static void json_devices(const struct facts *fx)
+{
   char a[32], b[32];
-  printf("  \"interfaces\": [");
+  printf(",\n  \"interfaces\": [");
   for (int i = 0; i < fx->nifaces; i++) {
     const fmx_iface_t *f = &fx->iface[i];
     printf("%s\n    {\"name\": ", i ? "," : "");
@@ -374,15 +443,61 @@ static void print_json(const struct facts *fx, int config)
     printf(": ");
     json_str(fx->engine_status[i]);
   }
-  printf("\n  }\n}\n");
+  printf("\n  }");
+}
+
+static void json_build(void)
+{
+  printf(",\n  \"build\": {\"prefix\": ");
+  json_str(FMX_BUILD_PREFIX);
+  printf(", \"type\": ");
+  json_str(FMX_BUILD_TYPE);
+  printf(", \"flags\": ");
+  json_str(FMX_BUILD_FLAGS);
+  printf(", \"compiler\": ");
+  json_str(FMX_BUILD_CC);
+  printf(", \"provider_dir\": ");
+  if (FMX_FI_DIR[0])
+    json_str(FMX_FI_DIR);
+  else
+    printf("null");
+  printf(", \"libfabric\": ");
+  json_str(FMX_BUILD_FABRIC);
+  printf(", \"mx\": %s, \"mpi\": ", FMX_BUILD_MX ? "true" : "false");
+  json_str(FMX_BUILD_MPI);
+  printf(", \"man\": %s}", FMX_BUILD_MAN ? "true" : "false");
+}
+
+static void print_json(const struct facts *fx, int sections)
+{
+  printf("{\n  \"version\": ");
+  json_str(FMX_VERSION_STRING);
+  if (sections & SEC_HOST)
+    json_host(fx);
+  if (sections & SEC_CONFIG)
+    json_config();
+  if (sections & SEC_DEVICES)
+    json_devices(fx);
+  if (sections & SEC_BUILD)
+    json_build();
+  printf("\n}\n");
 }
 
 int main(int argc, char **argv)
 {
-  int config = 0, json = 0, discover = 1;
+  int sections = 0, all = SEC_HOST | SEC_DEVICES, json = 0, discover = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--config") == 0) {
-      config = 1;
+      all |= SEC_CONFIG;
+    } else if (strcmp(argv[i], "-d") == 0 || strcmp(argv[i], "--devices") == 0) {
+      sections |= SEC_DEVICES;
+    } else if (strcmp(argv[i], "-c") == 0) {
+      sections |= SEC_CONFIG;
+    } else if (strcmp(argv[i], "-b") == 0 || strcmp(argv[i], "--build") == 0) {
+      sections |= SEC_BUILD;
+    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--version") == 0) {
+      printf("fmx %s\n", FMX_VERSION_STRING);
+      return 0;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = 1;
     } else if (strcmp(argv[i], "--no-discover") == 0) {
@@ -396,20 +511,28 @@ int main(int argc, char **argv)
       return 2;
     }
   }
-
-  fmx_return_t rc = fmx_init();
-  if (rc != FMX_SUCCESS) {
-    fprintf(stderr, "fmx_info: fmx_init: %s\n", fmx_strerror(rc));
-    return 1;
+  if (!sections)
+    sections = all;
+  /* The build section needs no library state: -b works where fmx_init
+   * would fail (a build host, a container). */
+  struct facts fx = {0};
+  int need_lib = sections & ~SEC_BUILD;
+  if (need_lib) {
+    fmx_return_t rc = fmx_init();
+    if (rc != FMX_SUCCESS) {
+      fprintf(stderr, "fmx_info: fmx_init: %s\n", fmx_strerror(rc));
+      return 1;
+    }
+    gather(&fx);
+    if (sections & SEC_DEVICES)
+      gather_net(&fx, discover);
   }
-  struct facts fx;
-  gather(&fx);
-  gather_net(&fx, discover);
   if (json)
-    print_json(&fx, config);
+    print_json(&fx, sections);
   else
-    print_text(&fx, config);
+    print_text(&fx, sections);
   free(fx.peer);
-  fmx_finalize();
+  if (need_lib)
+    fmx_finalize();
   return 0;
 }

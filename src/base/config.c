@@ -248,6 +248,17 @@ static void load_locked(void) {
     const char *v = getenv(config_table[i].name);
     if (v) apply_user(&config_table[i], v, "environment", "the environment");
   }
+  /* libfabric's name of a tunable, FI_FMX_<NAME> for FMX_<NAME> (the
+   * provider registers them, so `fi_info -e` lists them), read when its
+   * own is unset. */
+  for (size_t i = 0; i < config_nentries; i++) {
+    char fi[64];
+    if (strcmp(config_table[i].source, "default") != 0 ||
+        snprintf(fi, sizeof fi, "FI_%s", config_table[i].name) >= (int)sizeof fi)
+      continue;
+    const char *v = getenv(fi);
+    if (v) apply_user(&config_table[i], v, "environment", fi);
+  }
   /* Open-MX's and MX's names of a tunable, read when its own is unset
    * (the first one set wins; MX's are ignored with OMX_IGNORE_MX_ENV, as
    * Open-MX did). */
@@ -293,6 +304,12 @@ void config_reload(void) {
 }
 
 size_t config_count(void) { return config_nentries; }
+
+int config_entry_at(size_t i, struct config_item *it) {
+  if (i >= config_nentries) return -ENOENT;
+  *it = (struct config_item){config_table[i].name, "", "", config_table[i].def, config_table[i].doc, ""};
+  return 0;
+}
 
 int config_item_at(size_t i, struct config_item *it) {
   config_load();

@@ -95,6 +95,10 @@ void config_foreach(void (*fn)(const struct config_item *item, void *arg), void 
 /* Rows in the table, and row i (-ENOENT past the end). */
 size_t config_count(void);
 int config_item_at(size_t i, struct config_item *it);
+/* Row i's name, default and doc only, without loading the configuration
+ * (value, source and refused are ""): the provider registers the names
+ * with libfabric before anything is configured. */
+int config_entry_at(size_t i, struct config_item *it);
 /* Parse "123", "64K", "4M", "1G" (powers of 1024). 0 on success, -EINVAL on error. */
 int config_parse_size(const char *s, uint64_t *out);
 /* Set one tunable by name from text; `source` says where it came from.

@@ -47,10 +47,11 @@ static uint32_t engine_count(void) {
   return n;
 }
 
-static fmx_return_t config_item(uint32_t i, void *out, uint32_t out_len) {
+/* Row i of the tunables; entry_only: name, default and doc, nothing loaded. */
+static fmx_return_t config_item(uint32_t i, int entry_only, void *out, uint32_t out_len) {
   struct config_item it;
   fmx_config_item_t o;
-  if (config_item_at(i, &it) < 0) return FMX_BAD_INFO_KEY;
+  if ((entry_only ? config_entry_at(i, &it) : config_item_at(i, &it)) < 0) return FMX_BAD_INFO_KEY;
   memset(&o, 0, sizeof o);
   TEXT(o.name, it.name);
   TEXT(o.value, it.value);
@@ -141,7 +142,8 @@ static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *
   uint32_t n, i = 0;
   size_t nrt;
   int32_t found;
-  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM || key == FMX_INFO_COPY_ROUTINE ||
+  int indexed = key == FMX_INFO_ENGINE_NAME || key == FMX_INFO_CONFIG_ITEM || key == FMX_INFO_CONFIG_ENTRY ||
+                key == FMX_INFO_COPY_ROUTINE ||
                 key == FMX_INFO_IFACE || key == FMX_INFO_PEER;
   if (indexed) {
     if (!in || in_len < sizeof i) {
@@ -163,7 +165,8 @@ static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *
       *rc = info_put(out, out_len, &n, sizeof n);
       return 1;
     case FMX_INFO_CONFIG_ITEM:
-      *rc = config_item(i, out, out_len);
+    case FMX_INFO_CONFIG_ENTRY:
+      *rc = config_item(i, key == FMX_INFO_CONFIG_ENTRY, out, out_len);
       return 1;
     case FMX_INFO_TOPOLOGY:
       *rc = topology(out, out_len);
@@ -204,7 +207,8 @@ static int introspect_info(uint32_t key, const void *in, uint32_t in_len, void *
 
 API fmx_return_t fmx_get_info(fmx_endpoint_t ep, uint32_t key, const void *in, uint32_t in_len, void *out,
                               uint32_t out_len) {
-  if (!lib_ready()) return FMX_NOT_INITIALIZED;
+  /* The table's shape needs no library: the provider lists it before init. */
+  if (!lib_ready() && key != FMX_INFO_CONFIG_COUNT && key != FMX_INFO_CONFIG_ENTRY) return FMX_NOT_INITIALIZED;
   uint64_t v;
   fmx_return_t irc;
   if (introspect_info(key, in, in_len, out, out_len, &irc)) return irc;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The provider's entry (fi_prov_ini), fi_getinfo's answer, the fabric and
  * its event queue (empty: fmx has no connection events to report). */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,10 +19,39 @@ struct fi_provider ofx_prov = {
     .cleanup = ofx_cleanup,
 };
 
+/* Every tunable of fmx's table, registered with libfabric as
+ * FI_FMX_<NAME> for FMX_<NAME>, so that `fi_info -e` lists them with their
+ * doc and default. libfmx reads FI_FMX_<NAME> itself when FMX_<NAME> is
+ * unset (src/base/config.c): nothing to fetch here. libfabric copies the
+ * name and the text. */
+static void define_params(void) {
+  uint32_t n = 0;
+  if (fmx_get_info(NULL, FMX_INFO_CONFIG_COUNT, NULL, 0, &n, sizeof n) != FMX_SUCCESS) return;
+  fmx_config_item_t *it = malloc(sizeof *it);
+  if (!it) return;
+  for (uint32_t i = 0; i < n; i++) {
+    if (fmx_get_info(NULL, FMX_INFO_CONFIG_ENTRY, &i, sizeof i, it, sizeof *it) != FMX_SUCCESS ||
+        strncmp(it->name, "FMX_", 4) != 0)
+      continue;
+    char name[sizeof it->name];
+    size_t k = 0;
+    for (const char *c = it->name + 4; *c; c++) name[k++] = (char)tolower((unsigned char)*c);
+    name[k] = '\0';
+    fi_param_define(&ofx_prov, name, FI_PARAM_STRING, "%s (default %s; %s wins when both are set)", it->doc,
+                    it->def[0] ? it->def : "empty", it->name);
+  }
+  free(it);
+}
+
 FI_EXT_INI {
   /* libfabric skips a provider older than the API version its caller asks
    * for: be as new as the library that loads us (OFI-NOTES). */
   ofx_prov.fi_version = fi_version();
+  static int defined;
+  if (!defined) {
+    defined = 1;
+    define_params();
+  }
   return &ofx_prov;
 }
 

@@ -7,7 +7,9 @@ at every size from 0 B to 64 MiB, and MPI semantics programs of our own
 killed mid-transfer)."""
 import json
 import os
+import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -57,6 +59,30 @@ def test_fi_info_lists_fmx_rdm_only():
     # MSG endpoints are not offered: libfabric must not stack rxm on fmx.
     p = run([FI_INFO, "-p", "fmx", "-t", "FI_EP_MSG"], FI_ENV)
     assert "provider: fmx" not in p.stdout
+
+
+@provider
+@pytest.mark.skipif(not FI_INFO, reason="fi_info (libfabric-bin) not installed")
+@pytest.mark.skipif(sanitized(), reason="fi_info is not built with the sanitizer this build's provider needs")
+def test_fi_info_lists_every_tunable_under_libfabrics_name():
+    """fi_info -e lists FI_FMX_<NAME> for every FMX_<NAME> of the table, and
+    the library reads that name when its own is unset."""
+    p = run([FI_INFO, "-e"], FI_ENV)
+    assert p.returncode == 0, p.stderr
+    names = {c["name"] for c in json.loads(run(["fmx_info", "--json", "--config"]).stdout)["config"]}
+    listed = {l.split(":")[0][2:] for l in p.stdout.splitlines() if l.startswith("# FI_FMX_")}
+    assert listed == {"FI_" + n for n in names}, sorted(listed ^ {"FI_" + n for n in names})
+    assert "(default 1000; FMX_SPIN_US wins when both are set)" in p.stdout
+    env = {k: v for k, v in os.environ.items() if k != "FMX_SPIN_US"}
+    cfg = subprocess.run([os.path.join(BUILD, "fmx_info"), "-c"], env=dict(env, FI_FMX_SPIN_US="7"),
+                         capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"^FMX_SPIN_US\s+7\s+environment", cfg, re.M), cfg
+    cfg = subprocess.run([os.path.join(BUILD, "fmx_info"), "-c"], env=dict(env, FI_FMX_SPIN_US="7", FMX_SPIN_US="9"),
+                         capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"^FMX_SPIN_US\s+9\s+environment", cfg, re.M), cfg
+    cfg = subprocess.run([os.path.join(BUILD, "fmx_info"), "-c"], env=dict(env, FI_FMX_SPIN_US="lots"),
+                         capture_output=True, text=True, timeout=60).stdout
+    assert "refused: 'lots' from FI_FMX_SPIN_US" in cfg, cfg
 
 
 @provider

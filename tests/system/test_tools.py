@@ -2,6 +2,7 @@
 """The tools run for real: two pinned processes, every byte verified."""
 import json
 import os
+import re
 
 import pytest
 
@@ -57,6 +58,34 @@ def test_fmx_info_reports_engines_and_config():
     assert "FMX_RNDV_THRESHOLD" in p.stdout
     p = run(["fmx_info"], {"FMX_CMA": "0"})
     assert "disabled by FMX_CMA=0" in p.stdout
+
+
+def test_fmx_info_sections_in_the_manner_of_ucx_info():
+    """-v the version alone; -d, -c and -b one section each (devices,
+    configuration, build), combinable; none of them: everything but the
+    tunables; --config: everything and the tunables."""
+    version = run(["fmx_info", "--version"])
+    assert version.returncode == 0 and re.fullmatch(r"fmx \d+\.\d+\.\d+\n", version.stdout), version.stdout
+    assert run(["fmx_info", "-v"]).stdout == version.stdout
+    d = run(["fmx_info", "-d", "--no-discover"]).stdout
+    assert "engines:" in d and "interfaces:" in d and "peer table:" in d
+    assert "L1d" not in d and "config:" not in d and "build:" not in d
+    c = run(["fmx_info", "-c"]).stdout
+    assert "config:" in c and "FMX_SPIN_US" in c and "engines:" not in c and "L1d" not in c
+    b = run(["fmx_info", "-b"])
+    assert b.returncode == 0 and "build:" in b.stdout and "engines:" not in b.stdout
+    assert re.search(r"^  provider +(libfmx-fi.so for libfabric|not built)", b.stdout, re.M), b.stdout
+    both = run(["fmx_info", "-d", "-c", "--no-discover"]).stdout
+    assert "engines:" in both and "config:" in both and "L1d" not in both
+    everything = run(["fmx_info", "--no-discover"]).stdout
+    assert "L1d" in everything and "engines:" in everything and "config:" not in everything
+    assert "config:" in run(["fmx_info", "--config", "--no-discover"]).stdout
+    j = json.loads(run(["fmx_info", "-b", "--json"]).stdout)
+    assert set(j) == {"version", "build"} and {"prefix", "provider_dir", "mx", "mpi", "man"} <= set(j["build"])
+    j = json.loads(run(["fmx_info", "-c", "-d", "--json", "--no-discover"]).stdout)
+    assert {"config", "engines", "interfaces"} <= set(j) and "caches" not in j
+    bad = run(["fmx_info", "-x"])
+    assert bad.returncode == 2 and "unknown option '-x'" in bad.stderr
 
 
 @pytest.mark.skipif(not os.path.exists(os.path.join(BUILD, "ofi", "libfmx-fi.so")),
