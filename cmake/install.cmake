@@ -21,9 +21,9 @@ install(FILES ${CMAKE_BINARY_DIR}/fmx.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkg
 # own directories: see FMX_RPATH).
 set(FMX_INSTALLED_TOOLS fmx_info fmx_perf fmx_counters fmx_tune)
 if(FMX_RPATH)
-  set_target_properties(${FMX_INSTALLED_TOOLS} fmx-mpi PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  set_property(TARGET ${FMX_INSTALLED_TOOLS} fmx-mpi APPEND PROPERTY INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
   if(FMX_WITH_MX_ENABLED)
-    set_target_properties(myriexpress PROPERTIES INSTALL_RPATH "$ORIGIN")
+    set_property(TARGET myriexpress APPEND PROPERTY INSTALL_RPATH "$ORIGIN")
   endif()
 endif()
 install(TARGETS ${FMX_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -63,6 +63,10 @@ endif()
 # the omx_* tools share one page (a .so link each).
 if(FMX_WITH_MAN_ENABLED)
   file(GLOB FMX_MAN_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/man/*.scd)
+  if(NOT FMX_WITH_MX_ENABLED) # the omx_* tools are the MX face's
+    list(FILTER FMX_MAN_SOURCES EXCLUDE REGEX "/omx_tools\\.1\\.scd$")
+  endif()
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/man)
   set(FMX_MAN_PAGES)
   foreach(src ${FMX_MAN_SOURCES})
     get_filename_component(page ${src} NAME_WLE) # fmx_info.1

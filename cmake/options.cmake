@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The optional parts of fmx: one cache variable each, AUTO, ON or OFF.
 #   fmx_option(VAR "what it builds")       declares it (default AUTO)
+#   fmx_wanted(VAR OUT) sets OUT to whether VAR asks for the part at all
+#     (not OFF): whether to look for its dependency;
 #   fmx_feature(VAR FOUND "what is missing") decides it: sets VAR_ENABLED,
 #     fails configure when VAR is ON and FOUND is false, and says in one
 #     line what is built and why not, so that nothing is dropped silently.
@@ -13,6 +15,15 @@ function(fmx_option var doc)
     message(FATAL_ERROR "${var}=${${var}}: give AUTO, ON or OFF")
   endif()
   set(FMX_OPTION_DOC_${var} "${doc}" PARENT_SCOPE)
+endfunction()
+
+function(fmx_wanted var out)
+  string(TOUPPER "${${var}}" v)
+  if(v MATCHES "^(OFF|NO|FALSE|0)$")
+    set(${out} FALSE PARENT_SCOPE)
+  else()
+    set(${out} TRUE PARENT_SCOPE)
+  endif()
 endfunction()
 
 function(fmx_feature var found missing)

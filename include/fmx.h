@@ -496,7 +496,8 @@ void fmx_log_error(const char *id, const char *text);
 
 /* Library facts; see enum fmx_info_key. endpoint may be NULL for keys that
  * do not need one (RNDV_THRESHOLD, TINY_MAX, NIC_ID, ENGINE_STATUS, COUNTER_COUNT,
- * COUNTER_LABEL). */
+ * COUNTER_LABEL, and the introspection keys of fmx_info.h). CONFIG_COUNT
+ * and CONFIG_ENTRY work before fmx_init too; every other key needs it. */
 fmx_return_t fmx_get_info(fmx_endpoint_t endpoint, uint32_t key, const void *in,
                           uint32_t in_len, void *out, uint32_t out_len);
 

@@ -126,7 +126,7 @@ say "step 5a: virtualenv from $(command -v "$PY") (Python $PYVER) ($(took "$t"))
 
 t=$(now)
 timeout 900 "$VENV/bin/python" -m pip install --no-cache-dir -q "$PIP_SPEC" >"$WORK/pip.out" 2>&1 ||
-  { show_tail "$WORK/pip.out"; fail "pip install '$PIP_SPEC' (status $?)"; }
+  { rc=$?; show_tail "$WORK/pip.out"; fail "pip install '$PIP_SPEC' (status $rc)"; }
 # eb finds its Python through EB_PYTHON, else a python on PATH.
 export EB_PYTHON="$VENV/bin/python"
 EBVER=$(timeout 120 "$VENV/bin/eb" --version 2>&1) || { echo "$EBVER" >&2; fail "eb --version"; }
@@ -191,6 +191,7 @@ module load "fmx/$VERSION" || fail "module load fmx/$VERSION"
 say "step 6a: module load fmx/$VERSION: EBROOTFMX=$EBROOTFMX"
 
 # fmx's directory first, libfabric's own last (packaging/easybuild/fmx-*.eb).
+[ -n "${FI_PROVIDER_PATH:-}" ] || fail "module load fmx/$VERSION set no FI_PROVIDER_PATH"
 first=${FI_PROVIDER_PATH%%:*} last=${FI_PROVIDER_PATH##*:}
 [ "$first" = "$EBROOTFMX/lib/libfabric" ] || fail "FI_PROVIDER_PATH=$FI_PROVIDER_PATH does not start with $EBROOTFMX/lib/libfabric"
 [ "$last" = "$FI_SYSDIR" ] || fail "FI_PROVIDER_PATH=$FI_PROVIDER_PATH does not end with libfabric's own $FI_SYSDIR"
@@ -204,7 +205,7 @@ say "step 6c: fmx_info --version: $out"
 # LD_DEBUG=files names each library as the dynamic linker loads it: the first
 # libfmx-fi.so libfabric dlopens must be the module's.
 timeout 60 env LD_DEBUG=files fi_info -p fmx >"$HOME/fi_info.out" 2>"$HOME/fi_info.err" ||
-  { tail -n 20 "$HOME/fi_info.err" >&2; fail "fi_info -p fmx (status $?)"; }
+  { rc=$?; tail -n 20 "$HOME/fi_info.err" >&2; fail "fi_info -p fmx (status $rc)"; }
 grep -q '^provider: fmx$' "$HOME/fi_info.out" || { cat "$HOME/fi_info.out" >&2; fail "fi_info -p fmx lists no provider fmx"; }
 loaded=$(sed -n 's/.*file=\(.*libfmx-fi\.so\) \[0\];  dynamically loaded.*/\1/p' "$HOME/fi_info.err" | head -n 1)
 [ "$loaded" = "$EBROOTFMX/lib/libfabric/libfmx-fi.so" ] || fail "fi_info loaded the provider from '$loaded', not the module's"

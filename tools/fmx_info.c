@@ -10,6 +10,7 @@
 #include <fmx.h>
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,9 @@ struct facts {
 enum { SEC_HOST = 1, SEC_DEVICES = 2, SEC_CONFIG = 4, SEC_BUILD = 8 };
 
 /* Where libfabric finds the provider: the directories of FI_PROVIDER_PATH
- * (only those, when it is set), else its default directory. */
+ * (only those, when it is set), else where it was installed: beside this
+ * program's prefix when FMX_FI_DIR was relative to it (so that
+ * `cmake --install --prefix P` is found under P), else FMX_FI_DIR. */
 static void find_provider(struct facts *fx)
 {
   const char *path = getenv("FI_PROVIDER_PATH");
@@ -79,11 +82,24 @@ static void find_provider(struct facts *fx)
   fx->ofi_how = path ? "FI_PROVIDER_PATH" : "installed";
   char dirs[4096];
   snprintf(dirs, sizeof dirs, "%s", path ? path : FMX_FI_DIR);
+#ifdef FMX_FI_FROM_BIN
+  char exe[2048];
+  ssize_t n = path ? -1 : readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(dirs, sizeof dirs, "%s/%s:%s", exe, FMX_FI_FROM_BIN, FMX_FI_DIR);
+    }
+  }
+#endif
   for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
     char f[4096];
     snprintf(f, sizeof f, "%s/libfmx-fi.so", d);
     if (access(f, R_OK) == 0) {
-      snprintf(fx->ofi, sizeof fx->ofi, "%s", f);
+      char real[PATH_MAX];
+      snprintf(fx->ofi, sizeof fx->ofi, "%s", realpath(f, real) ? real : f);
       return;
     }
   }
@@ -116,7 +132,7 @@ static void usage(FILE *f)
           "  -d, --devices  only the devices: bulk engines, interfaces and wires, peers\n"
           "  -c             only the configuration: the tunables, their values and sources\n"
           "  -b, --build    only how this fmx was built: prefix, compiler, parts built\n"
-          "  --config       everything, then the tunables (FMX_* variables, tuning file)\n"
+          "  --config       the tunables after the rest (by default: everything)\n"
           "  --json         print the same facts as one JSON object\n"
           "  --no-discover  print the peer table as it is, asking nothing on the wire\n"
           "  --help         this text\n");
@@ -248,7 +264,7 @@ static void print_item(const fmx_config_item_t *it, void *arg)
 static void print_build(void)
 {
   printf("build:\n");
-  printf("  %-14s %s\n", "prefix", FMX_BUILD_PREFIX);
+  printf("  %-14s %s\n", "prefix", FMX_BUILD_PREFIX " (as configured)");
   printf("  %-14s %s%s%s%s\n", "build type", FMX_BUILD_TYPE, FMX_BUILD_FLAGS[0] ? " (" : "", FMX_BUILD_FLAGS,
          FMX_BUILD_FLAGS[0] ? ")" : "");
   printf("  %-14s %s\n", "compiler", FMX_BUILD_CC);
@@ -462,9 +478,15 @@ static void json_build(void)
   else
     printf("null");
   printf(", \"libfabric\": ");
-  json_str(FMX_BUILD_FABRIC);
+  if (FMX_BUILD_FABRIC[0])
+    json_str(FMX_BUILD_FABRIC);
+  else
+    printf("null");
   printf(", \"mx\": %s, \"mpi\": ", FMX_BUILD_MX ? "true" : "false");
-  json_str(FMX_BUILD_MPI);
+  if (FMX_BUILD_MPI[0])
+    json_str(FMX_BUILD_MPI);
+  else
+    printf("null");
   printf(", \"man\": %s}", FMX_BUILD_MAN ? "true" : "false");
 }
 
@@ -485,10 +507,10 @@ static void print_json(const struct facts *fx, int sections)
 
 int main(int argc, char **argv)
 {
-  int sections = 0, all = SEC_HOST | SEC_DEVICES, json = 0, discover = 1;
+  int sections = 0, config = 0, json = 0, discover = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--config") == 0) {
-      all |= SEC_CONFIG;
+      config = 1;
     } else if (strcmp(argv[i], "-d") == 0 || strcmp(argv[i], "--devices") == 0) {
       sections |= SEC_DEVICES;
     } else if (strcmp(argv[i], "-c") == 0) {
@@ -512,7 +534,9 @@ int main(int argc, char **argv)
     }
   }
   if (!sections)
-    sections = all;
+    sections = SEC_HOST | SEC_DEVICES;
+  if (config) /* --config: the tunables after whatever else is printed */
+    sections |= SEC_CONFIG;
   /* The build section needs no library state: -b works where fmx_init
    * would fail (a build host, a container). */
   struct facts fx = {0};
@@ -523,7 +547,8 @@ int main(int argc, char **argv)
       fprintf(stderr, "fmx_info: fmx_init: %s\n", fmx_strerror(rc));
       return 1;
     }
-    gather(&fx);
+    if (sections & (SEC_HOST | SEC_DEVICES))
+      gather(&fx);
     if (sections & SEC_DEVICES)
       gather_net(&fx, discover);
   }

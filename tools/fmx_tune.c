@@ -107,7 +107,7 @@ static void usage(void) {
          "Measure where rendezvous pays and each usable bulk engine; write\n"
          "FMX_RNDV_THRESHOLD and FMX_COST_<ENGINE> into the tuning file.\n\n"
          "  --output FILE   tuning file to update (default: FMX_TUNING_FILE, %s)\n"
-         "  --dry-run       print the lines, write nothing\n"
+         "  --dry-run       print the new file, write nothing\n"
          "  --cores A,B     the two cores to measure on (default: the first two allowed);\n"
          "                  their topology level (L2, L3, NUMA, ...) is the one written\n"
          "  --reps N        interleaved repetitions, best kept (default 3)\n"

@@ -99,11 +99,11 @@ def check_version(Fmx):
 
 def check_variants(Fmx):
     own = {n: v for n, v in Fmx.variants.items() if n not in CMakePackage.variants}
-    want = {"ofi": True, "mx": True, "mpi": False, "man": True}
+    want = {"ofi": True, "mx": True, "mpi": False, "man": False}
     got = {n: v.default for n, v in own.items()}
     expect(got == want, "variants and defaults %r, want %r" % (got, want))
     expect(all(not v.when for v in own.values()), "a variant is conditional")
-    ok("variants ofi=True mx=True mpi=False man=True (unconditional)")
+    ok("variants ofi=True mx=True mpi=False man=False (unconditional)")
 
 
 def check_dependencies(Fmx):
@@ -136,14 +136,14 @@ def check_dependencies(Fmx):
 def check_cmake_args(Fmx):
     a = cmake_args(Fmx, "+ofi~mx")
     want = ["-DFMX_WITH_OFI:BOOL=ON", "-DFMX_WITH_MX:BOOL=OFF", "-DFMX_WITH_MPI:BOOL=OFF",
-            "-DFMX_WITH_MAN:BOOL=ON", "-DFMX_BUILD_TESTS:BOOL=OFF",
+            "-DFMX_WITH_MAN:BOOL=OFF", "-DFMX_BUILD_TESTS:BOOL=OFF",
             "-DCMAKE_INSTALL_LIBDIR:STRING=lib", "-DFMX_FI_DIR:STRING=" + FMX_FI_DIR]
     expect(sorted(a) == sorted(want), "+ofi~mx: %r, want %r" % (a, want))
     ok("cmake_args +ofi~mx: " + " ".join(a))
 
     a = cmake_args(Fmx, "~ofi+mx")
     want = ["-DFMX_WITH_OFI:BOOL=OFF", "-DFMX_WITH_MX:BOOL=ON", "-DFMX_WITH_MPI:BOOL=OFF",
-            "-DFMX_WITH_MAN:BOOL=ON", "-DFMX_BUILD_TESTS:BOOL=OFF",
+            "-DFMX_WITH_MAN:BOOL=OFF", "-DFMX_BUILD_TESTS:BOOL=OFF",
             "-DCMAKE_INSTALL_LIBDIR:STRING=lib"]
     expect(sorted(a) == sorted(want), "~ofi+mx: %r, want %r" % (a, want))
     ok("cmake_args ~ofi+mx: " + " ".join(a) + " (no FMX_FI_DIR)")

@@ -10,25 +10,16 @@ import subprocess
 
 import pytest
 
-from sysutil import BUILD
+from test_ofi import sanitized
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _sanitized():
-    try:
-        with open(os.path.join(BUILD, "CMakeCache.txt"), encoding="utf-8") as f:
-            cache = f.read()
-    except OSError:
-        return False
-    return "FMX_SANITIZE:BOOL=ON" in cache or "FMX_TSAN:BOOL=ON" in cache
 
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("pkg-config") is None,
                        reason="needs cmake and pkg-config"),
     # Configure does not depend on the build under test: once is enough.
-    pytest.mark.skipif(_sanitized(), reason="configure is checked with the plain build"),
+    pytest.mark.skipif(sanitized(), reason="configure is checked with the plain build"),
 ]
 
 
@@ -120,3 +111,21 @@ def test_provider_directory_follows_the_prefix(tmp_path):
     rc, out = configure(tmp_path, "-DCMAKE_INSTALL_PREFIX=/usr")
     assert rc == 0, out
     assert cache(tmp_path, "FMX_FI_DIR") == libdir + "/libfabric"
+    shutil.rmtree(tmp_path / "b")
+    # A relative directory given on the command line stays under the prefix.
+    rc, out = configure(tmp_path, "-DCMAKE_INSTALL_PREFIX=/opt/fmx", "-DFMX_FI_DIR=lib/fi")
+    assert rc == 0, out
+    assert cache(tmp_path, "FMX_FI_DIR") == "lib/fi" and "installed into /opt/fmx/lib/fi" in out, out
+
+
+@pytest.mark.skipif(shutil.which("scdoc") is None, reason="scdoc not installed")
+def test_man_pages_without_the_mx_face(tmp_path):
+    """The pages build without the MX face, and the omx_* tools' page is
+    left out with the tools."""
+    rc, out = configure(tmp_path, "-DFMX_WITH_MX=OFF", "-DFMX_WITH_MAN=ON", "-DFMX_BUILD_TESTS=OFF")
+    assert rc == 0, out
+    p = subprocess.run(["cmake", "--build", str(tmp_path / "b"), "--target", "man"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    pages = sorted(os.listdir(tmp_path / "b" / "man"))
+    assert "fmx_info.1" in pages and "libfmx.3" in pages and not any(p.startswith(("omx", "mx_")) for p in pages)

@@ -80,6 +80,8 @@ def test_fmx_info_sections_in_the_manner_of_ucx_info():
     everything = run(["fmx_info", "--no-discover"]).stdout
     assert "L1d" in everything and "engines:" in everything and "config:" not in everything
     assert "config:" in run(["fmx_info", "--config", "--no-discover"]).stdout
+    d_config = run(["fmx_info", "-d", "--config", "--no-discover"]).stdout  # --config adds to a section too
+    assert "engines:" in d_config and "config:" in d_config and "L1d" not in d_config
     j = json.loads(run(["fmx_info", "-b", "--json"]).stdout)
     assert set(j) == {"version", "build"} and {"prefix", "provider_dir", "mx", "mpi", "man"} <= set(j["build"])
     j = json.loads(run(["fmx_info", "-c", "-d", "--json", "--no-discover"]).stdout)

@@ -546,3 +546,12 @@ def test_install_prefix_pkg_config_compile_line(tmp_path):
     assert p.stdout.strip() == "Success", p.stderr
     p = subprocess.run([str(prefix / "bin" / "fmx_info")], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
+    # The provider went under P too (not into the system's libfabric
+    # directory), and the installed fmx_info finds it there.
+    prov = prefix / "lib" / "libfabric" / "libfmx-fi.so"
+    if os.path.exists(os.path.join(BUILD, "ofi", "libfmx-fi.so")):
+        assert prov.exists(), sorted(str(f) for f in prefix.rglob("*fi.so"))
+        env_nofi = {k: v for k, v in env.items() if k != "FI_PROVIDER_PATH"}
+        p = subprocess.run([str(prefix / "bin" / "fmx_info"), "--json", "--no-discover"], capture_output=True,
+                           text=True, env=env_nofi)
+        assert json.loads(p.stdout)["ofi_provider"] == str(prov), p.stdout
