@@ -118,7 +118,7 @@ typedef struct fmx_copy_routine_info {
 } fmx_copy_routine_t;
 
 /* One tunable (FMX_INFO_CONFIG_ITEM): its value in force, where that came
- * from ("default", "topology", "tuning file", "environment"), its default,
+ * from ("default", "topology", "measured", "tuning file", "environment"), its default,
  * its one-line doc, and the last value refused with why ("" if none).
  * Texts are NUL-terminated, cut to fit. */
 typedef struct fmx_config_item {
