@@ -85,8 +85,8 @@ struct cfg_entry config_table[] = {
         "messages above this are copied out with non-temporal stores (auto); default half this core's L3 share, "
         "8M in a VM (its L3 figure is the host's) or where no cache is described"),
     STR("FMX_COST_CMA", "", NULL, cost_cma,
-        "measured cost of the cma engine, LEVEL:STARTUP_US:MBPS[;...] per topology level (L1 L2 L3 NUMA SYS); "
-        "fmx_tune writes it"),
+        "measured cost of the cma engine, LEVEL[@FROM]:STARTUP_US:MBPS[;...] per topology level "
+        "(CPU L1 L2 L3 NUMA SYS), an entry with @FROM for messages of FROM bytes and more; fmx_tune writes it"),
     STR("FMX_COST_RING", "", NULL, cost_ring, "measured cost of the ring engine, same form as FMX_COST_CMA; fmx_tune writes it"),
     STR("FMX_COST_COOP", "", NULL, cost_coop, "measured cost of the coop engine, same form as FMX_COST_CMA; fmx_tune writes it"),
     STR("FMX_COST_VMSPLICE", "", NULL, cost_vmsplice,
