@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bulk/engine.h"
@@ -495,10 +496,30 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   return FMX_SUCCESS;
 }
 
+/* What is still queued when the endpoint closes (a handshake under way, a
+ * ring or a window full) goes before the CLOSE: an eager send completes
+ * before the peer has it and the process may exit right after. A peer
+ * that dies or fails its handshake drops its queue; one alive that never
+ * makes room is waited for at most FMX_NET_TIMEOUT_MS, as unacked data is
+ * (net_close). With the endpoint's lock held. */
+static void close_flush(struct fmx_endpoint *ep) {
+  if (list_empty(&ep->backlog)) return;
+  uint64_t end = sys_now_ns() + fmx_cfg.net_timeout_ms * 1000000ull;
+  for (;;) {
+    ep_progress_locked(ep);
+    if (list_empty(&ep->backlog) || sys_now_ns() >= end) break;
+    ep_unlock(ep);
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+    ep_lock(ep);
+  }
+}
+
 __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpoint_t ep) {
   if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT;
   ep_lock(ep);
   ep->t.closing = 1;
+  close_flush(ep);
   /* Tell every live peer, best effort (a full ring: its pidfd or its next
    * send to our closed socket tells it instead). */
   for (uint32_t i = 0; i < ep->npartners; i++) {

@@ -238,6 +238,35 @@ def test_connect_without_waiting(pair1500, wire):
     assert r["error"] == "Remote endpoint unreachable" and r["connect"] == "Timeout", r
 
 
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_close_sends_what_waits_for_a_handshake(pair1500, wire):
+    """A client dials (fmx_connect_async), posts 4 sends and closes its
+    endpoint at once, while the server is out of fmx for 1.5 s and so
+    answers no connect: the close waits for the handshake and the sends,
+    and the server gets all 4 (fabtests' fi_msg_inject does this; it lost
+    its message when the server answered late). A dial nobody answers ends
+    the close once --dial-ms passes."""
+    env = {"FMX_NET_WIRE": wire}
+    srv = subprocess.Popen(["ip", "netns", "exec", pair1500.b, SYS, "serve", "--base", "7", "--late-recv", "1500",
+                            "--until", "4"], env=dict(os.environ, **env),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "READY"
+        for target, dial_ms in ((7, 60000), (9, 1500)):
+            cli = pair1500.popen(pair1500.a, [SYS, "dial", "--target", str(target), "--key", str(0x5eed), "--msgs",
+                                              "4", "--dial-ms", str(dial_ms), "--leave", "1"],
+                                 dict(env, FMX_SYS_NIC=pair1500.mac_b))
+            out, err = cli.communicate(timeout=60)
+            assert cli.returncode == 0 and json.loads(out.strip().splitlines()[-1]) == \
+                {"dial": "Success", "posted": 4}, out + err
+        out, err = srv.communicate(timeout=60)
+        assert json.loads(out.strip().splitlines()[-1]) == {"received": 4}, out + err
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
 def test_peer_killed_mid_transfer(pair1500):
     """The server dies while 16 MiB messages stream: the client's requests
     fail within FMX_NET_TIMEOUT_MS; it exits with an error, never hangs.

@@ -20,10 +20,12 @@
  *                    board FMX_SYS_NIC names, else this host's)
  *   fmx_sys dial     --target EID --key K --msgs M --dial-ms T [--race 1]   fmx_connect_async
  *                    (--race: while a thread connects, waiting), M sends of 64 B at once,
- *                    fmx_connect again; prints each result as JSON
+ *                    fmx_connect again; prints each result as JSON. --leave 1: close the
+ *                    endpoint and exit once the sends are posted, waiting for none
  *   fmx_sys open     --target EID                     (opens endpoint EID; prints the result name)
  *   fmx_sys serve    --base B        endpoint B receives whatever comes until stdin closes
- *                                    (prints READY once open)
+ *                                    (prints READY once open); --late-recv MS: out of
+ *                                    fmx that long first; --until N: stop at N messages
  *   fmx_sys churn    --target EID --rounds N   N times: open an endpoint, connect to EID,
  *                                    send 64 bytes, close (a short-lived client)
  *   exchange --tolerate 1: under FMX_FAULT_ALLOC, completions may fail for
@@ -62,7 +64,8 @@ static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0
 static int one_way = 0;
 static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
 static uint32_t target = 0, key = KEY;
-static int eat_fds = -1, nodump = 0, dial_ms = 5000, race = 0;
+static int eat_fds = -1, nodump = 0, dial_ms = 5000, race = 0, leave = 0;
+static uint64_t until = 0;
 /* --tolerate 1 (with FMX_FAULT_ALLOC): a completion may be an error that a
  * lack of memory explains; every send must still complete, and so must
  * every receive that was matched. */
@@ -502,13 +505,14 @@ static void serve(void) {
   fflush(stdout);
   static uint8_t buf[1 << 16];
   uint64_t got = 0;
-  for (;;) {
+  if (late_ms) sleep_ms(late_ms); /* nothing answers meanwhile: not even a connect */
+  while (!until || got < until) {
     struct pollfd in = {0, POLLIN, 0};
     if (poll(&in, 1, 0) > 0) break; /* stdin readable: closed (or a line): stop */
     fmx_status_t st;
     got += prog_take_one(ep, buf, sizeof buf, &st);
   }
-  printf("{\"received\":%" PRIu64 "}\n", got);
+  printf("{\"received\":%" PRIu64 "}\n", got); /* messages */
 }
 
 static void churn(void) {
@@ -577,6 +581,10 @@ static void dial_test(void) {
     fmx_seg_t seg = {msg, sizeof msg};
     OK(fmx_isend(ep, &seg, 1, a, 5, NULL, &r[i]));
   }
+  if (leave) { /* main closes the endpoint: what is queued must still go */
+    printf("{\"dial\":\"%s\",\"posted\":%d}\n", fmx_strerror(rc), k);
+    return;
+  }
   fmx_return_t crc = fmx_connect(ep, nic, target, key, (uint32_t)dial_ms + 1000, &again);
   int same = crc == FMX_SUCCESS && !memcmp(&a, &again, sizeof a);
   int ok = 0;
@@ -615,6 +623,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--key")) key = (uint32_t)strtoul(v, NULL, 0);
     else if (!strcmp(o, "--dial-ms")) dial_ms = atoi(v);
     else if (!strcmp(o, "--race")) race = atoi(v);
+    else if (!strcmp(o, "--leave")) leave = atoi(v);
+    else if (!strcmp(o, "--until")) until = strtoull(v, NULL, 0);
     else if (!strcmp(o, "--eat-fds")) eat_fds = atoi(v);
     else if (!strcmp(o, "--nodump")) nodump = atoi(v);
     else if (!strcmp(o, "--tolerate")) tolerate = atoi(v);
