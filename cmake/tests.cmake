@@ -40,3 +40,12 @@ foreach(src ${FMX_UNIT_TESTS})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120)
 endforeach()
+
+# The simulator (tests/sim): the net protocol on a simulated switch and
+# clock, in one process. fmx_sim is its tool; test_sim_* its deterministic
+# tests, run by ctest like the unit tests.
+add_library(simnet STATIC tests/sim/simnet.c)
+target_link_libraries(simnet PUBLIC fmx_static)
+add_executable(fmx_sim tests/sim/fmx_sim.c)
+target_link_libraries(fmx_sim PRIVATE simnet m)
+set_target_properties(fmx_sim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)

@@ -125,6 +125,13 @@ static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER;
 static int board_picked;
 static struct net_iface board;
 
+void net_board_force(const struct net_iface *f) {
+  pthread_mutex_lock(&board_lock);
+  board = *f;
+  board_picked = 1;
+  pthread_mutex_unlock(&board_lock);
+}
+
 int net_board(struct net_iface *out) {
   pthread_mutex_lock(&board_lock);
   if (!board_picked && net_wanted() && net_iface_find(fmx_cfg.net_iface, &board) == 0) board_picked = 1;

@@ -48,7 +48,12 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
   return r;
 }
 
+static const struct net_wire *forced;
+
+void net_wire_force(const struct net_wire *w) { forced = w; }
+
 int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
+  if (forced) return net_sock_open_wire(s, ifc, eid, forced);
   const char *w = fmx_cfg.net_wire ? fmx_cfg.net_wire : "auto";
   if (strcmp(w, "udp") != 0) {
     int r = net_sock_open_wire(s, ifc, eid, &net_wire_raw);
@@ -90,6 +95,7 @@ void net_sock_buffers(int fd) {
 }
 
 uint32_t net_sock_rcvbuf(const struct net_sock *s) {
+  if (s->wire->rcvbuf) return s->wire->rcvbuf(s);
   if (s->ring) return net_ring_bytes(s);
   int v = 0;
   socklen_t l = sizeof v;

@@ -84,6 +84,8 @@ struct net_wire {
   /* Take GSO trains whole (UDP_GRO) or not; NULL: the wire has no such
    * thing. Only where s->gro >= 0 (the kernel took it at open). */
   void (*set_gro)(struct net_sock *s, int on);
+  /* The bytes the receive side may hold; NULL: the socket's SO_RCVBUF. */
+  uint32_t (*rcvbuf)(const struct net_sock *s);
 };
 
 struct net_sock {
@@ -111,6 +113,9 @@ extern const struct net_wire net_wire_raw, net_wire_udp;
 /* Open s on the wire FMX_NET_WIRE names (auto: raw when a packet socket
  * may be opened, else UDP): 0, or -errno. */
 int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid);
+/* Every endpoint opened from now on takes wire w, whatever FMX_NET_WIRE
+ * says (the simulator's, tests/sim); NULL: FMX_NET_WIRE again. */
+void net_wire_force(const struct net_wire *w);
 /* Open s on wire w: 0, or -errno. */
 int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w);
 void net_sock_close(struct net_sock *s);

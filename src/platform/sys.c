@@ -148,13 +148,30 @@ int sys_membarrier_private_register(void) {
 
 int sys_membarrier_private(void) { return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -errno; }
 
+/* A simulated clock and random numbers (tests/sim: one process, no
+ * threads, time advanced by the simulator); NULL and 0: the real ones. */
+static uint64_t (*sim_clock)(void);
+static uint64_t sim_seed;
+
+void sys_sim_set(uint64_t (*now)(void), uint64_t seed) {
+  sim_clock = now;
+  sim_seed = seed;
+}
+
 uint64_t sys_now_ns(void) {
+  if (__builtin_expect(sim_clock != NULL, 0)) return sim_clock();
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t sys_random64(void) {
+  if (sim_seed) { /* splitmix64: the same run gives the same sessions and seqs */
+    uint64_t z = (sim_seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
   uint64_t v = 0;
   if (getrandom(&v, sizeof v, 0) != sizeof v) v = sys_now_ns() ^ ((uint64_t)getpid() << 32);
   return v;

@@ -46,6 +46,9 @@ void *sys_alloc(size_t n);
 void *sys_zalloc(size_t n);
 uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC */
 uint64_t sys_random64(void);
+/* The simulator's clock (now) and random seed (not 0) in place of the
+ * real ones, for the whole process; NULL, 0: back to them. */
+void sys_sim_set(uint64_t (*now)(void), uint64_t seed);
 uint64_t sys_host_id(void);                            /* stable id of this host */
 int sys_runnable_tasks(void); /* tasks running or runnable on this kernel now (/proc/loadavg), or -1 */
 
