@@ -96,6 +96,7 @@ bench: build bench-deps
 	  $(if $(filter-out 0,$(QUICK)),--quick)
 	$(BENCH_PY) bench/crowd.py --build $(BUILD) --reps $(REPS) $(if $(filter-out 0,$(QUICK)),--quick)
 	$(BENCH_PY) bench/scale.py --build $(BUILD) --reps $(REPS) $(if $(filter-out 0,$(QUICK)),--quick)
+	$(BENCH_PY) bench/sim.py --build $(BUILD) $(if $(filter-out 0,$(QUICK)),--quick)
 
 check-bench:
 	$(MAKE) --no-print-directory bench QUICK=1

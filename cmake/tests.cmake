@@ -42,8 +42,8 @@ foreach(src ${FMX_UNIT_TESTS})
 endforeach()
 
 # The simulator (tests/sim): the net protocol on a simulated switch and
-# clock, in one process. fmx_sim is its tool; test_sim_* its deterministic
-# tests, run by ctest like the unit tests.
+# clock, in one process. fmx_sim is its tool, which tests/system/test_sim.py
+# and bench/sim.py run.
 add_library(simnet STATIC tests/sim/simnet.c)
 target_link_libraries(simnet PUBLIC fmx_static)
 add_executable(fmx_sim tests/sim/fmx_sim.c)

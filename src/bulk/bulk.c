@@ -286,8 +286,10 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
   if (!(mapped && e->maps_peer) && !e->usable(p, c)) {
     if (e != &bulk_ring) {
       env->counters[CNT_BULK_FALLBACK]++;
-      log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,
-               e == &bulk_vmsplice ? "the connection has no pipes" : p->cma_reason);
+      int why = e != &bulk_vmsplice && p->cma_errno;
+      log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s%s%s): ring used", e->name, p->eid,
+               e == &bulk_vmsplice ? "the connection has no pipes" : p->cma_reason ? p->cma_reason : "not probed",
+               why ? ": " : "", why ? strerror(p->cma_errno) : "");
     }
     e = &bulk_ring;
   }

@@ -72,7 +72,8 @@ struct bulk_peer {
   int is_self;      /* our own endpoint */
   int same_process; /* another endpoint of this process (or ourselves) */
   int cma_ok;       /* process_vm_readv/writev work on it (its probe) */
-  char cma_reason[160];
+  int cma_errno;    /* why not, when a system call said so (0: none) */
+  const char *cma_reason; /* why (not), a constant string: a partner keeps no text of its own */
   /* The engines' own. */
   int level;                 /* topology level shared with us (enum topo_level), from the first transfer */
   struct bulk_tables *tab;   /* what they learn of it, taken at its first transfer (NULL before, for a peer on

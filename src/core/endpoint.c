@@ -344,7 +344,7 @@ static int open_self(struct fmx_endpoint *ep) {
   p->t.session = ep->t.session;
   p->bulk.pid = getpid();
   p->bulk.cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
-  snprintf(p->bulk.cma_reason, sizeof p->bulk.cma_reason, "one address space: plain copies");
+  p->bulk.cma_reason = "one address space: plain copies";
   p->pp.addr = ep_partner_addr(p); /* with its NIC id and endpoint id now */
   ep->self = p;
   return 0;
@@ -499,18 +499,27 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
 /* What is still queued when the endpoint closes (a handshake under way, a
  * ring or a window full) goes before the CLOSE: an eager send completes
  * before the peer has it and the process may exit right after. A peer
- * that dies or fails its handshake drops its queue; one alive that never
- * makes room is waited for at most FMX_NET_TIMEOUT_MS, as unacked data is
- * (net_close). With the endpoint's lock held. */
+ * that dies or fails its handshake drops its queue (the endpoint is not
+ * closing yet: its watcher still sees deaths); one alive that never makes
+ * room is waited for at most FMX_NET_TIMEOUT_MS, as unacked data is
+ * (net_close). Between passes the lock is dropped, the endpoints of this
+ * process that the queue may be for get a pass (the caller may be the
+ * only thread), and the sleep doubles from 50 us to 5 ms. With the
+ * endpoint's lock held. */
+#define CLOSE_NAP_FIRST_NS 50000
+#define CLOSE_NAP_MOST_NS 5000000
 static void close_flush(struct fmx_endpoint *ep) {
   if (list_empty(&ep->backlog)) return;
   uint64_t end = sys_now_ns() + fmx_cfg.net_timeout_ms * 1000000ull;
+  long nap = CLOSE_NAP_FIRST_NS;
   for (;;) {
     ep_progress_locked(ep);
     if (list_empty(&ep->backlog) || sys_now_ns() >= end) break;
     ep_unlock(ep);
-    struct timespec ts = {0, 50000};
+    ep_progress_siblings(ep);
+    struct timespec ts = {0, nap};
     nanosleep(&ts, NULL);
+    nap = nap * 2 < CLOSE_NAP_MOST_NS ? nap * 2 : CLOSE_NAP_MOST_NS;
     ep_lock(ep);
   }
 }
@@ -518,8 +527,8 @@ static void close_flush(struct fmx_endpoint *ep) {
 __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpoint_t ep) {
   if (!ep || ep_in_handler(ep)) return FMX_BAD_ENDPOINT;
   ep_lock(ep);
-  ep->t.closing = 1;
   close_flush(ep);
+  ep->t.closing = 1;
   /* Tell every live peer, best effort (a full ring: its pidfd or its next
    * send to our closed socket tells it instead). */
   for (uint32_t i = 0; i < ep->npartners; i++) {

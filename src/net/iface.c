@@ -127,8 +127,8 @@ static struct net_iface board;
 
 void net_board_force(const struct net_iface *f) {
   pthread_mutex_lock(&board_lock);
-  board = *f;
-  board_picked = 1;
+  if (f) board = *f;
+  board_picked = f != NULL; /* NULL: picked again at the next open */
   pthread_mutex_unlock(&board_lock);
 }
 

@@ -38,7 +38,8 @@ int net_iface_find(const char *name, struct net_iface *out);
 /* The interface that is board 0, picked once per process (MX's boards
  * are fixed at init): 0 and *out, or -ENODEV (none, or FMX_NET=off). */
 int net_board(struct net_iface *out);
-/* Make f board 0 of this process from now on (the simulator's). */
+/* Make f board 0 of this process from now on (the simulator's); NULL:
+ * the host's interface again, picked at the next open. */
 void net_board_force(const struct net_iface *f);
 /* Whether the net transport may run at all (FMX_NET is not off). */
 int net_wanted(void);

@@ -90,6 +90,7 @@ int net_open(struct fmx_endpoint *ep) {
   uint64_t least = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
   ne->rto_min_ns = least * 1000ull;
   ne->timer_step = least * 500ull + 1;
+  net_rel_cfg_init(ne);
   net_wheel_init(&ne->timers, ne->timer_step, sys_now_ns());
   ne->probe_step = fmx_cfg.net_timeout_ms * 250000ull; /* a quarter of the timeout */
   /* A pull asks for no more than half what the socket its answers come to

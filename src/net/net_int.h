@@ -53,6 +53,7 @@ struct net_ep {
   uint64_t timer_step;     /* how soon a partner is looked at after something becomes pending */
   uint64_t probe_step;     /* how often a partner we wait for and that owes us no ack is probed */
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
+  struct net_rel_cfg rel_cfg; /* every partner's stream's (net_rel_cfg_init, at open) */
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
   uint64_t query_ns;       /* when we last answered a HOST_QUERY (as often at most) */
   uint64_t errq_ns;        /* when the bulk socket's error queue was last emptied (net.c, run_timers) */
@@ -154,6 +155,8 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
                          uint32_t session);
 /* p's session is known now (its handshake): found by net_find from its packets. */
 void net_peer_known(struct fmx_endpoint *ep, struct partner *p);
+/* The streams' configuration, from the tunables and rto_min_ns. */
+void net_rel_cfg_init(struct net_ep *ne);
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
                   const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
 /* What a CONNECT or its reply says of the peer's bulk socket (ip, port in

@@ -14,7 +14,7 @@
 #include "net/net_int.h"
 #include "platform/sys.h"
 
-static struct net_rel_cfg rel_cfg(struct net_ep *ne) {
+void net_rel_cfg_init(struct net_ep *ne) {
   struct net_rel_cfg c = {
       .pool = &ne->pool,
       .window = (uint32_t)fmx_cfg.net_window,
@@ -26,7 +26,7 @@ static struct net_rel_cfg rel_cfg(struct net_ep *ne) {
   };
   c.rto_min_ns = ne->rto_min_ns;
   if (c.rto_max_ns < c.rto_ns) c.rto_max_ns = c.rto_ns;
-  return c;
+  ne->rel_cfg = c;
 }
 
 int net_same_source(const struct net_addr *from, const struct net_addr *addr) {
@@ -68,8 +68,7 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   struct transport_peer *t = transport_peer(p);
-  struct net_rel_cfg c = rel_cfg(ne);
-  if (net_rel_init(&np->rel, &c, tx_start, rx_start) < 0) return -ENOMEM;
+  if (net_rel_init(&np->rel, &ne->rel_cfg, tx_start, rx_start) < 0) return -ENOMEM;
   np->rel_ok = 1;
   np->addr = *addr;
   np->addr.nic = nic;
@@ -91,7 +90,7 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   t->bulk->eid = eid;
   t->bulk->cpu = -1;
   t->bulk->cma_ok = 0;
-  snprintf(t->bulk->cma_reason, sizeof t->bulk->cma_reason, "another host");
+  t->bulk->cma_reason = "another host";
   ne->npeers++;
   transport_up->peer_joined(ep, p);
   return 0;

@@ -15,7 +15,7 @@ static struct net_rel_slot *rx_held(const struct net_rel *r, uint32_t seq) {
 }
 
 static void slot_free(struct net_rel *r, struct net_rel_slot *s) {
-  net_pool_put(r->cfg.pool, s->pkt);
+  net_pool_put(r->cfg->pool, s->pkt);
   memset(s, 0, sizeof *s);
 }
 
@@ -41,7 +41,7 @@ int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_s
   memset(r, 0, sizeof *r);
   if (!cfg || !cfg->pool || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
     return -EINVAL;
-  r->cfg = *cfg;
+  r->cfg = cfg;
   r->next_seq = r->una = tx_start;
   r->expect = rx_start;
   r->rto_ns = cfg->rto_ns;
@@ -59,7 +59,7 @@ void net_rel_fini(struct net_rel *r) {
 
 size_t net_rel_ring_bytes(const struct net_rel *r) { return ((size_t)r->tx_cap + r->rx_cap) * sizeof(struct net_rel_slot); }
 
-int net_rel_can_send(const struct net_rel *r) { return r->next_seq - r->una < r->cfg.window; }
+int net_rel_can_send(const struct net_rel *r) { return r->next_seq - r->una < r->cfg->window; }
 
 int net_rel_idle(const struct net_rel *r) { return r->next_seq == r->una; }
 
@@ -83,13 +83,13 @@ int net_rel_keep(struct net_rel *r, uint8_t *pkt, size_t len, uint64_t now) {
 }
 
 int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t now) {
-  if (len > r->cfg.pool->size) return -EMSGSIZE;
+  if (len > r->cfg->pool->size) return -EMSGSIZE;
   if (!net_rel_can_send(r)) return -EAGAIN;
-  uint8_t *b = net_pool_get(r->cfg.pool);
+  uint8_t *b = net_pool_get(r->cfg->pool);
   if (!b) return -ENOMEM;
   memcpy(b, pkt, len);
   int rc = net_rel_keep(r, b, len, now);
-  if (rc < 0) net_pool_put(r->cfg.pool, b);
+  if (rc < 0) net_pool_put(r->cfg->pool, b);
   return rc;
 }
 
@@ -110,9 +110,9 @@ static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_
  * packets resent by the timer and 22,742 duplicates dropped in one run,
  * with the wait capped at the 2 ms first guess). */
 static uint64_t base_rto(const struct net_rel *r) {
-  if (!r->cfg.rto_min_ns || !r->srtt_ns) return r->cfg.rto_ns;
+  if (!r->cfg->rto_min_ns || !r->srtt_ns) return r->cfg->rto_ns;
   uint64_t w = r->srtt_ns + 4 * r->rttvar_ns;
-  return w < r->cfg.rto_min_ns ? r->cfg.rto_min_ns : w > r->cfg.rto_max_ns ? r->cfg.rto_max_ns : w;
+  return w < r->cfg->rto_min_ns ? r->cfg->rto_min_ns : w > r->cfg->rto_max_ns ? r->cfg->rto_max_ns : w;
 }
 
 int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg) {
@@ -122,7 +122,7 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
   }
   if (ack != r->una) {
     const struct net_rel_slot *last = tx_slot(r, ack - 1);
-    if (r->cfg.rto_min_ns && last->tries == 1 && !last->gap_resent) net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, now - last->sent_ns);
+    if (r->cfg->rto_min_ns && last->tries == 1 && !last->gap_resent) net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, now - last->sent_ns);
     for (; r->una != ack; r->una++) slot_free(r, tx_slot(r, r->una));
     r->rto_ns = base_rto(r);
     r->progress_ns = now;
@@ -151,7 +151,7 @@ void net_rel_unback(struct net_rel *r) { r->rto_ns = base_rto(r); }
 
 int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg) {
   if (net_rel_idle(r)) return 0;
-  if (now - r->progress_ns >= r->cfg.dead_ns) return -ETIMEDOUT;
+  if (now - r->progress_ns >= r->cfg->dead_ns) return -ETIMEDOUT;
   int n = 0;
   for (uint32_t seq = r->una; seq != r->next_seq && (uint32_t)n < max; seq++) {
     struct net_rel_slot *s = tx_slot(r, seq);
@@ -161,7 +161,7 @@ int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_f
   }
   /* Backed off once all that was due went (a call cut short by max goes
    * on at the next with the same wait). */
-  if (n && (uint32_t)n < max) r->rto_ns = r->rto_ns * 2 > r->cfg.rto_max_ns ? r->cfg.rto_max_ns : r->rto_ns * 2;
+  if (n && (uint32_t)n < max) r->rto_ns = r->rto_ns * 2 > r->cfg->rto_max_ns ? r->cfg->rto_max_ns : r->rto_ns * 2;
   return n;
 }
 
@@ -175,7 +175,7 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
     r->ack_now = 1; /* it came again: our ack was likely lost */
     return NET_REL_DUP;
   }
-  if (seq - r->expect >= r->cfg.window) {
+  if (seq - r->expect >= r->cfg->window) {
     r->far++;
     return NET_REL_FAR;
   }
@@ -191,7 +191,7 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
   uint32_t ahead = seq - r->expect;
   if (ahead >= r->rx_cap && grow(&r->rx, &r->rx_cap, ahead + 1, r->expect, r->rx_cap) < 0) return -ENOMEM;
   struct net_rel_slot *s = rx_slot(r, seq);
-  if (len > r->cfg.pool->size || !(s->pkt = net_pool_get(r->cfg.pool))) return -ENOMEM;
+  if (len > r->cfg->pool->size || !(s->pkt = net_pool_get(r->cfg->pool))) return -ENOMEM;
   memcpy(s->pkt, pkt, len);
   s->len = (uint32_t)len;
   r->early++;
@@ -213,14 +213,14 @@ uint8_t *net_rel_pop(struct net_rel *r, size_t *len) {
 int net_rel_ack_due(const struct net_rel *r, uint64_t now) {
   if (r->ack_now) return 1;
   if (!r->unacked) return 0;
-  return r->unacked >= r->cfg.ack_every || now - r->unacked_since_ns >= r->cfg.ack_delay_ns;
+  return r->unacked >= r->cfg->ack_every || now - r->unacked_since_ns >= r->cfg->ack_delay_ns;
 }
 
 uint32_t net_rel_ack_value(const struct net_rel *r) { return r->expect; }
 
 uint64_t net_rel_sack(const struct net_rel *r) {
   uint64_t m = 0;
-  for (uint32_t i = 0; i < 64 && i + 1 < r->cfg.window; i++)
+  for (uint32_t i = 0; i < 64 && i + 1 < r->cfg->window; i++)
     if (rx_held(r, r->expect + 1 + i)) m |= 1ull << i;
   return m;
 }

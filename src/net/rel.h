@@ -45,7 +45,7 @@ struct net_rel_slot {
 };
 
 struct net_rel {
-  struct net_rel_cfg cfg;
+  const struct net_rel_cfg *cfg; /* the caller's, shared by its streams: it outlives them */
   /* sending */
   uint32_t next_seq; /* the seq of the next packet queued */
   uint32_t una;      /* the oldest not acked */
@@ -75,6 +75,8 @@ typedef void (*net_rel_emit_fn)(void *arg, uint8_t *pkt, size_t len);
  * from NET_REL_RING_FIRST slots to the window rounded up to a power of
  * two (what they hold: 0 or -ENOMEM from the call that needed more). */
 #define NET_REL_RING_FIRST 8
+/* cfg is kept, not copied: it must outlive the stream (an endpoint's, for
+ * all its partners). */
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start);
 /* Bytes of ring the stream holds now (not the packets in it). */
 size_t net_rel_ring_bytes(const struct net_rel *r);

@@ -143,9 +143,10 @@ static struct ep_desc *map_desc(int fd) {
 
 /* Real attempt: read the peer's probe word with process_vm_readv. */
 static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
+  b->cma_errno = 0;
   if (!fmx_cfg.cma) {
     b->cma_ok = 0;
-    snprintf(b->cma_reason, sizeof b->cma_reason, "disabled by FMX_CMA=0");
+    b->cma_reason = "disabled by FMX_CMA=0";
     return;
   }
   uint64_t got = 0;
@@ -153,16 +154,17 @@ static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
   ssize_t n = sys_cma_copy(b->pid, 0, &l, 1, &r, 1, sizeof got);
   if (n == (ssize_t)sizeof got && got == val) {
     b->cma_ok = 1;
-    snprintf(b->cma_reason, sizeof b->cma_reason, "available");
+    b->cma_reason = "available";
     return;
   }
   b->cma_ok = 0;
-  if (n < 0)
-    snprintf(b->cma_reason, sizeof b->cma_reason, "process_vm_readv on peer pid %d: %s%s", (int)b->pid,
-             strerror((int)-n), n == -EPERM ? " (ptrace rights: Yama ptrace_scope, container or uid)" : "");
-  else
-    snprintf(b->cma_reason, sizeof b->cma_reason, "process_vm_readv on peer read a wrong value (pid namespace?)");
-  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)b->pid, b->cma_reason);
+  b->cma_errno = n < 0 ? (int)-n : 0;
+  b->cma_reason = n == -EPERM ? "process_vm_readv on the peer refused (ptrace rights: Yama ptrace_scope, container "
+                                "or uid)"
+                  : n < 0     ? "process_vm_readv on the peer failed"
+                              : "process_vm_readv on the peer read a wrong value (pid namespace?)";
+  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s%s%s; ring engine used", (int)b->pid,
+                b->cma_reason, b->cma_errno ? ": " : "", b->cma_errno ? strerror(b->cma_errno) : "");
 }
 
 /* Register what a handshake brought. Called with the endpoint's lock held. */

@@ -17,16 +17,19 @@
  * virtual time it took, the goodput and its share of the ports that
  * received, the frames the ports dropped, the library's resends, each
  * message's completion time (from its post to its receive) at p50, p99
- * and max, the heap the run grew by per host, the wall time. Exit 0 when
+ * and max, the heap the run grew by per host and per partner (less what
+ * the packet pools grew by: heap_per_partner), the wall time. Exit 0 when
  * every message arrived intact, 1 otherwise, 2 on a bad option. --close 1
  * closes every endpoint before exiting (the close path, run on virtual
  * time: simnet.c); by default the process exits with them open.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -43,7 +46,7 @@ static struct opts {
   int alltoall, close;
   uint32_t hosts, msgs, inflight;
   uint64_t size, max_steps;
-} O = {.hosts = 101, .msgs = 4, .size = 65536, .max_steps = 50000000};
+} O = {.hosts = 101, .msgs = 4, .inflight = TX_MAX, .size = 65536, .max_steps = 50000000};
 
 struct host {
   uint64_t next, sends;   /* the next of its sends to post, how many it makes */
@@ -58,7 +61,7 @@ struct host {
 static struct run {
   fmx_endpoint_t *ep;
   struct host *h;
-  fmx_endpoint_addr_t *addr; /* [src * hosts + dst], once connected */
+  fmx_endpoint_addr_t *addr; /* [src * hosts + dst] (incast: [src]), once connected */
   uint8_t *connected;
   uint8_t *txbuf;
   uint64_t *posted_at; /* [host's base + its send number] */
@@ -69,15 +72,34 @@ static struct run {
 /* Send j of host h: to whom (its message j / (hosts - 1) to that peer). */
 static uint32_t dst_of(uint32_t h, uint64_t j) { return O.alltoall ? (uint32_t)((h + 1 + j % (O.hosts - 1)) % O.hosts) : 0; }
 
-static void fill(uint8_t *b, uint64_t n, uint64_t tag) {
-  for (uint64_t i = 0; i < n; i++) b[i] = (uint8_t)(tag * 131 + i * 7);
+/* Sender h's bytes: each 8-byte word a mix of h and its offset, so that a
+ * block placed at a wrong offset, or another sender's, shows. */
+static uint64_t word(uint64_t h, uint64_t i) {
+  uint64_t z = (h << 40) ^ i ^ 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+  return z ^ (z >> 29);
+}
+
+static void fill(uint8_t *b, uint64_t n, uint64_t h) {
+  for (uint64_t i = 0; i < n; i += 8) {
+    uint64_t w = word(h, i / 8);
+    memcpy(b + i, &w, n - i < 8 ? n - i : 8);
+  }
+}
+
+static int same(const uint8_t *b, uint64_t n, uint64_t h) {
+  for (uint64_t i = 0; i < n; i += 8) {
+    uint64_t w = word(h, i / 8);
+    if (memcmp(b + i, &w, n - i < 8 ? n - i : 8)) return 0;
+  }
+  return 1;
 }
 
 static int post_send(uint32_t h, uint32_t slot) {
   struct host *x = &R.h[h];
   uint64_t j = x->next++;
   uint32_t d = dst_of(h, j);
-  uint64_t k = (uint64_t)h * O.hosts + d;
+  uint64_t k = O.alltoall ? (uint64_t)h * O.hosts + d : h; /* incast: one peer each */
   if (!R.connected[k]) {
     if (fmx_connect_async(R.ep[h], sim_nic(), d, KEY, 60000, &R.addr[k]) != FMX_SUCCESS) return -1;
     R.connected[k] = 1;
@@ -99,17 +121,15 @@ static void post_recv(uint32_t h, uint32_t slot) {
 }
 
 static void received(uint32_t h, const fmx_status_t *st, uint32_t slot) {
-  static uint8_t want[1 << 16];
   struct host *x = &R.h[h];
   uint32_t from = (uint32_t)(st->match_info >> 40);
-  uint64_t j = st->match_info & ((1ull << 40) - 1), len = O.size < sizeof want ? O.size : sizeof want;
+  uint64_t j = st->match_info & ((1ull << 40) - 1);
   x->got++;
   if (st->code != FMX_SUCCESS) {
     R.failed++;
   } else {
-    fill(want, len, from);
     if (from >= O.hosts || j >= R.h[from].sends || dst_of(from, j) != h || st->xfer_length != O.size ||
-        memcmp(x->rxbuf + (uint64_t)slot * O.size, want, len))
+        !same(x->rxbuf + (uint64_t)slot * O.size, O.size, from))
       R.bad++;
     else
       R.lat[R.nlat++] = sim_now() - R.posted_at[R.h[from].base + j];
@@ -149,7 +169,8 @@ static int usage(void) {
   fprintf(stderr, "usage: fmx_sim incast|alltoall [--hosts N] [--size S] [--msgs M] [--inflight K] [--rate-gbps G] "
                   "[--buffer B] [--delay-us D] [--mtu U] [--rcvbuf B] [--loss-ppm P] [--seed X] [--max-steps T] "
                   "[--close 1]\n"
-                  "  hosts 2-60000, size 1-64M, inflight 1-64, mtu 576-9000, loss-ppm 0-999999\n");
+                  "  hosts 2-60000 (alltoall: 20000), size 1-64M, inflight 1-64 (64), mtu 576-9000, loss-ppm "
+                  "0-999999, seed not 0\n");
   return 2;
 }
 
@@ -157,8 +178,9 @@ static int setup(struct sim_cfg *c) {
   uint32_t n = O.hosts;
   R.ep = calloc(n, sizeof *R.ep);
   R.h = calloc(n, sizeof *R.h);
-  R.addr = calloc((uint64_t)n * n, sizeof *R.addr);
-  R.connected = calloc((uint64_t)n * n, 1);
+  uint64_t pairs = O.alltoall ? (uint64_t)n * n : n;
+  R.addr = calloc(pairs, sizeof *R.addr);
+  R.connected = calloc(pairs, 1);
   R.txbuf = malloc((uint64_t)n * O.size);
   if (!R.ep || !R.h || !R.addr || !R.connected || !R.txbuf) return -1;
   for (uint32_t h = 0; h < n; h++) {
@@ -196,6 +218,11 @@ int main(int argc, char **argv) {
       fprintf(stderr, "fmx_sim: %s wants a number\n", o);
       return usage();
     }
+    int wide = !strcmp(o, "--size") || !strcmp(o, "--seed") || !strcmp(o, "--max-steps");
+    if (!wide && v > 1000000000ull) {
+      fprintf(stderr, "fmx_sim: %s %s is out of range\n", o, argv[i + 1]);
+      return usage();
+    }
     if (!strcmp(o, "--hosts")) O.hosts = (uint32_t)v;
     else if (!strcmp(o, "--size")) O.size = v;
     else if (!strcmp(o, "--msgs")) O.msgs = (uint32_t)v;
@@ -214,15 +241,24 @@ int main(int argc, char **argv) {
       return usage();
     }
   }
-  if (O.hosts < 2 || O.hosts > 60000 || !O.msgs || O.msgs > 1000000 || O.inflight > TX_MAX || !O.size ||
+  if (O.hosts < 2 || O.hosts > 60000 || !O.msgs || O.msgs > 1000000 || !O.inflight || O.inflight > TX_MAX || !O.size ||
       O.size > (64u << 20) || !c.rate_bps || c.rate_bps > 1000000000000ull || c.mtu < 576 || c.mtu > 9000 ||
-      !c.buffer || !c.rcvbuf || c.loss_ppm >= 1000000 || !O.max_steps)
+      !c.buffer || !c.rcvbuf || c.loss_ppm >= 1000000 || !O.max_steps || !c.seed)
     return usage();
-  if ((uint64_t)O.hosts * O.hosts > 400000000ull || (uint64_t)O.hosts * O.size > (8ull << 30)) {
-    fprintf(stderr, "fmx_sim: too big a run for this tool (hosts^2 or hosts x size)\n");
+  uint64_t rx = (O.alltoall ? O.hosts : 1ull) * RX_POSTED * O.size, tx = (uint64_t)O.hosts * O.size;
+  if ((O.alltoall && O.hosts > 20000) || rx + tx > (8ull << 30)) {
+    fprintf(stderr, "fmx_sim: too big a run for this tool (an alltoall of more than 20000 hosts, or more than 8 GiB "
+                    "of buffers)\n");
     return 2;
   }
   c.hosts = O.hosts;
+  /* A network namespace of our own (as root, or in a user namespace where
+   * the kernel allows it): each endpoint still claims its id with an
+   * abstract socket (the shm listener), and those are per namespace, so
+   * that the hosts here take no id from fmx jobs or other runs. */
+  if (unshare(CLONE_NEWNET) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+    fprintf(stderr, "fmx_sim: no network namespace of our own (%s): endpoint ids 0-%u must be free here\n",
+            strerror(errno), O.hosts - 1);
   struct rlimit rl; /* each endpoint holds a few descriptors */
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
@@ -235,13 +271,15 @@ int main(int argc, char **argv) {
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   size_t heap0 = mallinfo2().uordblks;
+  uint64_t pool0 = 0, pool1 = 0, pb;
+  uint32_t np, partners = 0;
+  for (uint32_t h = 0; h < O.hosts; h++) sim_memory(h, &pb, &np), pool0 += pb;
   uint64_t t0 = sim_now();
   sim_set_hook(on_progress, NULL);
   for (uint32_t h = 0; h < O.hosts; h++) {
     struct host *x = &R.h[h];
     for (uint32_t i = 0; i < RX_POSTED && x->rx_posted < x->expect; i++) post_recv(h, i);
-    uint32_t k = O.inflight ? O.inflight : TX_MAX;
-    for (uint32_t i = 0; i < k && x->next < x->sends; i++)
+    for (uint32_t i = 0; i < O.inflight && x->next < x->sends; i++)
       if (post_send(h, i) < 0) x->failed++, R.failed++;
     sim_kick(h);
     sim_wait(h, x->sends || x->expect);
@@ -251,6 +289,7 @@ int main(int argc, char **argv) {
   }
   uint64_t t1 = sim_now();
   size_t heap1 = mallinfo2().uordblks;
+  for (uint32_t h = 0; h < O.hosts; h++) sim_memory(h, &pb, &np), pool1 += pb, partners += np;
   uint64_t v[CNT_MAX], sum[CNT_MAX] = {0};
   for (uint32_t h = 0; h < O.hosts; h++)
     if (fmx_get_info(R.ep[h], FMX_INFO_COUNTER_VALUES, NULL, 0, v, sizeof v) == FMX_SUCCESS)
@@ -269,14 +308,15 @@ int main(int argc, char **argv) {
          ",\"port_drops\":%" PRIu64 ",\"sock_drops\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"max_queue\":%" PRIu64
          ",\"resent\":%" PRIu64 ",\"gap_resent\":%" PRIu64 ",\"pull_reasked\":%" PRIu64 ",\"grant_cuts\":%" PRIu64
          ",\"grant_tails\":%" PRIu64 ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f,"
-         "\"heap_per_host\":%.0f,\"sleeps_out\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"progress_calls\":%" PRIu64
+         "\"heap_per_host\":%.0f,\"partners\":%u,\"pool_bytes\":%" PRIu64 ",\"heap_per_partner\":%.0f,\"sleeps_out\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"progress_calls\":%" PRIu64
          ",\"wall_s\":%.2f}\n",
          argv[1], O.hosts, O.size, O.msgs, O.inflight, (double)c.rate_bps / 1e9, c.buffer, c.delay_ns / 1000.0,
          c.mtu, c.loss_ppm, c.seed, ok ? "true" : "false", R.total, R.nlat, R.bad, R.failed, us, gbps,
          gbps / ports / ((double)c.rate_bps / 1e9), st->frames, st->port_drops, st->sock_drops, st->lost,
          st->max_queue, sum[CNT_NET_RESENT], sum[CNT_NET_GAP_RESENT], sum[CNT_NET_PULL_REASKED],
          sum[CNT_NET_GRANT_CUTS], sum[CNT_NET_GRANT_TAILS], pct(0.5), pct(0.99), pct(1.0),
-         ((double)heap1 - (double)heap0) / O.hosts, st->sleeps_out, st->steps, st->progress_calls,
+         ((double)heap1 - (double)heap0) / O.hosts, partners, pool1,
+         partners ? ((double)heap1 - (double)heap0 - ((double)pool1 - (double)pool0)) / partners : 0, st->sleeps_out, st->steps, st->progress_calls,
          (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
   if (O.close) { /* 1,000 endpoints take seconds to close, in virtual time that runs on */
     sim_fini();

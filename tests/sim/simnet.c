@@ -11,6 +11,7 @@
 
 #include "net/iface.h"
 #include "net/net.h"
+#include "net/net_int.h"
 #include "net/sock.h"
 #include "platform/sys.h"
 
@@ -100,7 +101,7 @@ static struct frame *heap_pop(void) {
  * socket's to poll (net_wait_fd), and says so only while it has one. */
 static int sim_wire_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
   (void)ifc;
-  if (eid >= S.cfg.hosts) return -ERANGE;
+  if (eid >= S.cfg.hosts || (uint32_t)s->port_base + eid > 65535) return -ERANGE; /* as udp_open */
   s->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   return s->fd < 0 ? -errno : 0;
 }
@@ -187,9 +188,15 @@ static void arrive(struct frame *f) {
   d->port_free = (d->port_free > f->t ? d->port_free : f->t) + ser_ns(f->len);
   f->t = d->port_free + S.cfg.delay_ns / 2;
   f->stage = DELIVER;
-  if (heap_push(f) < 0) free(f);
+  if (heap_push(f) < 0) {
+    S.st.lost++;
+    free(f);
+  }
 }
 
+/* The receive buffer is charged the packet's bytes alone (the kernel
+ * charges a buffer's truesize, more for small packets): sock_drops is a
+ * lower bound. */
 static void deliver(struct frame *f) {
   struct host *d = &S.h[f->dst];
   if (d->in_bytes + f->len > S.cfg.rcvbuf || !d->ep) {
@@ -207,13 +214,18 @@ static void deliver(struct frame *f) {
 /* ---- the clock and the loop ---------------------------------------------- */
 
 /* While the endpoints close (their close waits for acks nobody sends any
- * more, in a loop that reads the clock) the clock moves 1 s a read. */
-static uint64_t sim_clock(void) { return S.closing ? (S.now += 1000000000ull) : S.now; }
+ * more, in a loop that reads the clock) the clock moves 1 s a read. Atomic:
+ * each endpoint's shm watcher thread reads it too. */
+static uint64_t sim_clock(void) {
+  if (__atomic_load_n(&S.closing, __ATOMIC_RELAXED))
+    return __atomic_add_fetch(&S.now, 1000000000ull, __ATOMIC_RELAXED);
+  return __atomic_load_n(&S.now, __ATOMIC_RELAXED);
+}
 
 int sim_init(const struct sim_cfg *cfg) {
   memset(&S, 0, sizeof S);
   S.cfg = *cfg;
-  if (!S.cfg.hosts || !S.cfg.rate_bps || S.cfg.mtu < 576 || !S.cfg.rcvbuf) return -1;
+  if (!S.cfg.hosts || !S.cfg.rate_bps || S.cfg.mtu < 576 || !S.cfg.rcvbuf || !S.cfg.seed) return -1;
   if (!(S.h = calloc(S.cfg.hosts, sizeof *S.h))) return -1;
   S.now = SIM_START_NS;
   S.sndbuf_ns = (4ull << 20) * 8000000000ull / S.cfg.rate_bps; /* a 4 MiB socket buffer's worth */
@@ -232,7 +244,7 @@ int sim_init(const struct sim_cfg *cfg) {
   char max[16];
   snprintf(max, sizeof max, "%u", S.cfg.hosts < 256 ? 256 : S.cfg.hosts);
   setenv("FMX_ENDPOINT_MAX", max, 1);
-  sys_sim_set(sim_clock, cfg->seed ? cfg->seed : 1);
+  sys_sim_set(sim_clock, cfg->seed);
   net_board_force(&S.board);
   net_wire_force(&sim_wire);
   return 0;
@@ -246,6 +258,12 @@ fmx_return_t sim_open(uint32_t h, uint32_t key, fmx_endpoint_t *ep) {
 }
 
 uint64_t sim_nic(void) { return S.board.nic; }
+
+void sim_memory(uint32_t h, uint64_t *pool_bytes, uint32_t *partners) {
+  const struct net_ep *ne = net_ep(S.h[h].ep);
+  *pool_bytes = (uint64_t)(ne->pool.out + ne->pool.nfree) * ne->pool.size;
+  *partners = ne->npeers;
+}
 uint64_t sim_now(void) { return S.now; }
 void sim_kick(uint32_t h) { S.h[h].kick = 1; }
 void sim_wait(uint32_t h, int on) { S.h[h].waiting = on; }
@@ -286,19 +304,21 @@ int sim_step(void) {
   /* A waiter that sleeps with nothing due looks again SIM_SLEEP_NS later
    * (wait.c's SLEEP_POLL_NS): the protocol left waiting on a poll. */
   if (waiting && (next == SIM_NEVER || next > S.now + SIM_SLEEP_NS)) {
-    S.now += SIM_SLEEP_NS;
+    __atomic_store_n(&S.now, S.now + SIM_SLEEP_NS, __ATOMIC_RELAXED);
     S.st.sleeps_out++;
     for (uint32_t i = 0; i < S.cfg.hosts; i++)
       if (S.h[i].waiting) S.h[i].kick = 1;
     return 1;
   }
   if (next == SIM_NEVER) return 0;
-  S.now = next > S.now ? next : S.now + 1000; /* a timer the wheel runs at its next tick */
+  /* A timer due runs at a pass that reads the clock, every 8th
+   * (net_progress): its endpoint is run again 1 us on until it has. */
+  __atomic_store_n(&S.now, next > S.now ? next : S.now + 1000, __ATOMIC_RELAXED);
   return 1;
 }
 
 void sim_fini(void) {
-  S.closing = 1;
+  __atomic_store_n(&S.closing, 1, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < S.cfg.hosts; i++) {
     struct host *h = &S.h[i];
     if (h->ep) fmx_close_endpoint(h->ep);
@@ -314,5 +334,6 @@ void sim_fini(void) {
   free(S.h);
   S.heap = NULL, S.h = NULL;
   net_wire_force(NULL);
+  net_board_force(NULL);
   sys_sim_set(NULL, 0);
 }

@@ -28,7 +28,7 @@ struct sim_cfg {
   uint32_t mtu;       /* the interface's */
   uint32_t rcvbuf;    /* bytes a host's socket holds received; more are dropped */
   uint32_t loss_ppm;  /* frames lost at random on the way, per million */
-  uint64_t seed;      /* the library's random numbers and the losses */
+  uint64_t seed;      /* the library's random numbers and the losses (not 0) */
 };
 
 struct sim_stats {
@@ -46,6 +46,9 @@ fmx_return_t sim_open(uint32_t h, uint32_t key, fmx_endpoint_t *ep);
 /* The NIC id every host's address carries (one board: hosts differ by
  * endpoint id). */
 uint64_t sim_nic(void);
+/* Host h's packet pool (the bytes of its buffers, out and free) and the
+ * partners its net transport counts. */
+void sim_memory(uint32_t h, uint64_t *pool_bytes, uint32_t *partners);
 /* Virtual now. */
 uint64_t sim_now(void);
 /* Host h has something to do now (the program posted a call on it). */

@@ -256,7 +256,12 @@ def test_close_sends_what_waits_for_a_handshake(pair1500, wire):
             cli = pair1500.popen(pair1500.a, [SYS, "dial", "--target", str(target), "--key", str(0x5eed), "--msgs",
                                               "4", "--dial-ms", str(dial_ms), "--leave", "1"],
                                  dict(env, FMX_SYS_NIC=pair1500.mac_b))
-            out, err = cli.communicate(timeout=60)
+            try:
+                out, err = cli.communicate(timeout=60)
+            finally:
+                if cli.poll() is None:
+                    cli.kill()
+                    cli.wait()
             assert cli.returncode == 0 and json.loads(out.strip().splitlines()[-1]) == \
                 {"dial": "Success", "posted": 4}, out + err
         out, err = srv.communicate(timeout=60)

@@ -84,7 +84,9 @@ def test_the_same_seed_gives_the_same_run():
 @pytest.mark.parametrize("args", [
     ["incast", "--hosts", "1"], ["incast", "--mtu", "100"], ["incast", "--loss-ppm", "1000000"],
     ["incast", "--size", "lots"], ["incast", "--inflight", "65"], ["incast", "--hosts"], ["broadcast"],
-    ["incast", "--rate-gbps", "0"], ["alltoall", "--hosts", "60000"], ["incast", "--frobnicate", "1"],
+    ["incast", "--rate-gbps", "0"], ["alltoall", "--hosts", "30000"], ["incast", "--frobnicate", "1"],
+    ["incast", "--hosts", "4294967396"], ["incast", "--inflight", "0"], ["incast", "--seed", "0"],
+    ["alltoall", "--hosts", "1000", "--size", "67108864"],
 ])
 def test_bad_options_are_refused(args):
     p = run([SIM] + args, timeout=60)
