@@ -158,10 +158,10 @@ static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
     return;
   }
   b->cma_ok = 0;
-  b->cma_errno = n < 0 ? (int)-n : 0;
-  b->cma_reason = n == -EPERM ? "process_vm_readv on the peer refused (ptrace rights: Yama ptrace_scope, container "
-                                "or uid)"
-                  : n < 0     ? "process_vm_readv on the peer failed"
+  b->cma_errno = n < 0 && n != -EPERM ? (int)-n : 0; /* EPERM's text is in the reason */
+  b->cma_reason = n == -EPERM ? "process_vm_readv on the peer: Operation not permitted (ptrace rights: Yama "
+                                "ptrace_scope, container or uid)"
+                  : n < 0     ? "process_vm_readv on the peer"
                               : "process_vm_readv on the peer read a wrong value (pid namespace?)";
   log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s%s%s; ring engine used", (int)b->pid,
                 b->cma_reason, b->cma_errno ? ": " : "", b->cma_errno ? strerror(b->cma_errno) : "");
