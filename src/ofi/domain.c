@@ -155,9 +155,10 @@ int ofx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     /* An MPI polls (manual progress: fi_cq_read in a loop) and never
      * sleeps in fmx: an offload channel would take turns with the spinning
      * ranks for a core (Open MPI, 2 cores, 8 MiB: 55 MB/s, 50 GB/s with
-     * it off). Off unless the user says otherwise, under either name
-     * (docs/ofi.md). */
-    if (!getenv("FI_FMX_OFFLOAD")) setenv("FMX_OFFLOAD", "off", 0);
+     * it off). Off unless the user says otherwise: set under libfabric's
+     * name, which the user's FI_FMX_OFFLOAD keeps and FMX_OFFLOAD overrides
+     * (the config module's order; docs/ofi.md). */
+    setenv("FI_FMX_OFFLOAD", "off", 0);
     rc = fmx_init();
     we_init = rc == FMX_SUCCESS;
     if (rc == FMX_ALREADY_INITIALIZED) rc = FMX_SUCCESS; /* the application uses fmx.h too */

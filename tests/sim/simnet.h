@@ -60,8 +60,9 @@ void sim_wait(uint32_t h, int on);
  * kick, then advance the clock to the next event: 1, or 0 when nothing
  * is left to happen (no frame in flight, no timer armed). */
 int sim_step(void);
-/* fn(h, arg) after each progress pass of host h, before its timer is
- * read again: where the program tests its requests and posts more. */
+/* fn(h, arg) in place of fmx_progress when host h is run: it makes the
+ * pass itself (fmx_test_some does one), tests its requests and posts
+ * more; its timer is read again after. */
 void sim_set_hook(void (*fn)(uint32_t h, void *arg), void *arg);
 const struct sim_stats *sim_stats(void);
 /* Close every host and free the switch. */
