@@ -216,7 +216,11 @@ fmx_return_t fmx_nic_id_to_hostname(uint64_t nic_id, char *name, uint32_t len);
 fmx_return_t fmx_connect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
                          uint32_t key, uint32_t timeout_ms, fmx_endpoint_addr_t *addr);
 /* Asynchronous connect: completes the request with status.code the result of
- * the handshake, status.source the address and status.match_info `match`. */
+ * the handshake, status.source the address and status.match_info `match`.
+ * To another host it returns at once and progress carries the handshake on
+ * (as fmx_connect_async); it gives up after 10 s, or with FMX_TIMEOUT at the
+ * endpoint's request timeout when one is set. To this host's endpoints the
+ * handshake is done before it returns. */
 fmx_return_t fmx_iconnect(fmx_endpoint_t endpoint, uint64_t nic_id, uint32_t endpoint_id,
                           uint32_t key, uint64_t match, void *context,
                           fmx_request_t *request);

@@ -319,6 +319,12 @@ API fmx_return_t fmx_cancel(fmx_endpoint_t ep, fmx_request_t *request, uint32_t 
     rc = FMX_BAD_REQUEST;
   } else if (r->kind == REQ_SEND) {
     rc = FMX_BAD_REQUEST;
+  } else if (r->kind == REQ_CONNECT && r->m.state != MSG_DONE) {
+    /* Its handshake goes on (as fmx_connect_async's): nobody waits for it. */
+    CNT(ep, CANCELLED);
+    req_free(ep, r);
+    *request = NULL;
+    *result = 1;
   } else if (r->kind == REQ_RECV && r->m.state == MSG_PENDING && !(r->m.flags & MSG_F_REGION) &&
              proto_recv_cancel(ep, &r->m)) {
     CNT(ep, CANCELLED);

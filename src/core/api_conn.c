@@ -139,17 +139,37 @@ API fmx_return_t fmx_connect_async(fmx_endpoint_t ep, uint64_t nic_id, uint32_t 
   return rc;
 }
 
+/* How long an iconnect's handshake may take without an endpoint timeout
+ * (fmx_set_request_timeout): as MX's connects. With one, the request
+ * times out then (FMX_TIMEOUT) and the handshake goes on as long again,
+ * for the sends to that address (the request's timeout, not the dial's,
+ * is what ends it). */
+#define ICONNECT_TIMEOUT_MS 10000
+
+/* Another host's peer: dialed (the request completes when its handshake
+ * does, through progress: ep_connects_ready, or with the partner's
+ * failure); this host's: the handshake is one local round trip with the
+ * peer's watcher thread, done now, and the request completes at once, as
+ * it does with an error. */
 API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, uint32_t key, uint64_t match,
                               void *context, fmx_request_t *request) {
   if (!ep) return FMX_BAD_ENDPOINT;
   if (!request) return FMX_BAD_REQUEST;
-  /* Same host: the handshake is one local round trip with the peer's
-   * watcher thread, so it is done now and the request completes at once. */
   fmx_endpoint_addr_t addr;
   memset(&addr, 0, sizeof addr);
-  uint32_t t = ep->timeout_ms ? (uint32_t)ep->timeout_ms : 10000;
-  fmx_return_t rc = fmx_connect(ep, nic_id, eid, key, t, &addr);
+  uint64_t t = ep->timeout_ms ? 2 * ep->timeout_ms : ICONNECT_TIMEOUT_MS;
+  if (t >= FMX_TIMEOUT_INFINITE) t = FMX_TIMEOUT_INFINITE - 1;
+  const struct fmx_transport_ops *tp = NULL;
+  /* From the unexpected-message handler a local connect would wait
+   * without progress. */
+  fmx_return_t rc = ep_in_handler(ep) ? FMX_BAD_ENDPOINT : route(ep, &nic_id, eid, key, &addr, &tp);
+  if (rc == FMX_SUCCESS && tp && !tp->dial) rc = connect_waiting(ep, tp, nic_id, eid, key, (uint32_t)t, &addr);
   ep_lock(ep);
+  struct partner *p = NULL;
+  if (rc == FMX_SUCCESS && tp && tp->dial) {
+    rc = tp->dial(ep, nic_id, eid, key, (uint32_t)t, &p);
+    if (rc == FMX_SUCCESS) addr = ep_partner_addr(p);
+  }
   struct fmx_request *r = req_alloc(ep, REQ_CONNECT);
   if (!r) {
     ep_unlock(ep);
@@ -158,10 +178,35 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
   r->m.status.context = context;
   r->m.status.match_info = match;
   r->m.status.source = addr;
-  req_complete(ep, r, rc);
   *request = r;
+  if (p && tp->dialing && tp->dialing(p)) {
+    r->m.partner = p;
+    list_add_tail(&p->pp.msgs, &r->m.pnode); /* its failure completes it (ep_partner_down) */
+    list_add_tail(&ep->connecting, &r->qnode);
+  } else {
+    req_complete(ep, r, rc);
+  }
   ep_unlock(ep);
   return FMX_SUCCESS;
+}
+
+void ep_connects_ready(struct fmx_endpoint *ep, struct partner *p) {
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &p->pp.msgs) {
+    struct fmx_request *r = req_of(list_entry(pos, struct proto_msg, pnode));
+    if (r->kind == REQ_CONNECT) req_complete(ep, r, FMX_SUCCESS);
+  }
+}
+
+void ep_connects_timeouts(struct fmx_endpoint *ep, uint64_t now) {
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &ep->connecting) {
+    struct fmx_request *r = list_entry(pos, struct fmx_request, qnode);
+    if (r->deadline_ns && now >= r->deadline_ns) {
+      CNT(ep, TIMEOUT);
+      req_complete(ep, r, FMX_TIMEOUT); /* the handshake goes on: sends to the address still wait for it */
+    }
+  }
 }
 
 API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {

@@ -250,6 +250,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 
 static void check_timeouts(struct fmx_endpoint *ep) {
   uint64_t now = sys_now_ns();
+  if (!list_empty(&ep->connecting)) ep_connects_timeouts(ep, now);
   struct list_node *bpos, *bnext;
   list_for_each_safe(bpos, bnext, &ep->backlog) { /* only a queued record can time out here */
     struct partner *p = list_entry(bpos, struct partner, backlog);
@@ -442,6 +443,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   ep_crowd_init(ep);
   ep->pe.rndv_explicit = src && strcmp(src, "default") != 0 && strcmp(src, "topology") != 0;
   list_init(&ep->completed);
+  list_init(&ep->connecting);
   list_init(&ep->backlog);
   list_init(&ep->watch_node);
   proto_ep_init(ep, 0, 0); /* so ep_free works from here on */

@@ -85,6 +85,9 @@ struct fmx_endpoint {
   uint64_t yield_quiet_until; /* no uncrowded yields before (wait.c, yield_when_long) */
 
   struct list_node completed;
+  /* fmx_iconnect's requests waiting for a handshake (api_conn.c), by
+   * qnode; each also in its partner's pp.msgs, so its death fails them. */
+  struct list_node connecting;
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
   /* Crowding (crowd.c): FMX_CROWDED; the partners in use on other hosts
    * (read unlocked; those on this one are t.nlive less these); under the
@@ -187,6 +190,10 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p);
 void ep_progress_locked(struct fmx_endpoint *ep);
+/* api_conn.c: p's handshake is done: its iconnect requests complete
+ * (transport_core.peer_ready); those past their deadline time out. */
+void ep_connects_ready(struct fmx_endpoint *ep, struct partner *p);
+void ep_connects_timeouts(struct fmx_endpoint *ep, uint64_t now);
 void ep_progress_siblings(struct fmx_endpoint *ep);
 
 /* unexp.c: proto_core.unexp. */

@@ -152,6 +152,7 @@ void req_complete(struct fmx_endpoint *ep, struct fmx_request *r, fmx_return_t c
   /* A slice of a multi-receive buffer: the buffer may be released after it. */
   struct proto_msg *b = m->multi_of;
   if (b) m->status.flags |= FMX_MSG_MULTI;
+  if (r->kind == REQ_CONNECT) list_del(&r->qnode); /* off ep->connecting */
   if (r->flags & REQ_F_FORGOTTEN) {
     m->state = MSG_PENDING; /* let req_free see a live request */
     req_free(ep, r);

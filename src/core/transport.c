@@ -157,6 +157,7 @@ static const struct transport_core core_for_transports = {
     .peer_new = peer_new,
     .peer_find = ep_partner_find,
     .peer_joined = peer_joined,
+    .peer_ready = ep_connects_ready,
     .peer_fail = ep_partner_fail,
     .peer_down = ep_partner_down,
     .peer_next = peer_next,

@@ -454,6 +454,7 @@ const struct fmx_transport_ops net_transport = {
     .close = net_close,
     .connect = net_connect,
     .dial = net_dial,
+    .dialing = net_dialing,
     .push = net_push,
     .max_payload = net_max_payload,
     .eager_max = net_eager_max,

@@ -141,6 +141,8 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
   return FMX_SUCCESS;
 }
 
+int net_dialing(struct partner *p) { return ((const struct net_peer *)transport_state(p))->dial.on; }
+
 static void dial_fail(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   struct net_peer *np = transport_state(p);
   np->dial.on = 0;
@@ -181,6 +183,7 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
   net_wheel_cancel(&net_ep(ep)->timers, &np->timer);
   net_peer_link(ep, p, bip, bport, mtu);
   TRANSPORT_CNT(ep, CONNECT_OK);
+  transport_up->peer_ready(ep, p);
 }
 
 /* The partner we dial as endpoint eid at `from` (conn_seq: that dial's

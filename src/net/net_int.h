@@ -219,6 +219,7 @@ void net_pull_tick(struct fmx_endpoint *ep, uint64_t now);
  * (-EAGAIN) until the handshake completes, and fail with it. */
 fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                       struct partner **out);
+int net_dialing(struct partner *p);
 /* A dialed partner's timer: CONNECT again when due, fail it at its
  * deadline. 1 while it dials on (its timer set), 0 when it failed. */
 int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now);

@@ -93,6 +93,9 @@ struct transport_core {
   struct partner *(*peer_find)(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
   /* The handshake filled p's view (transport_peer): the core counts it. */
   void (*peer_joined)(struct fmx_endpoint *ep, struct partner *p);
+  /* The handshake of a partner dialed (dial) is done: what waits for it
+   * (fmx_iconnect's requests) completes. Lock held. */
+  void (*peer_ready)(struct fmx_endpoint *ep, struct partner *p);
   /* The partner died or left (state: enum partner_state): its requests
    * complete with code. fail takes what its connection still holds
    * first; down does not. */
@@ -135,6 +138,8 @@ extern const struct transport_core *transport_up; /* transport/seam.c */
  *            wait (-EAGAIN) until it completes, and fail with it (the
  *            partner fails: a wrong key, no answer within timeout_ms).
  *            NULL: the core connects and waits
+ *   dialing  1 while p's handshake (dial) is under way; it ends with
+ *            transport_core.peer_ready or with the partner's failure
  *   push     queue one record (header + hdr->len payload bytes gathered
  *            from iov) to the partner, in order: 0, or -EAGAIN when there is
  *            no room now, -ENOMEM (retry later either way)
@@ -192,6 +197,7 @@ struct fmx_transport_ops {
                           struct partner **out);
   fmx_return_t (*dial)(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                        struct partner **out);
+  int (*dialing)(struct partner *p);
   int (*push)(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h, const struct iovec *iov,
               int iovcnt);
   size_t (*max_payload)(struct partner *p);

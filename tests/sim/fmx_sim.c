@@ -41,6 +41,10 @@
 #define RX_POSTED 256
 #define TX_MAX 64
 #define MAX_SLEEPS 10000 /* 100 s of virtual time */
+/* Descriptors an endpoint holds here: its shared descriptor and pool
+ * (memfds), its socket and the watcher's eventfd (shm), the wire's
+ * stand-in (simnet). */
+#define SIM_FDS_PER_HOST 5
 
 static struct opts {
   int alltoall, close;
@@ -259,10 +263,20 @@ int main(int argc, char **argv) {
   if (unshare(CLONE_NEWNET) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
     fprintf(stderr, "fmx_sim: no network namespace of our own (%s): endpoint ids 0-%u must be free here\n",
             strerror(errno), O.hosts - 1);
-  struct rlimit rl; /* each endpoint holds a few descriptors */
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
+  /* Each endpoint holds a few descriptors (SIM_FDS_PER_HOST): raise the
+   * soft limit to the hard one, and the hard one too where we may (root:
+   * up to fs.nr_open). */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    rlim_t need = (rlim_t)O.hosts * SIM_FDS_PER_HOST + 64;
+    if (rl.rlim_max < need) {
+      struct rlimit up = {need, need};
+      if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
   }
   if (setup(&c) < 0) {
     fprintf(stderr, "fmx_sim: setting up failed\n");

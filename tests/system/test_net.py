@@ -272,6 +272,43 @@ def test_close_sends_what_waits_for_a_handshake(pair1500, wire):
             srv.wait()
 
 
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_iconnect_does_not_wait_for_the_handshake(pair1500, wire):
+    """fmx_iconnect to another host returns with its request pending while
+    the server is out of fmx (1.5 s, so nothing answers its CONNECT), and
+    progress completes it: with success once the server answers (the
+    address then takes a message), with FMX_TIMEOUT at the endpoint's
+    request timeout when nobody holds the id, and fmx_cancel takes a
+    pending one back while its handshake goes on (a blocking connect then
+    finds it)."""
+    env = {"FMX_NET_WIRE": wire}
+    srv = subprocess.Popen(["ip", "netns", "exec", pair1500.b, SYS, "serve", "--base", "7", "--late-recv", "1500",
+                            "--until", "2"], env=dict(os.environ, **env),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "READY"
+        cases = ((7, 60000, 0, {"pending": 1, "result": "Success", "cancelled": 0, "sent": 1}),
+                 (7, 60000, 1, {"pending": 1, "result": "Success", "cancelled": 1, "sent": 1}),
+                 (9, 1500, 0, {"pending": 1, "result": "Timeout", "cancelled": 0, "sent": 0}))
+        for target, ms, cancel, want in cases:
+            cli = pair1500.popen(pair1500.a, [SYS, "iconnect", "--target", str(target), "--key", str(0x5eed),
+                                              "--dial-ms", str(ms), "--cancel", str(cancel)],
+                                 dict(env, FMX_SYS_NIC=pair1500.mac_b))
+            try:
+                out, err = cli.communicate(timeout=60)
+            finally:
+                if cli.poll() is None:
+                    cli.kill()
+                    cli.wait()
+            assert cli.returncode == 0 and json.loads(out.strip().splitlines()[-1]) == want, out + err
+        out, err = srv.communicate(timeout=60)
+        assert json.loads(out.strip().splitlines()[-1]) == {"received": 2}, out + err
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
 def test_peer_killed_mid_transfer(pair1500):
     """The server dies while 16 MiB messages stream: the client's requests
     fail within FMX_NET_TIMEOUT_MS; it exits with an error, never hangs.

@@ -22,6 +22,10 @@
  *                    (--race: while a thread connects, waiting), M sends of 64 B at once,
  *                    fmx_connect again; prints each result as JSON. --leave 1: close the
  *                    endpoint and exit once the sends are posted, waiting for none
+ *   fmx_sys iconnect --target EID --key K --dial-ms T [--cancel 1]   fmx_iconnect with T the
+ *                    endpoint's request timeout: whether the request was pending right
+ *                    after the call, its result (or, --cancel 1: fmx_cancel's, then a
+ *                    blocking fmx_connect's), and a message sent to the address; JSON
  *   fmx_sys open     --target EID                     (opens endpoint EID; prints the result name)
  *   fmx_sys serve    --base B        endpoint B receives whatever comes until stdin closes
  *                                    (prints READY once open); --late-recv MS: out of
@@ -64,7 +68,7 @@ static int rank = 0, nprocs = 2, base = 100, msgs = 8, late_ms = 0, use_segs = 0
 static int one_way = 0;
 static uint64_t max_size = 1 << 20, seed = 1, big = 64 << 20;
 static uint32_t target = 0, key = KEY;
-static int eat_fds = -1, nodump = 0, dial_ms = 5000, race = 0, leave = 0;
+static int eat_fds = -1, nodump = 0, dial_ms = 5000, race = 0, leave = 0, cancel = 0;
 static uint64_t until = 0;
 /* --tolerate 1 (with FMX_FAULT_ALLOC): a completion may be an error that a
  * lack of memory explains; every send must still complete, and so must
@@ -599,9 +603,45 @@ static void dial_test(void) {
          fmx_strerror(rc), fmx_strerror(crc), same, ok, fmx_strerror(first_err), raced);
 }
 
+/* fmx_iconnect, then its request: pending at once (1: the call did not
+ * wait for the handshake), completed by progress, or cancelled. */
+static void iconnect_test(void) {
+  const char *n = getenv("FMX_SYS_NIC");
+  uint64_t nic = n && *n ? board(n) : FMX_ANY_NIC;
+  OK(fmx_set_request_timeout(ep, NULL, (uint32_t)dial_ms));
+  fmx_request_t r;
+  OK(fmx_iconnect(ep, nic, target, key, 0x1c, NULL, &r));
+  uint32_t done = 0, cancelled = 0;
+  fmx_status_t st;
+  OK(fmx_test(ep, &r, &st, &done));
+  int pending = !done;
+  fmx_return_t res = done ? st.code : FMX_SUCCESS;
+  fmx_endpoint_addr_t a = done ? st.source : (fmx_endpoint_addr_t){{0, 0}};
+  if (!done && cancel) {
+    OK(fmx_cancel(ep, &r, &cancelled));
+    res = fmx_connect(ep, nic, target, key, 60000, &a);
+  } else if (!done) {
+    OK(fmx_wait(ep, &r, FMX_TIMEOUT_INFINITE, &st, &done));
+    res = st.code;
+    a = st.source;
+    if (st.match_info != 0x1c) FAIL("iconnect: match info not given back");
+  }
+  int sent = 0;
+  if (res == FMX_SUCCESS) {
+    static uint8_t msg[64];
+    fmx_seg_t seg = {msg, sizeof msg};
+    fmx_request_t s;
+    OK(fmx_isend(ep, &seg, 1, a, 5, NULL, &s));
+    wait_req(&s, &st, "send");
+    sent = st.code == FMX_SUCCESS;
+  }
+  printf("{\"pending\":%d,\"result\":\"%s\",\"cancelled\":%u,\"sent\":%d}\n", pending, fmx_strerror(res),
+         cancelled, sent);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect|dial|open|serve|churn [options]\n");
+    fprintf(stderr, "usage: fmx_sys exchange|bigsend|lazysend|issend|token|connect|dial|iconnect|open|serve|churn [options]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -624,6 +664,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--dial-ms")) dial_ms = atoi(v);
     else if (!strcmp(o, "--race")) race = atoi(v);
     else if (!strcmp(o, "--leave")) leave = atoi(v);
+    else if (!strcmp(o, "--cancel")) cancel = atoi(v);
     else if (!strcmp(o, "--until")) until = strtoull(v, NULL, 0);
     else if (!strcmp(o, "--eat-fds")) eat_fds = atoi(v);
     else if (!strcmp(o, "--nodump")) nodump = atoi(v);
@@ -647,7 +688,8 @@ int main(int argc, char **argv) {
     OK(fmx_finalize());
     return 0;
   }
-  uint32_t eid = !strcmp(mode, "connect") || !strcmp(mode, "dial") ? FMX_ANY_ENDPOINT : (uint32_t)(base + rank);
+  uint32_t eid = !strcmp(mode, "connect") || !strcmp(mode, "dial") || !strcmp(mode, "iconnect") ? FMX_ANY_ENDPOINT
+                                                                                               : (uint32_t)(base + rank);
   OK(fmx_open_endpoint(0, eid, KEY, NULL, 0, &ep));
   if (eat_fds >= 0) take_fds(eat_fds);
   if (!strcmp(mode, "exchange")) exchange();
@@ -658,6 +700,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "token")) token();
   else if (!strcmp(mode, "connect")) connect_test();
   else if (!strcmp(mode, "dial")) dial_test();
+  else if (!strcmp(mode, "iconnect")) iconnect_test();
   else if (!strcmp(mode, "serve")) serve();
   else {
     fprintf(stderr, "unknown mode %s\n", mode);
