@@ -4,6 +4,7 @@ root; skipped otherwise): fmx_perf --server in one, --client in the other,
 raw frames and UDP, MTU 1500 and 9000, every byte verified; loss and
 duplication from nftables (this kernel has no netem); a wrong key; a peer
 killed mid-transfer. Names are unique per test run; every run is bounded."""
+import contextlib
 import json
 import os
 import shutil
@@ -238,6 +239,37 @@ def test_connect_without_waiting(pair1500, wire):
     assert r["error"] == "Remote endpoint unreachable" and r["connect"] == "Timeout", r
 
 
+@contextlib.contextmanager
+def late_server(pair, env, until):
+    """fmx_sys serve on the pair's second host, endpoint 7, out of fmx for
+    1.5 s after it opens (so nothing answers a connect meanwhile), until
+    `until` messages came; killed if still there."""
+    srv = subprocess.Popen(["ip", "netns", "exec", pair.b, SYS, "serve", "--base", "7", "--late-recv", "1500",
+                            "--until", str(until)], env=dict(os.environ, **env),
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "READY"
+        yield srv
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
+def client_line(pair, env, args):
+    """fmx_sys ARGS on the pair's first host, toward the second's board:
+    its last line, as JSON (it must exit 0)."""
+    cli = pair.popen(pair.a, [SYS] + args, dict(env, FMX_SYS_NIC=pair.mac_b))
+    try:
+        out, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert cli.returncode == 0, out + err
+    return json.loads(out.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("wire", ["raw", "udp"])
 def test_close_sends_what_waits_for_a_handshake(pair1500, wire):
     """A client dials (fmx_connect_async), posts 4 sends and closes its
@@ -247,29 +279,13 @@ def test_close_sends_what_waits_for_a_handshake(pair1500, wire):
     its message when the server answered late). A dial nobody answers ends
     the close once --dial-ms passes."""
     env = {"FMX_NET_WIRE": wire}
-    srv = subprocess.Popen(["ip", "netns", "exec", pair1500.b, SYS, "serve", "--base", "7", "--late-recv", "1500",
-                            "--until", "4"], env=dict(os.environ, **env),
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert srv.stdout.readline().strip() == "READY"
+    with late_server(pair1500, env, 4) as srv:
         for target, dial_ms in ((7, 60000), (9, 1500)):
-            cli = pair1500.popen(pair1500.a, [SYS, "dial", "--target", str(target), "--key", str(0x5eed), "--msgs",
-                                              "4", "--dial-ms", str(dial_ms), "--leave", "1"],
-                                 dict(env, FMX_SYS_NIC=pair1500.mac_b))
-            try:
-                out, err = cli.communicate(timeout=60)
-            finally:
-                if cli.poll() is None:
-                    cli.kill()
-                    cli.wait()
-            assert cli.returncode == 0 and json.loads(out.strip().splitlines()[-1]) == \
-                {"dial": "Success", "posted": 4}, out + err
+            assert client_line(pair1500, env, ["dial", "--target", str(target), "--key", str(0x5eed), "--msgs", "4",
+                                               "--dial-ms", str(dial_ms), "--leave", "1"]) == \
+                {"dial": "Success", "posted": 4}
         out, err = srv.communicate(timeout=60)
         assert json.loads(out.strip().splitlines()[-1]) == {"received": 4}, out + err
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
 
 
 @pytest.mark.parametrize("wire", ["raw", "udp"])
@@ -282,31 +298,15 @@ def test_iconnect_does_not_wait_for_the_handshake(pair1500, wire):
     pending one back while its handshake goes on (a blocking connect then
     finds it)."""
     env = {"FMX_NET_WIRE": wire}
-    srv = subprocess.Popen(["ip", "netns", "exec", pair1500.b, SYS, "serve", "--base", "7", "--late-recv", "1500",
-                            "--until", "2"], env=dict(os.environ, **env),
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert srv.stdout.readline().strip() == "READY"
-        cases = ((7, 60000, 0, {"pending": 1, "result": "Success", "cancelled": 0, "sent": 1}),
-                 (7, 60000, 1, {"pending": 1, "result": "Success", "cancelled": 1, "sent": 1}),
-                 (9, 1500, 0, {"pending": 1, "result": "Timeout", "cancelled": 0, "sent": 0}))
+    cases = ((7, 60000, 0, {"pending": 1, "result": "Success", "cancelled": 0, "sent": 1}),
+             (7, 60000, 1, {"pending": 1, "result": "Success", "cancelled": 1, "sent": 1}),
+             (9, 1500, 0, {"pending": 1, "result": "Timeout", "cancelled": 0, "sent": 0}))
+    with late_server(pair1500, env, 2) as srv:
         for target, ms, cancel, want in cases:
-            cli = pair1500.popen(pair1500.a, [SYS, "iconnect", "--target", str(target), "--key", str(0x5eed),
-                                              "--dial-ms", str(ms), "--cancel", str(cancel)],
-                                 dict(env, FMX_SYS_NIC=pair1500.mac_b))
-            try:
-                out, err = cli.communicate(timeout=60)
-            finally:
-                if cli.poll() is None:
-                    cli.kill()
-                    cli.wait()
-            assert cli.returncode == 0 and json.loads(out.strip().splitlines()[-1]) == want, out + err
+            assert client_line(pair1500, env, ["iconnect", "--target", str(target), "--key", str(0x5eed),
+                                               "--dial-ms", str(ms), "--cancel", str(cancel)]) == want
         out, err = srv.communicate(timeout=60)
         assert json.loads(out.strip().splitlines()[-1]) == {"received": 2}, out + err
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
 
 
 def test_peer_killed_mid_transfer(pair1500):
