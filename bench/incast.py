@@ -90,7 +90,8 @@ def mpirun(build, how, hosts, work, argv):
 # fmx's counters summed over the ranks' endpoints, as the table names them.
 COUNTERS = {"timer_resends": "net: packets resent after a timeout (retransmits)",
             "gap_resends": "net: packets resent at once on a gap the peer reported",
-            "reasked": "net: pulled frames asked for again (lost or late)"}
+            "reasked": "net: pulled frames asked for again (lost or late)",
+            "paced": "net: peers' pulls that waited for room in our socket (pacing)"}
 # The receiver's scheduler (host 0's; the senders' are 0): events, then gauges read at the end.
 GRANTS = {"grants": "net: blocks granted: asked by the receiver for the first time",
           "cuts": "net: budget halved on a loss (a gap in a pull's answers)",
@@ -180,11 +181,12 @@ def render(data):
             d = [r["dropped"] / max(1, r["frames"]) for r in rs]
             out.append("| %d | %s | %s | %.2f | %s |" % (k, label, med(g), statistics.median(g) / PORT_MBPS, med(d)))
     out += ["", "fmx's resends and pulled frames asked for again, all ranks, per run: median (range)", "",
-            "| senders | resent by timer | resent on a gap | pulled frames asked again |", "|---:|---:|---:|---:|"]
+            "| senders | resent by timer | resent on a gap | pulled frames asked again | pulls paced by senders |",
+            "|---:|---:|---:|---:|---:|"]
     for k in data["senders"]:
         rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "timer_resends" in r]
         if rs:
-            out.append("| %d | %s |" % (k, " | ".join(med([r[c] for r in rs], "%d") for c in COUNTERS)))
+            out.append("| %d | %s |" % (k, " | ".join(med([r.get(c, 0) for r in rs], "%d") for c in COUNTERS)))
     out += ["", "fmx's receiver (host 0): blocks granted, budget cuts on a loss and resets on a silence per run; its "
             "budget and measured bandwidth-delay product at the end (bytes): median (range)", "",
             "| senders | grants | cuts | resets | budget | BDP |", "|---:|---:|---:|---:|---:|---:|"]

@@ -90,6 +90,9 @@ int net_open(struct fmx_endpoint *ep) {
   uint64_t least = fmx_cfg.net_ack_delay_us < fmx_cfg.net_rto_us ? fmx_cfg.net_ack_delay_us : fmx_cfg.net_rto_us;
   ne->rto_min_ns = least * 1000ull;
   ne->timer_step = least * 500ull + 1;
+  /* Our answers to pulls may keep our socket busy for a timer step (half
+   * the least resend wait): a record behind them is not resent for it. */
+  net_pace_init(&ne->pace, NET_PULL_BLOCK_BYTES, ne->timer_step, sys_now_ns());
   net_rel_cfg_init(ne);
   net_wheel_init(&ne->timers, ne->timer_step, sys_now_ns());
   ne->probe_step = fmx_cfg.net_timeout_ms * 250000ull; /* a quarter of the timeout */
@@ -202,4 +205,5 @@ void net_ep_fini(struct fmx_endpoint *ep) {
   ne->on = 0;
   net_ptab_fini(&ne->ptab);
   net_pool_fini(&ne->pool);
+  net_pull_queue_fini(&ne->answers);
 }

@@ -8,6 +8,7 @@
 #include "base/list.h"
 #include "bulk/conn.h"
 #include "net/grant.h"
+#include "net/pace.h"
 #include "net/ptab.h"
 #include "net/rel.h"
 #include "net/sock.h"
@@ -73,6 +74,14 @@ struct net_ep {
    * bytes left first. */
   struct net_grant grant;
   struct list_node granting;
+  /* The sender's pacing of its answers (pull_send.c, pace.h), and the
+   * PULLs of all partners that wait for room in our socket, in the order
+   * they came: a ring of cap (a power of two) runs from head. */
+  struct net_pace pace;
+  struct net_pull_queue {
+    struct net_pull_run *run;
+    uint32_t cap, head, n;
+  } answers;
   uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
   uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
@@ -206,7 +215,32 @@ void net_arm_timers(struct net_ep *ne, struct net_peer *np, uint64_t now);
 /* pull.c: the pull protocol. */
 void net_pull_init(struct fmx_endpoint *ep, struct partner *p);
 void net_pull_fini(struct partner *p);
+/* Both of us have a bulk socket: the answers to our pulls from np go to
+ * ours, unless we ask it otherwise (pull.c, on_wire). */
+static inline int net_pull_bulk_answers(const struct net_peer *np) {
+  return net_ep(np->ep)->bulk_own && np->baddr.port;
+}
+/* The bytes of a frame between us and np: of the largest answer to a
+ * pull, UDP's when both have a bulk socket (the answers go there), else
+ * our wire's, within the smaller MTU of the two. A UDP answer fits a
+ * frame of the wire too (its IP and UDP headers are part of the MTU, a
+ * raw frame's Ethernet header is not). */
+static inline uint32_t net_pull_frame_bytes(const struct net_peer *np) {
+  return (net_pull_bulk_answers(np) ? net_bulk_packet_max(np) : np->pkt_max) - NET_HDR_LEN - NET_PULL_REPLY_HDR;
+}
+/* pull_send.c: the sender's side. A PULL came: answered now, or queued
+ * behind those that wait for room in our socket (pacing). */
 void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
+/* The PULLs that wait, while there is room: 1 while some still wait. */
+int net_pull_serve(struct fmx_endpoint *ep, uint64_t now);
+void net_pull_queue_fini(struct net_pull_queue *q);
+/* bulk_pull_ops.send_start. */
+int net_pull_send_start(void *arg, struct bulk_xfer *x);
+/* Forget transfer x (NULL: every one) we send to np. */
+void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x);
+/* When the receiver of the export heard from longest ago last pulled
+ * (0: none). */
+uint64_t net_pull_exports_heard(struct net_peer *np);
 /* A frame pk answering our pull came, to our bulk socket (bulk) or our wire's. */
 void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now);
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);

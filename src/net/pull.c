@@ -5,6 +5,8 @@
  * drives it through what each partner lends (struct bulk_conn, its pull
  * ops below).
  *
+ * The sender's side, its answers paced, is pull_send.c's.
+ *
  * The receiver cuts the message into frames (the bytes one packet carries)
  * and the frames into blocks (at most 64 frames and 64 KiB of packets, so
  * one UDP GSO send carries a block). It asks for runs of frames (PULL), in
@@ -77,26 +79,7 @@ struct net_pull {
   struct pull_block *blk;
 };
 
-/* A transfer we send (its receiver pulls it). */
-struct net_export {
-  struct list_node node;
-  struct bulk_xfer *x;
-  uint64_t heard_ns; /* when its receiver last pulled (or the CTS came) */
-};
-
 /* ---- the receiver ------------------------------------------------------- */
-
-/* Both of us have a bulk socket: the answers to our pulls from np go to
- * ours, unless we ask it otherwise (on_wire). */
-static int bulk_answers(const struct net_peer *np) { return net_ep(np->ep)->bulk_own && np->baddr.port; }
-
-/* The largest answer to a pull between us and np: UDP's when both have a
- * bulk socket (the answers go there), else our wire's; within the smaller
- * MTU of the two. A UDP answer fits a frame of the wire too (its IP and
- * UDP headers are part of the MTU, a raw frame's Ethernet header is not). */
-static uint32_t reply_max(const struct net_peer *np) { return bulk_answers(np) ? net_bulk_packet_max(np) : np->pkt_max; }
-
-static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - NET_HDR_LEN - NET_PULL_REPLY_HDR; }
 
 /* Its answers to our pulls stopped coming to our bulk socket: a firewall
  * in front of the bulk port, or a kernel on the way that drops them (a
@@ -106,7 +89,7 @@ static uint32_t frame_bytes(const struct net_peer *np) { return reply_max(np) - 
  * again: a slow partner loses only its GSO sends for that long; a gone one
  * is failed by its timeout either way. */
 static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, const char *why) {
-  if (np->pull_on_wire || !bulk_answers(np)) return;
+  if (np->pull_on_wire || !net_pull_bulk_answers(np)) return;
   uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->wire_holds < 6 ? np->wire_holds : 6);
   if (!np->wire_logged) {
     uint32_t ip;
@@ -237,7 +220,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     if (n > pl->nframes - f) n = pl->nframes - f;
     if (n > quarter) n = quarter;
     uint64_t need = run_bytes(pl, f, n);
-    uint64_t win = bulk_answers(np) && !np->pull_on_wire ? ne->pull_window : ne->pull_window_wire;
+    uint64_t win = net_pull_bulk_answers(np) && !np->pull_on_wire ? ne->pull_window : ne->pull_window_wire;
     int over = g->inflight && (net_grant_room(g) < need || pl->out + need > win);
     if (over && !probe) {
       pl->waited = 1;
@@ -350,7 +333,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   /* Asked at our bulk socket, answered on the wire: its bulk socket
    * refused them (answer). Our next asks say so: the answers then come
    * one way, in the order asked (ask_lost), within the wire's window. */
-  if (!bulk && !np->pull_on_wire && bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
+  if (!bulk && !np->pull_on_wire && net_pull_bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
   if (!pl || !pl->started || i >= pl->nframes) {
@@ -401,9 +384,9 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
   pl->x = x;
   pl->np = np;
   pl->unasked = x->want;
-  pl->frame = frame_bytes(np);
+  pl->frame = net_pull_frame_bytes(np);
   pl->nframes = (uint32_t)((x->want + pl->frame - 1) / pl->frame);
-  pl->per = reply_max(np);
+  pl->per = pl->frame + NET_HDR_LEN + NET_PULL_REPLY_HDR; /* the largest answer */
   pl->bframes = NET_PULL_BLOCK_BYTES / pl->per;
   if (pl->bframes > NET_PULL_FRAMES_MAX) pl->bframes = NET_PULL_FRAMES_MAX;
   if (pl->bframes < 1) pl->bframes = 1;
@@ -471,12 +454,11 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
   if (np->pull_on_wire && now >= np->wire_until_ns) np->pull_on_wire = 0; /* our bulk socket again */
-  list_for_each(pos, &np->exports) {
-    /* Its receiver may serve other senders first (shortest remaining
-     * first): anything it sends says it is there. */
-    uint64_t heard = list_entry(pos, struct net_export, node)->heard_ns;
-    if (silent(ep, p, heard > np->heard_ns ? heard : np->heard_ns, now, "pulled nothing it matched")) return -1;
-  }
+  /* Its receiver may serve other senders first (shortest remaining
+   * first): anything it sends says it is there. */
+  uint64_t heard = net_pull_exports_heard(np);
+  if (heard && silent(ep, p, heard > np->heard_ns ? heard : np->heard_ns, now, "pulled nothing it matched")) return -1;
+  int waiting = net_pull_serve(ep, now); /* our answers that wait for room (any partner's) */
   list_for_each(pos, &np->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (!pl->started || !pl->open) continue; /* nothing asked: it waits for its turn */
@@ -524,129 +506,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     pl->reasked_ns = now;
     pl->asked_ns = now;
   }
-  return !list_empty(&np->pulls) || !list_empty(&np->exports);
-}
-
-/* ---- the sender --------------------------------------------------------- */
-
-static struct net_export *export_of(struct net_peer *np, uint64_t id) {
-  struct list_node *pos;
-  list_for_each(pos, &np->exports) {
-    struct net_export *e = list_entry(pos, struct net_export, node);
-    if (e->x->id == id) return e;
-  }
-  return NULL;
-}
-
-static int pull_send_start(void *arg, struct bulk_xfer *x) {
-  struct net_peer *np = arg;
-  if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
-  if (export_of(np, x->id)) return -EPROTO; /* a second CTS for it */
-  struct net_export *e = calloc(1, sizeof *e);
-  if (!e) return -ENOMEM;
-  e->x = x;
-  e->heard_ns = sys_now_ns();
-  list_add_tail(&np->exports, &e->node);
-  net_arm_timers(net_ep(np->ep), np, e->heard_ns);
-  return 0;
-}
-
-/* Send `frames` answers (n pieces of iov; frame f's from start[f]), as one
- * GSO send of seg-byte packets where sock takes it. Those our bulk socket
- * refuses (no neighbour for the peer's address, a full device queue: IP_RECVERR
- * tells) go on the wire at once, one per frame. The frames sent. */
-static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_sock *sock, const struct net_addr *to,
-                       const struct iovec *iov, int n, const int *start, uint32_t frames, uint16_t seg) {
-  struct net_ep *ne = net_ep(ep);
-  uint32_t eid = transport_peer(np->self)->eid, sent = 0;
-  if (!frames) return 0;
-  int r = frames > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n);
-  /* Our send buffer full is a queue's: the receiver asks again, as for a
-   * loss, and its budget reads it (under load, sending those on the wire
-   * moved a shaped uplink's pairs off their trains). */
-  if (r == 0) return frames;
-  if (sock == &ne->sock || r == -EAGAIN) return 0;
-  net_sock_send_failed(sock, r);
-  for (uint32_t f = 0; f < frames; f++) {
-    int b = f + 1 < frames ? start[f + 1] : n;
-    if (ne->sock.wire->send(&ne->sock, &np->addr, eid, iov + start[f], b - start[f]) < 0) break; /* full too */
-    sent++;
-  }
-  TRANSPORT_ADD(ep, NET_PULL_BULK_REFUSED, sent);
-  return sent;
-}
-
-/* Answer a PULL: frames first..first+count-1 of the transfer, each in its
- * packet; one GSO send for all of them where the wire has it. */
-void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk) {
-  struct net_ep *ne = net_ep(ep);
-  struct net_peer *np = transport_state(p);
-  struct net_export *e = export_of(np, pk->u.pull.sreq);
-  uint32_t frame = pk->u.pull.frame, first = pk->u.pull.first, count = pk->u.pull.count;
-  if (!e) {
-    TRANSPORT_CNT(ep, NET_LATE); /* ended already (asked again late), or not ours */
-    return;
-  }
-  if (frame == 0 || frame > frame_bytes(np) || count == 0 || count > NET_PULL_FRAMES_MAX ||
-      (uint64_t)first * frame >= e->x->want) {
-    TRANSPORT_CNT(ep, NET_DROPPED); /* malformed */
-    return;
-  }
-  struct bulk_xfer *x = e->x;
-  e->heard_ns = sys_now_ns();
-  /* Its bulk socket when both of us have one and it did not ask for the
-   * wire, else our wire. */
-  int wire = pk->h.flags & NET_F_WIRE;
-  struct net_sock *sock = !wire && bulk_answers(np) ? &ne->bsock : &ne->sock;
-  const struct net_addr *to = sock == &ne->bsock ? &np->baddr : &np->addr;
-  int gso = sock->wire->send_segs && sock->gso;
-  struct iovec iov[NET_PULL_IOV];
-  int start[NET_PULL_FRAMES_MAX];
-  int n = 0;
-  uint32_t batch = 0, sent = 0;
-  uint16_t seg = (uint16_t)(NET_HDR_LEN + NET_PULL_REPLY_HDR + frame);
-  struct net_hdr h;
-  net_hdr_to(ep, p, &h, NET_PULL_REPLY);
-  h.ack = net_rel_ack_value(&np->rel);
-  uint32_t tried = 0;
-  for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++, tried++) {
-    uint64_t off = (uint64_t)i * frame;
-    size_t len = x->want - off < frame ? (size_t)(x->want - off) : frame;
-    uint8_t *hb = ne->hdrs + (size_t)(i - first) * (NET_HDR_LEN + NET_PULL_REPLY_HDR);
-    h.len = (uint16_t)(NET_PULL_REPLY_HDR + len);
-    net_put_hdr(hb, &h);
-    net_put_pull_reply(hb + NET_HDR_LEN, x->peer_id, i);
-    iov[n] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
-    int k = bulk_iov_local(x->segs, x->nseg, off, len, iov + n + 1, NET_FRAME_IOV);
-    size_t got = 0;
-    for (int j = 0; j < k; j++) got += iov[n + 1 + j].iov_len;
-    int bounced = got != len;
-    if (bounced) {
-      /* A segment list finer than a frame's iovec holds: this frame alone,
-       * its bytes gathered (the batch so far goes first, in order). */
-      sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
-      n = 0;
-      batch = 0;
-      iov[0] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
-      iov[1] = (struct iovec){ne->pkt, len};
-      copy_segs(x->segs, x->nseg, off, ne->pkt, len, 0, NULL); /* x->want is within them (rndv_on_cts) */
-      k = 1;
-    }
-    start[batch++] = n;
-    n += 1 + k;
-    if (!gso || bounced || n + 1 + NET_FRAME_IOV > NET_PULL_IOV) {
-      /* One packet at a time, the bounce buffer in use, or the iovec full:
-       * what we have goes. */
-      sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
-      n = 0;
-      batch = 0;
-    }
-  }
-  sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
-  TRANSPORT_ADD(ep, NET_SENT, sent);
-  TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
-  if (wire) TRANSPORT_ADD(ep, NET_PULL_WIRE_SERVED, sent);
-  if (sent < tried) TRANSPORT_ADD(ep, NET_PULL_REFUSED, tried - sent);
+  return !list_empty(&np->pulls) || !list_empty(&np->exports) || waiting;
 }
 
 /* ---- both --------------------------------------------------------------- */
@@ -668,12 +528,7 @@ static void drop(struct net_peer *np, const struct bulk_xfer *x) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (!x || pl->x == x) pull_free(np, pl);
   }
-  list_for_each_safe(pos, tmp, &np->exports) {
-    struct net_export *e = list_entry(pos, struct net_export, node);
-    if (x && e->x != x) continue;
-    list_del(&e->node);
-    free(e);
-  }
+  net_pull_exports_drop(np, x);
 }
 
 static void pull_end(void *arg, struct bulk_xfer *x) {
@@ -685,7 +540,7 @@ static void pull_end(void *arg, struct bulk_xfer *x) {
 static const struct bulk_pull_ops pull_ops = {
     .recv_start = pull_recv_start,
     .recv_progress = pull_recv_progress,
-    .send_start = pull_send_start,
+    .send_start = net_pull_send_start,
     .end = pull_end,
 };
 

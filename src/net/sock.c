@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -100,6 +102,13 @@ uint32_t net_sock_rcvbuf(const struct net_sock *s) {
   int v = 0;
   socklen_t l = sizeof v;
   if (getsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &v, &l) < 0 || v <= 0) return 0;
+  return (uint32_t)v;
+}
+
+uint32_t net_sock_queued(const struct net_sock *s) {
+  if (s->wire->queued) return s->wire->queued(s);
+  int v = 0;
+  if (s->fd < 0 || ioctl(s->fd, SIOCOUTQ, &v) < 0 || v <= 0) return 0;
   return (uint32_t)v;
 }
 

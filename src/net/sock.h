@@ -86,6 +86,8 @@ struct net_wire {
   void (*set_gro)(struct net_sock *s, int on);
   /* The bytes the receive side may hold; NULL: the socket's SO_RCVBUF. */
   uint32_t (*rcvbuf)(const struct net_sock *s);
+  /* The bytes sent and not yet on the line; NULL: the socket's SIOCOUTQ. */
+  uint32_t (*queued)(const struct net_sock *s);
 };
 
 struct net_sock {
@@ -132,6 +134,9 @@ int net_raw_permitted(void);
 void net_sock_buffers(int fd);
 /* The bytes the socket may hold received (what the kernel granted). */
 uint32_t net_sock_rcvbuf(const struct net_sock *s);
+/* The bytes handed to the socket that have not left it for the line yet
+ * (0 where the kernel does not say). */
+uint32_t net_sock_queued(const struct net_sock *s);
 int net_sock_recv_batch(struct net_sock *s, int max);
 /* Empty the socket's error queue (IP_RECVERR: an ICMP error for a
  * datagram of ours, a peer's port closed), a bounded number: its entries

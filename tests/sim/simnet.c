@@ -158,6 +158,15 @@ static uint32_t sim_wire_rcvbuf(const struct net_sock *s) {
   return S.cfg.rcvbuf;
 }
 
+/* What the host's link has yet to serialize (both of its sockets share
+ * it): a kernel's SIOCOUTQ counts a packet until its device sent it. */
+static uint32_t sim_wire_queued(const struct net_sock *s) {
+  const struct host *h = &S.h[s->eid];
+  if (h->nic_free <= S.now) return 0;
+  uint64_t b = (h->nic_free - S.now) * S.cfg.rate_bps / 8000000000ull;
+  return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+}
+
 static const struct net_wire sim_wire = {
     .name = "sim",
     .overhead = 28,
@@ -166,6 +175,7 @@ static const struct net_wire sim_wire = {
     .send = sim_wire_send,
     .recv = sim_wire_recv,
     .rcvbuf = sim_wire_rcvbuf,
+    .queued = sim_wire_queued,
 };
 
 /* ---- the switch ---------------------------------------------------------- */

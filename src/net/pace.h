@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A sender's pacing of its answers to pulls (docs/protocol.md,
+ * "Congestion"): how many bytes may wait in our own socket, not yet on
+ * the line, before the next answer goes.
+ *
+ * A receiver's budget (grant.h) may ask one sender for more than its own
+ * link drains in a round trip: with nothing dropped anywhere, it grows to
+ * its cap, and the excess waits in the sender's socket (4 MiB of it at
+ * 1 Gb/s is 33 ms). Every packet queued behind it waits too: the acks,
+ * RTS and FIN records, the answers to other receivers; their resend
+ * timers, measured on quiet round trips, fire for nothing (the simulator's
+ * lone sender at 1 Gb/s resent 289 packets with none lost). So answers go
+ * only while the socket holds less than the limit: what our line drains
+ * in span_ns at the rate measured, and at least one block's packets (one
+ * PULL's answer, a GSO send). The rest wait in their partner's queue
+ * (pull_send.c), for the next look.
+ *
+ * The rate is measured from the socket itself: over a span of span_ns or
+ * more during which it never emptied, the bytes it held, plus those
+ * handed to it, less those it holds now, left for the line (the most in
+ * this window or the last: NET_GRANT_EPOCH_NS, as grant.h's). A socket
+ * that hands its packets on at once (veth: nothing waits in ours) always
+ * has room, and nothing is paced.
+ *
+ * Its own state and the clock as arguments (tests/unit/test_net_pace.c).
+ */
+#ifndef FMX_NET_PACE_H
+#define FMX_NET_PACE_H
+
+#include <stdint.h>
+
+struct net_pace {
+  uint64_t least;    /* the least limit: one PULL's answer */
+  uint64_t span_ns;  /* the queue may take this long to drain; the shortest span a rate is sampled over */
+  uint64_t rate[2];  /* bytes per second the socket drained, the most in this window and the last */
+  uint64_t epoch_ns; /* when this window began */
+  uint64_t at_ns;    /* the sample under way began (0: none) */
+  uint64_t held;     /* the bytes the socket held then */
+  uint64_t handed;   /* bytes handed to it since */
+  uint64_t paced;    /* looks that found no room (counted) */
+};
+
+void net_pace_init(struct net_pace *p, uint64_t least, uint64_t span_ns, uint64_t now);
+/* The socket holds `queued` bytes now: 1 when another answer may go. */
+int net_pace_room(struct net_pace *p, uint64_t queued, uint64_t now);
+/* Bytes handed to the socket. */
+static inline void net_pace_handed(struct net_pace *p, uint64_t bytes) { p->handed += bytes; }
+/* The bytes it may hold before an answer waits. */
+uint64_t net_pace_limit(const struct net_pace *p);
+
+#endif

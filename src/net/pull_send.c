@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sender's side of the pull protocol (pull.c says the whole of it):
+ * the transfers a partner pulls from us, and our answers to its PULLs,
+ * each frame in its packet, a run of them in one GSO send where the wire
+ * has it.
+ *
+ * Answers are paced (pace.h): while our socket holds the limit, a PULL
+ * waits in the endpoint's queue, one for all partners in the order their
+ * PULLs came (as the socket would have sent them: a receiver whose answers
+ * stopped while another's went would read a silence and ask again; and
+ * it reads answers that overtake an earlier PULL's as a loss), and goes at
+ * the next look: the next PULL, or a partner's timer (pull.c,
+ * net_pull_timers). The queue grows by doubling up to NET_PULL_QUEUED_MAX
+ * runs; a PULL that finds it full is dropped, and its receiver asks
+ * again, as for a lost one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bulk/engine.h"
+#include "net/net_int.h"
+#include "platform/copy.h"
+#include "platform/sys.h"
+
+/* A transfer we send (its receiver pulls it). */
+struct net_export {
+  struct list_node node;
+  struct bulk_xfer *x;
+  uint64_t heard_ns; /* when its receiver last pulled (or the CTS came) */
+};
+
+/* A PULL that waits for room in our socket (its partner NULL: gone). */
+struct net_pull_run {
+  struct partner *p;
+  uint64_t sreq;
+  uint32_t frame, first, count;
+  uint32_t wire;
+};
+
+/* What the queue may hold: the runs of a receiver's budget at its cap
+ * (half an 8 MiB socket buffer, blocks of 64 KiB) for 64 of them. */
+#define NET_PULL_QUEUED_MAX 4096
+#define NET_PULL_QUEUED_FIRST 64
+
+static struct net_export *export_of(struct net_peer *np, uint64_t id) {
+  struct list_node *pos;
+  list_for_each(pos, &np->exports) {
+    struct net_export *e = list_entry(pos, struct net_export, node);
+    if (e->x->id == id) return e;
+  }
+  return NULL;
+}
+
+int net_pull_send_start(void *arg, struct bulk_xfer *x) {
+  struct net_peer *np = arg;
+  if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
+  if (export_of(np, x->id)) return -EPROTO; /* a second CTS for it */
+  struct net_export *e = calloc(1, sizeof *e);
+  if (!e) return -ENOMEM;
+  e->x = x;
+  e->heard_ns = sys_now_ns();
+  list_add_tail(&np->exports, &e->node);
+  net_arm_timers(net_ep(np->ep), np, e->heard_ns);
+  return 0;
+}
+
+void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x) {
+  struct list_node *pos, *tmp;
+  list_for_each_safe(pos, tmp, &np->exports) {
+    struct net_export *e = list_entry(pos, struct net_export, node);
+    if (x && e->x != x) continue;
+    list_del(&e->node);
+    free(e);
+  }
+  /* Runs of a transfer gone are skipped as they come up (net_pull_serve);
+   * a partner gone leaves none. */
+  if (!x) {
+    struct net_pull_queue *q = &net_ep(np->ep)->answers;
+    for (uint32_t i = 0; i < q->n; i++)
+      if (q->run[(q->head + i) & (q->cap - 1)].p == np->self) q->run[(q->head + i) & (q->cap - 1)].p = NULL;
+  }
+}
+
+void net_pull_queue_fini(struct net_pull_queue *q) {
+  free(q->run);
+  *q = (struct net_pull_queue){0};
+}
+
+uint64_t net_pull_exports_heard(struct net_peer *np) {
+  uint64_t last = 0;
+  struct list_node *pos;
+  list_for_each(pos, &np->exports) {
+    uint64_t h = list_entry(pos, struct net_export, node)->heard_ns;
+    if (!last || h < last) last = h;
+  }
+  return last;
+}
+
+/* Send `frames` answers (n pieces of iov; frame f's from start[f]), as one
+ * GSO send of seg-byte packets where sock takes it. Those our bulk socket
+ * refuses (no neighbour for the peer's address, a full device queue: IP_RECVERR
+ * tells) go on the wire at once, one per frame. The frames sent. */
+static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_sock *sock, const struct net_addr *to,
+                       const struct iovec *iov, int n, const int *start, uint32_t frames, uint16_t seg) {
+  struct net_ep *ne = net_ep(ep);
+  uint32_t eid = transport_peer(np->self)->eid, sent = 0;
+  if (!frames) return 0;
+  int r = frames > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n);
+  /* Our send buffer full is a queue's: the receiver asks again, as for a
+   * loss, and its budget reads it (under load, sending those on the wire
+   * moved a shaped uplink's pairs off their trains). */
+  if (r == 0) {
+    net_pace_handed(&ne->pace, (uint64_t)frames * seg);
+    return frames;
+  }
+  if (sock == &ne->sock || r == -EAGAIN) return 0;
+  net_sock_send_failed(sock, r);
+  for (uint32_t f = 0; f < frames; f++) {
+    int b = f + 1 < frames ? start[f + 1] : n;
+    if (ne->sock.wire->send(&ne->sock, &np->addr, eid, iov + start[f], b - start[f]) < 0) break; /* full too */
+    sent++;
+  }
+  TRANSPORT_ADD(ep, NET_PULL_BULK_REFUSED, sent);
+  return sent;
+}
+
+/* The socket a PULL's answers go on: its bulk socket when both of us have
+ * one and it did not ask for the wire, else our wire. */
+static struct net_sock *answer_sock(struct net_ep *ne, const struct net_peer *np, int wire) {
+  return !wire && net_pull_bulk_answers(np) ? &ne->bsock : &ne->sock;
+}
+
+/* Answer a run: frames first..first+count-1 of e's transfer, each in its
+ * packet; one GSO send for all of them where the wire has it. */
+static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export *e, const struct net_pull_run *run) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_peer *np = transport_state(p);
+  struct bulk_xfer *x = e->x;
+  uint32_t frame = run->frame, first = run->first, count = run->count;
+  struct net_sock *sock = answer_sock(ne, np, run->wire);
+  const struct net_addr *to = sock == &ne->bsock ? &np->baddr : &np->addr;
+  int gso = sock->wire->send_segs && sock->gso;
+  struct iovec iov[NET_PULL_IOV];
+  int start[NET_PULL_FRAMES_MAX];
+  int n = 0;
+  uint32_t batch = 0, sent = 0;
+  uint16_t seg = (uint16_t)(NET_HDR_LEN + NET_PULL_REPLY_HDR + frame);
+  struct net_hdr h;
+  net_hdr_to(ep, p, &h, NET_PULL_REPLY);
+  h.ack = net_rel_ack_value(&np->rel);
+  uint32_t tried = 0;
+  for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++, tried++) {
+    uint64_t off = (uint64_t)i * frame;
+    size_t len = x->want - off < frame ? (size_t)(x->want - off) : frame;
+    uint8_t *hb = ne->hdrs + (size_t)(i - first) * (NET_HDR_LEN + NET_PULL_REPLY_HDR);
+    h.len = (uint16_t)(NET_PULL_REPLY_HDR + len);
+    net_put_hdr(hb, &h);
+    net_put_pull_reply(hb + NET_HDR_LEN, x->peer_id, i);
+    iov[n] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
+    int k = bulk_iov_local(x->segs, x->nseg, off, len, iov + n + 1, NET_FRAME_IOV);
+    size_t got = 0;
+    for (int j = 0; j < k; j++) got += iov[n + 1 + j].iov_len;
+    int bounced = got != len;
+    if (bounced) {
+      /* A segment list finer than a frame's iovec holds: this frame alone,
+       * its bytes gathered (the batch so far goes first, in order). */
+      sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
+      n = 0;
+      batch = 0;
+      iov[0] = (struct iovec){hb, NET_HDR_LEN + NET_PULL_REPLY_HDR};
+      iov[1] = (struct iovec){ne->pkt, len};
+      copy_segs(x->segs, x->nseg, off, ne->pkt, len, 0, NULL); /* x->want is within them (rndv_on_cts) */
+      k = 1;
+    }
+    start[batch++] = n;
+    n += 1 + k;
+    if (!gso || bounced || n + 1 + NET_FRAME_IOV > NET_PULL_IOV) {
+      /* One packet at a time, the bounce buffer in use, or the iovec full:
+       * what we have goes. */
+      sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
+      n = 0;
+      batch = 0;
+    }
+  }
+  sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
+  TRANSPORT_ADD(ep, NET_SENT, sent);
+  TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
+  if (run->wire) TRANSPORT_ADD(ep, NET_PULL_WIRE_SERVED, sent);
+  if (sent < tried) TRANSPORT_ADD(ep, NET_PULL_REFUSED, tried - sent);
+}
+
+/* Room in the socket a run's answers go on (pace.h). */
+static int room(struct fmx_endpoint *ep, const struct net_peer *np, int wire, uint64_t now) {
+  struct net_ep *ne = net_ep(ep);
+  return net_pace_room(&ne->pace, net_sock_queued(answer_sock(ne, np, wire)), now);
+}
+
+int net_pull_serve(struct fmx_endpoint *ep, uint64_t now) {
+  struct net_pull_queue *q = &net_ep(ep)->answers;
+  while (q->n) {
+    const struct net_pull_run *run = &q->run[q->head];
+    struct partner *p = run->p;
+    struct net_peer *np = p ? transport_state(p) : NULL;
+    struct net_export *e = np && transport_peer(p)->state == PARTNER_ALIVE ? export_of(np, run->sreq) : NULL;
+    if (e && !room(ep, np, (int)run->wire, now)) return 1;
+    if (e) serve(ep, p, e, run);
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->n--;
+  }
+  return 0;
+}
+
+/* Room for one more run: 0, or -ENOMEM (at NET_PULL_QUEUED_MAX too). */
+static int queue_grow(struct net_pull_queue *q) {
+  if (q->n < q->cap) return 0;
+  uint32_t cap = q->cap ? 2 * q->cap : NET_PULL_QUEUED_FIRST;
+  if (cap > NET_PULL_QUEUED_MAX) return -ENOMEM;
+  struct net_pull_run *r = malloc(cap * sizeof *r);
+  if (!r) return -ENOMEM;
+  for (uint32_t i = 0; i < q->n; i++) r[i] = q->run[(q->head + i) & (q->cap - 1)];
+  free(q->run);
+  q->run = r;
+  q->cap = cap;
+  q->head = 0;
+  return 0;
+}
+
+void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk) {
+  struct net_peer *np = transport_state(p);
+  struct net_export *e = export_of(np, pk->u.pull.sreq);
+  struct net_pull_run run = {p, pk->u.pull.sreq, pk->u.pull.frame, pk->u.pull.first, pk->u.pull.count,
+                             (pk->h.flags & NET_F_WIRE) != 0};
+  if (!e) {
+    TRANSPORT_CNT(ep, NET_LATE); /* ended already (asked again late), or not ours */
+    return;
+  }
+  if (run.frame == 0 || run.frame > net_pull_frame_bytes(np) || run.count == 0 || run.count > NET_PULL_FRAMES_MAX ||
+      (uint64_t)run.first * run.frame >= e->x->want) {
+    TRANSPORT_CNT(ep, NET_DROPPED); /* malformed */
+    return;
+  }
+  uint64_t now = sys_now_ns();
+  e->heard_ns = now;
+  /* After those that wait, in order; at once when none does and there is room. */
+  if (!net_pull_serve(ep, now) && room(ep, np, (int)run.wire, now)) {
+    serve(ep, p, e, &run);
+    return;
+  }
+  struct net_pull_queue *q = &net_ep(ep)->answers;
+  if (queue_grow(q) < 0) {
+    TRANSPORT_CNT(ep, NET_PULL_PACE_DROPPED); /* asked again, as if lost */
+    return;
+  }
+  q->run[(q->head + q->n++) & (q->cap - 1)] = run;
+  TRANSPORT_CNT(ep, NET_PULL_PACED);
+  net_arm_timers(net_ep(ep), np, now);
+}
