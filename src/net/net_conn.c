@@ -110,6 +110,11 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
   if (!ne->on) return FMX_NIC_ID_NOT_FOUND;
   struct partner *p = net_find(ep, nic, NULL, eid, 0); /* connected, or dialed already */
   if (p) {
+    /* Dialed already: the handshake goes on as long as the later of the
+     * two asks (an iconnect that timed out, then tried again). */
+    struct net_peer *np = transport_state(p);
+    uint64_t until = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : sys_now_ns() + timeout_ms * 1000000ull;
+    if (np->dial.on && until > np->dial.deadline_ns) np->dial.deadline_ns = until;
     *out = p;
     return FMX_SUCCESS;
   }

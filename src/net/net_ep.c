@@ -92,7 +92,7 @@ int net_open(struct fmx_endpoint *ep) {
   ne->timer_step = least * 500ull + 1;
   /* Our answers to pulls may keep our socket busy for a timer step (half
    * the least resend wait): a record behind them is not resent for it. */
-  net_pace_init(&ne->pace, NET_PULL_BLOCK_BYTES, ne->timer_step, sys_now_ns());
+  for (int i = 0; i < 2; i++) net_pace_init(&ne->pace[i], NET_PULL_BLOCK_BYTES, ne->timer_step, sys_now_ns());
   net_rel_cfg_init(ne);
   net_wheel_init(&ne->timers, ne->timer_step, sys_now_ns());
   ne->probe_step = fmx_cfg.net_timeout_ms * 250000ull; /* a quarter of the timeout */

@@ -74,10 +74,11 @@ struct net_ep {
    * bytes left first. */
   struct net_grant grant;
   struct list_node granting;
-  /* The sender's pacing of its answers (pull_send.c, pace.h), and the
-   * PULLs of all partners that wait for room in our socket, in the order
-   * they came: a ring of cap (a power of two) runs from head. */
-  struct net_pace pace;
+  /* The sender's pacing of its answers (pull_send.c, pace.h), one per
+   * socket they go on (0: sock, 1: bsock), and the PULLs of all partners
+   * that wait for room, in the order they came: a ring of cap (a power of
+   * two) runs from head. */
+  struct net_pace pace[2];
   struct net_pull_queue {
     struct net_pull_run *run;
     uint32_t cap, head, n;

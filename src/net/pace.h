@@ -16,12 +16,14 @@
  * PULL's answer, a GSO send). The rest wait in their partner's queue
  * (pull_send.c), for the next look.
  *
- * The rate is measured from the socket itself: over a span of span_ns or
- * more during which it never emptied, the bytes it held, plus those
- * handed to it, less those it holds now, left for the line (the most in
- * this window or the last: NET_GRANT_EPOCH_NS, as grant.h's). A socket
- * that hands its packets on at once (veth: nothing waits in ours) always
- * has room, and nothing is paced.
+ * The rate is measured from the socket itself, in its own unit (what the
+ * kernel charges a packet, more than its bytes): over a span of span_ns
+ * or more during which it never emptied, what it held, plus what our
+ * sends added (read after each), less what it holds now, left for the
+ * line (the most in this window or the last: NET_GRANT_EPOCH_NS, as
+ * grant.h's). One state per socket. A socket that hands its packets on at
+ * once (veth: nothing waits in ours) always has room, and nothing is
+ * paced.
  *
  * Its own state and the clock as arguments (tests/unit/test_net_pace.c).
  */
@@ -36,16 +38,20 @@ struct net_pace {
   uint64_t rate[2];  /* bytes per second the socket drained, the most in this window and the last */
   uint64_t epoch_ns; /* when this window began */
   uint64_t at_ns;    /* the sample under way began (0: none) */
-  uint64_t held;     /* the bytes the socket held then */
-  uint64_t handed;   /* bytes handed to it since */
+  uint64_t held;     /* what the socket held then */
+  uint64_t handed;   /* what our sends added since */
+  uint64_t last;     /* what it held at the last reading */
   uint64_t paced;    /* looks that found no room (counted) */
 };
 
 void net_pace_init(struct net_pace *p, uint64_t least, uint64_t span_ns, uint64_t now);
 /* The socket holds `queued` bytes now: 1 when another answer may go. */
 int net_pace_room(struct net_pace *p, uint64_t queued, uint64_t now);
-/* Bytes handed to the socket. */
-static inline void net_pace_handed(struct net_pace *p, uint64_t bytes) { p->handed += bytes; }
+/* The socket holds `queued` right after a send of ours. */
+static inline void net_pace_sent(struct net_pace *p, uint64_t queued) {
+  if (queued > p->last) p->handed += queued - p->last;
+  p->last = queued;
+}
 /* The bytes it may hold before an answer waits. */
 uint64_t net_pace_limit(const struct net_pace *p);
 

@@ -11,9 +11,10 @@
  * stopped while another's went would read a silence and ask again; and
  * it reads answers that overtake an earlier PULL's as a loss), and goes at
  * the next look: the next PULL, or a partner's timer (pull.c,
- * net_pull_timers). The queue grows by doubling up to NET_PULL_QUEUED_MAX
- * runs; a PULL that finds it full is dropped, and its receiver asks
- * again, as for a lost one.
+ * net_pull_timers). A PULL asked again while the first ask waits takes its
+ * place (one answer). The queue grows by doubling up to
+ * NET_PULL_QUEUED_MAX runs; a PULL that finds it full is dropped, and its
+ * receiver asks again, as for a lost one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -111,10 +112,7 @@ static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_
   /* Our send buffer full is a queue's: the receiver asks again, as for a
    * loss, and its budget reads it (under load, sending those on the wire
    * moved a shaped uplink's pairs off their trains). */
-  if (r == 0) {
-    net_pace_handed(&ne->pace, (uint64_t)frames * seg);
-    return frames;
-  }
+  if (r == 0) return frames;
   if (sock == &ne->sock || r == -EAGAIN) return 0;
   net_sock_send_failed(sock, r);
   for (uint32_t f = 0; f < frames; f++) {
@@ -131,6 +129,8 @@ static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_
 static struct net_sock *answer_sock(struct net_ep *ne, const struct net_peer *np, int wire) {
   return !wire && net_pull_bulk_answers(np) ? &ne->bsock : &ne->sock;
 }
+
+static struct net_pace *pace_of(struct net_ep *ne, const struct net_sock *s) { return &ne->pace[s == &ne->bsock]; }
 
 /* Answer a run: frames first..first+count-1 of e's transfer, each in its
  * packet; one GSO send for all of them where the wire has it. */
@@ -185,6 +185,7 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
     }
   }
   sent += answer(ep, np, sock, to, iov, n, start, batch, seg);
+  net_pace_sent(pace_of(ne, sock), net_sock_queued(sock));
   TRANSPORT_ADD(ep, NET_SENT, sent);
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
   if (run->wire) TRANSPORT_ADD(ep, NET_PULL_WIRE_SERVED, sent);
@@ -194,7 +195,8 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
 /* Room in the socket a run's answers go on (pace.h). */
 static int room(struct fmx_endpoint *ep, const struct net_peer *np, int wire, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
-  return net_pace_room(&ne->pace, net_sock_queued(answer_sock(ne, np, wire)), now);
+  struct net_sock *s = answer_sock(ne, np, wire);
+  return net_pace_room(pace_of(ne, s), net_sock_queued(s), now);
 }
 
 int net_pull_serve(struct fmx_endpoint *ep, uint64_t now) {
@@ -249,6 +251,14 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     return;
   }
   struct net_pull_queue *q = &net_ep(ep)->answers;
+  /* Asked again while the first ask waits: one answer. */
+  for (uint32_t i = 0; i < q->n; i++) {
+    struct net_pull_run *w = &q->run[(q->head + i) & (q->cap - 1)];
+    if (w->p == p && w->sreq == run.sreq && w->first == run.first) {
+      *w = run;
+      return;
+    }
+  }
   if (queue_grow(q) < 0) {
     TRANSPORT_CNT(ep, NET_PULL_PACE_DROPPED); /* asked again, as if lost */
     return;

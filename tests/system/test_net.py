@@ -249,7 +249,7 @@ def test_answers_paced_behind_a_slow_uplink(pair1500):
     wait there, with its acks behind them. It paces them (they wait in fmx
     while its socket holds a block or more, SIOCOUTQ), every byte of 64
     messages of 1 MiB arrives, and the receiver's timer resends fewer
-    than 4 records a message (14-116 in 6 runs; 1,391 with pacing and the
+    than 5 records a message (14-180 in 9 runs; 1,391 with pacing and the
     backoff undone at every ack, 537 before pacing)."""
     for ns, dev in ((pair1500.a, pair1500.va), (pair1500.b, pair1500.vb)):
         sh("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "1gbit", "burst",
@@ -257,7 +257,7 @@ def test_answers_paced_behind_a_slow_uplink(pair1500):
     out = perf(pair1500, "bw", "1M", {"FMX_NET_WIRE": "udp"}, iters=64, extra=("--counters",), want_err=True)
     assert len(rows(out)) == 1, out
     assert counter(out, 0, PACED) > 0, out
-    assert counter(out, 1, RESENT) < 4 * 64, out
+    assert counter(out, 1, RESENT) < 5 * 64, out
 
 
 @contextlib.contextmanager

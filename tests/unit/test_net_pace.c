@@ -25,7 +25,7 @@ static uint64_t drive(struct net_pace *p, uint64_t *t, uint64_t rate, uint64_t s
     *queued = *queued > left ? *queued - left : 0;
     if (net_pace_room(p, *queued, *t)) {
       *queued += BLOCK;
-      net_pace_handed(p, BLOCK);
+      net_pace_sent(p, *queued);
     }
   }
   return p->paced - paced0;
@@ -69,7 +69,7 @@ int main(void) {
   for (int i = 0; i < 10000; i++) {
     t += 1 * US;
     CHECK(net_pace_room(&v, 0, t));
-    net_pace_handed(&v, BLOCK);
+    net_pace_sent(&v, 0);
   }
   CHECK_EQ(v.paced, 0);
   CHECK_EQ(v.rate[0], 0);
@@ -77,7 +77,7 @@ int main(void) {
   /* Spans shorter than span_ns take no sample. */
   net_pace_init(&v, BLOCK, 100 * US, t);
   CHECK(net_pace_room(&v, 1000, t));
-  net_pace_handed(&v, BLOCK);
+  net_pace_sent(&v, 1000 + BLOCK);
   CHECK(net_pace_room(&v, 1000, t + 50 * US));
   CHECK_EQ(v.rate[0], 0);
   CHECK(net_pace_room(&v, 1000, t + 150 * US)); /* 100 us and more since the sample began: one */
