@@ -188,6 +188,14 @@ static const struct fmx_bulk_engine *crowded_engine(struct bulk_peer *p, const s
  * goes non-temporal. */
 static uint64_t copy_cache_given(void) { return 2 * fmx_cfg.copy_nt_threshold; }
 
+const char *bulk_cma_why(const struct bulk_peer *p, char *buf, size_t len) {
+  if (!p->cma_reason) return "not probed";
+  if (!p->cma_errno) return p->cma_reason;
+  snprintf(buf, len, "%s: %s%s", p->cma_reason, strerror(p->cma_errno),
+           p->cma_errno == EPERM ? " (ptrace rights: Yama ptrace_scope, container or uid)" : "");
+  return buf;
+}
+
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
                                           uint64_t len, int how, int crowded_here, int *offload, int *adapt) {
   const struct fmx_bulk_engine *e = NULL;
@@ -286,10 +294,9 @@ const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer
   if (!(mapped && e->maps_peer) && !e->usable(p, c)) {
     if (e != &bulk_ring) {
       env->counters[CNT_BULK_FALLBACK]++;
-      int why = e != &bulk_vmsplice && p->cma_errno;
-      log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s%s%s): ring used", e->name, p->eid,
-               e == &bulk_vmsplice ? "the connection has no pipes" : p->cma_reason ? p->cma_reason : "not probed",
-               why ? ": " : "", why ? strerror(p->cma_errno) : "");
+      char why[160];
+      log_info("FMX-BULK-FALLBACK", "engine %s unusable with endpoint %u (%s): ring used", e->name, p->eid,
+               e == &bulk_vmsplice ? "the connection has no pipes" : bulk_cma_why(p, why, sizeof why));
     }
     e = &bulk_ring;
   }

@@ -141,6 +141,9 @@ int bulk_cost_pick(const struct bulk_model *m, const int *usable, int n, uint64_
 /* What the engines took for p (its tables), given back: its owner, as
  * the peer goes. */
 void bulk_peer_fini(struct bulk_peer *p);
+/* Why CMA is usable with p or not, whole (its reason and the system
+ * call's error), in buf or a constant. */
+const char *bulk_cma_why(const struct bulk_peer *p, char *buf, size_t len);
 const struct fmx_bulk_engine *bulk_select(struct bulk_env *env, struct bulk_peer *p, const struct bulk_conn *c,
                                           uint64_t len, int how, int crowded, int *offload, int *adapt);
 /* Start x (its fields filled, engine chosen): the engine's recv_start,

@@ -38,7 +38,5 @@ int net_pace_room(struct net_pace *p, uint64_t queued, uint64_t now) {
     p->handed = 0;
   }
   p->last = queued;
-  if (queued < net_pace_limit(p)) return 1;
-  p->paced++;
-  return 0;
+  return queued < net_pace_limit(p);
 }

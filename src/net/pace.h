@@ -41,12 +41,14 @@ struct net_pace {
   uint64_t held;     /* what the socket held then */
   uint64_t handed;   /* what our sends added since */
   uint64_t last;     /* what it held at the last reading */
-  uint64_t paced;    /* looks that found no room (counted) */
 };
 
 void net_pace_init(struct net_pace *p, uint64_t least, uint64_t span_ns, uint64_t now);
 /* The socket holds `queued` bytes now: 1 when another answer may go. */
 int net_pace_room(struct net_pace *p, uint64_t queued, uint64_t now);
+/* A rate sample is under way: what our sends add counts (else the next
+ * look begins one, and nothing needs reading after a send). */
+static inline int net_pace_sampling(const struct net_pace *p) { return p->held != 0; }
 /* The socket holds `queued` right after a send of ours. */
 static inline void net_pace_sent(struct net_pace *p, uint64_t queued) {
   if (queued > p->last) p->handed += queued - p->last;

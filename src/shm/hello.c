@@ -18,6 +18,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "bulk/engine.h"
 #include "platform/sys.h"
 #include "shm/link.h"
 #include "shm/hello.h"
@@ -158,13 +159,11 @@ static void probe_cma(struct bulk_peer *b, uint64_t addr, uint64_t val) {
     return;
   }
   b->cma_ok = 0;
-  b->cma_errno = n < 0 && n != -EPERM ? (int)-n : 0; /* EPERM's text is in the reason */
-  b->cma_reason = n == -EPERM ? "process_vm_readv on the peer: Operation not permitted (ptrace rights: Yama "
-                                "ptrace_scope, container or uid)"
-                  : n < 0     ? "process_vm_readv on the peer"
-                              : "process_vm_readv on the peer read a wrong value (pid namespace?)";
-  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s%s%s; ring engine used", (int)b->pid,
-                b->cma_reason, b->cma_errno ? ": " : "", b->cma_errno ? strerror(b->cma_errno) : "");
+  b->cma_errno = n < 0 ? (int)-n : 0;
+  b->cma_reason = n < 0 ? "process_vm_readv on the peer" : "process_vm_readv on the peer read a wrong value (pid namespace?)";
+  char why[160];
+  log_warn_once("FMX-CMA-PROBE", "cma unusable with peer pid %d: %s; ring engine used", (int)b->pid,
+                bulk_cma_why(b, why, sizeof why));
 }
 
 /* Register what a handshake brought. Called with the endpoint's lock held. */
