@@ -205,9 +205,16 @@ void net_gro_want(struct fmx_endpoint *ep) {
   if (net_sock_gro(&ne->sock, 1)) TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
 }
 
+void net_stamps_want(struct fmx_endpoint *ep) {
+  struct net_ep *ne = net_ep(ep);
+  ne->stamps_quiet = 0;
+  net_sock_stamps(&ne->sock, 1);
+}
+
 static void gro_quiet_packet(struct fmx_endpoint *ep, struct net_ep *ne) {
   if (ne->sock.gro == 1 && !ne->pulling && ++ne->gro_quiet >= NET_GRO_QUIET && net_sock_gro(&ne->sock, 0))
     TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
+  if (ne->sock.stamps && !ne->exporting && ++ne->stamps_quiet >= NET_GRO_QUIET) net_sock_stamps(&ne->sock, 0);
 }
 
 static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver,
@@ -298,7 +305,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
   switch (pk.h.type) {
     case NET_DATA: on_data(ep, p, &pk, deliver, now); break;
-    case NET_PULL: net_pull_on_pull(ep, p, &pk); break;
+    case NET_PULL: net_pull_on_pull(ep, p, &pk, rx->at_ns); break;
     case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk, bulk, now); break;
     default: break;
   }
@@ -317,7 +324,8 @@ static void on_datagram(struct fmx_endpoint *ep, const struct net_rx *rx, int bu
     on_packet(ep, rx->buf + off, rx->len - off < rx->seg ? rx->len - off : rx->seg, rx, bulk, deliver, now);
 }
 
-/* What arrived on sock, a few batches at most: the datagrams taken. */
+/* What arrived on sock, a few batches at most (a batch of GSO trains is
+ * shorter than NET_RX_BATCH: net_sock_more): the datagrams taken. */
 static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver) {
   struct net_rx rx[NET_RX_BATCH];
   int got = 0;
@@ -325,7 +333,7 @@ static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, trans
     int n = sock->wire->recv(sock, rx, NET_RX_BATCH);
     for (int i = 0; i < n; i++) on_datagram(ep, &rx[i], bulk, deliver);
     got += n;
-    if (n < NET_RX_BATCH) break;
+    if (n < NET_RX_BATCH && !net_sock_more(sock)) break;
   }
   return got;
 }

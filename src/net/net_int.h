@@ -82,10 +82,17 @@ struct net_ep {
   struct net_pull_queue {
     struct net_pull_run *run;
     uint32_t cap, head, n;
+    /* The runs answered last, a ring of NET_PULL_RECENT from sent_n - 1
+     * back (allocated at the first): a PULL that came before one of them
+     * gets none of its frames (pull_send.c). */
+    struct net_pull_sent *sent;
+    uint32_t sent_n;
   } answers;
   uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
   uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
+  uint32_t exporting;       /* transfers partners pull from us */
+  uint32_t stamps_quiet;    /* packets since the last export began (sock's stamps go off at NET_GRO_QUIET) */
   /* An eager message's fragments on their way out as one GSO send (net.c):
    * the packets, as their partner's rel slots keep them (nothing frees
    * those between a batch's pushes), every one seg bytes but the last. */
@@ -130,9 +137,11 @@ struct net_peer {
    * before. */
   uint8_t pull_on_wire;
   uint8_t wire_logged; /* FMX-NET-BULK-SILENT was said of it (once a partner) */
+  uint8_t wire_probe;  /* our next PULL asks for its answer on the wire (pull.c, net_pull_timers) */
   uint64_t wire_until_ns;
   uint32_t wire_holds;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */
+  uint32_t pulls_silent; /* those its timer found silent (pull.c, silence) */
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
   uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */
@@ -191,6 +200,10 @@ void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
  * socket takes GSO trains whole until NET_GRO_QUIET other packets come
  * with neither (net.c). */
 void net_gro_want(struct fmx_endpoint *ep);
+/* A transfer to be pulled from us began: our wire socket stamps arrivals
+ * (pull_send.c reads a PULL's), until NET_GRO_QUIET packets came with none
+ * left. */
+void net_stamps_want(struct fmx_endpoint *ep);
 
 /* train.c: an eager message's fragments as one GSO send. */
 /* Socket s takes GSO sends (the UDP wire, GSO not refused). */
@@ -231,7 +244,8 @@ static inline uint32_t net_pull_frame_bytes(const struct net_peer *np) {
 }
 /* pull_send.c: the sender's side. A PULL came: answered now, or queued
  * behind those that wait for room in our socket (pacing). */
-void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk);
+/* A PULL that reached our socket at at_ns (0: not known). */
+void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t at_ns);
 /* The PULLs that wait, while there is room: 1 while some still wait. */
 int net_pull_serve(struct fmx_endpoint *ep, uint64_t now);
 void net_pull_queue_fini(struct net_pull_queue *q);

@@ -83,8 +83,9 @@ struct net_pull {
 
 /* Its answers to our pulls stopped coming to our bulk socket: a firewall
  * in front of the bulk port, or a kernel on the way that drops them (a
- * sender's own refusals it sends on the wire itself: answer), or it is
- * slow or gone. Ask it to answer on the wire for FMX_NET_RTO_MAX_US, twice
+ * sender's own refusals it sends on the wire itself: answer), while it
+ * answers on the wire (a PULL that asked so after silences,
+ * net_pull_timers). Ask it to answer on the wire for FMX_NET_RTO_MAX_US, twice
  * that each time in a row (up to 64 times), then try our bulk socket
  * again: a slow partner loses only its GSO sends for that long; a gone one
  * is failed by its timeout either way. */
@@ -108,8 +109,17 @@ static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, 
   TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
 }
 
+/* A pull's silent waits in a row become n (its partner counts the silent). */
+static void silence(struct net_peer *np, struct net_pull *pl, uint32_t n) {
+  np->pulls_silent += (n > 0) - (pl->silences > 0);
+  pl->silences = n;
+}
+
 /* Bits first..first+n-1 of a block's bitmap. */
 static uint64_t run_mask(uint32_t first, uint32_t n) { return (n == 64 ? ~0ull : (1ull << n) - 1) << first; }
+
+/* Why a block is asked again (ask_block). */
+enum { ASK_GAP, ASK_TIMER };
 
 static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, uint32_t count) {
   struct fmx_endpoint *ep = np->ep;
@@ -117,7 +127,8 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   struct net_hdr h;
   net_hdr_to(ep, np->self, &h, NET_PULL);
   h.ack = net_rel_ack_value(&np->rel);
-  if (np->pull_on_wire) h.flags = NET_F_WIRE;
+  if (np->pull_on_wire || np->wire_probe) h.flags = NET_F_WIRE;
+  np->wire_probe = 0;
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
   net_put_hdr(ne->pkt, &h);
   net_xmit(ep, &np->addr, transport_peer(np->self)->eid, ne->pkt, NET_HDR_LEN + h.len);
@@ -126,11 +137,17 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   blk->hi = (uint8_t)(blk->lo + count);
 }
 
-/* Ask for what block b still misses, one PULL per run of missing frames. */
-static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int again) {
+/* Ask again for what block b still misses, one PULL per run of missing
+ * frames: later frames came without them (ASK_GAP), or nothing came for a
+ * wait (ASK_TIMER). */
+static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int why) {
   uint64_t m = pl->blk[b].missing;
-  pl->blk[b].asked = pl->blk[b].oldest = ++np->pull_stamp; /* all it misses in this one */
-  pl->blk[b].again |= (uint32_t)again;
+  pl->blk[b].asked = ++np->pull_stamp;
+  /* After a gap the asks before were lost: all it misses is in this one.
+   * After a silence they may still come (a sender off its core answers
+   * them late), and a frame that comes may answer the first. */
+  if (why == ASK_GAP) pl->blk[b].oldest = pl->blk[b].asked;
+  pl->blk[b].again = 1;
   for (uint32_t i = 0; i < pl->bframes && m >> i;) {
     if (!(m >> i & 1)) {
       i++;
@@ -139,7 +156,7 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
     uint32_t j = i;
     while (j < pl->bframes && (m >> j & 1)) j++;
     send_pull(np, pl, b * pl->bframes + i, j - i);
-    if (again) TRANSPORT_ADD(np->ep, NET_PULL_REASKED, j - i);
+    TRANSPORT_ADD(np->ep, NET_PULL_REASKED, j - i);
     i = j;
   }
 }
@@ -202,13 +219,15 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
   int asked = 0;
   for (;;) {
     /* The first whose sender answers: one silent (its timer asked again
-     * twice with nothing heard) waits, its bytes out of the budget, and
-     * does not hold the others. */
+     * with nothing heard) waits, its bytes out of the budget, and does not
+     * hold the others; nor do the other pulls from its sender take them
+     * (a sender off its core would find them all asked when back: many
+     * budgets' worth on their way to us at once). */
     struct net_pull *pl = NULL;
     struct list_node *pos;
     list_for_each(pos, &ne->granting) {
       struct net_pull *q = list_entry(pos, struct net_pull, gnode);
-      if (!q->silences) {
+      if (!q->np->pulls_silent) {
         pl = q;
         break;
       }
@@ -286,7 +305,7 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
         lost = 1;
         if (!crowd && tail_dropped(pl, b)) tail = 1;
         if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
-        ask_block(np, pl, b, 1);
+        ask_block(np, pl, b, ASK_GAP);
         pl->asked_ns = now;
       }
   }
@@ -356,7 +375,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   pl->x->done += n;
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   pl->heard_ns = now;
-  pl->silences = 0;
+  silence(np, pl, 0);
   struct net_grant *g = &net_ep(ep)->grant;
   uint64_t had = n < pl->out ? n : pl->out;
   pl->out -= had;
@@ -474,15 +493,22 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     uint64_t asked = 0;
     int crowd = crowded(net_ep(ep)); /* before the asks below */
     /* Asked again twice already, the second time after the budget went
-     * back to its floor (two silences), and nothing of it came since: this
-     * ask goes on the wire. A queue that overflowed lets the floor's runs
-     * through; after one silence alone, a shaped uplink's congestion put 1
-     * run in 10 of test_pairs_across_a_shaped_uplink on the wire. */
-    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns) on_wire(ep, np, now, "answered nothing asked thrice");
+     * back to its floor (two silences), and nothing of it came since: the
+     * first run of this ask is to be answered on the wire. Should that
+     * answer come there, and not the others at our bulk socket, the
+     * partner answers and its bulk answers are lost: it answers on the
+     * wire from then on (net_pull_on_reply). A partner off its core for
+     * those waits answers the first asks when it is back, and not this
+     * one (pull_send.c): its bulk answers go on. A queue that overflowed
+     * lets the floor's runs through; after one silence alone, a shaped
+     * uplink's congestion put 1 run in 10 of
+     * test_pairs_across_a_shaped_uplink on the wire. */
+    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull_on_wire)
+      np->wire_probe = 1;
     for (uint32_t b = pl->low; b < pl->next; b++) {
       if (!pl->blk[b].missing) continue;
       if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
-      ask_block(np, pl, b, 1);
+      ask_block(np, pl, b, ASK_TIMER);
     }
     /* Others' bytes still came meanwhile: the path works, and this is a
      * loss at the tail of what we asked (or a slow sender); else silence.
@@ -496,7 +522,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
         else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
       }
     }
-    pl->silences = pl->heard_ns > pl->reasked_ns ? 0 : pl->silences + 1;
+    silence(np, pl, pl->heard_ns > pl->reasked_ns ? 0 : pl->silences + 1);
     if (pl->silences == 1) {
       /* Silent: what it was asked leaves the budget (it comes uncounted,
        * if it comes), and the others go first (grant). */
@@ -512,6 +538,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
 /* ---- both --------------------------------------------------------------- */
 
 static void pull_free(struct net_peer *np, struct net_pull *pl) {
+  silence(np, pl, 0);
   list_del(&pl->node);
   unqueue_pull(pl);
   net_grant_forget(&net_ep(np->ep)->grant, pl->out);

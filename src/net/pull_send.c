@@ -15,6 +15,20 @@
  * place (one answer). The queue grows by doubling up to
  * NET_PULL_QUEUED_MAX runs; a PULL that finds it full is dropped, and its
  * receiver asks again, as for a lost one.
+ *
+ * A receiver whose timer finds nothing came for a while asks again for
+ * all it misses. When we were the silent one (off our core, or busy
+ * outside the library) its first asks and the second wait in our socket
+ * together, and we would answer both: twice its budget on its way at once,
+ * more than its socket may hold (fmx_perf bw --verify, 16 MiB, where the
+ * sender fills each buffer between sends). So a PULL that reached our
+ * socket before we answered the frames it asks for gets none of them: it
+ * was sent before our answer could reach its receiver. Should that answer
+ * be lost, the receiver's next ask comes after it, and is answered. The
+ * time is the kernel's stamp of the PULL's arrival (net_sock_stamps, on
+ * while we have transfers to be pulled; CLOCK_REALTIME), against the runs
+ * we answered last (a ring of NET_PULL_RECENT: those answered while the
+ * PULL waited in our socket; when more went, fewer are skipped).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +52,16 @@ struct net_pull_run {
   uint64_t sreq;
   uint32_t frame, first, count;
   uint32_t wire;
+  uint64_t at_ns; /* when its PULL reached our socket (sys_wall_ns; 0: not known) */
 };
+
+/* A run we answered, and when. */
+struct net_pull_sent {
+  const struct partner *p;
+  uint64_t sreq, ns;
+  uint32_t first, count;
+};
+#define NET_PULL_RECENT 256
 
 /* What the queue may hold: the runs of a receiver's budget at its cap
  * (half an 8 MiB socket buffer, blocks of 64 KiB) for 64 of them. */
@@ -60,9 +83,11 @@ int net_pull_send_start(void *arg, struct bulk_xfer *x) {
   if (export_of(np, x->id)) return -EPROTO; /* a second CTS for it */
   struct net_export *e = calloc(1, sizeof *e);
   if (!e) return -ENOMEM;
+  net_ep(np->ep)->exporting++;
   e->x = x;
   e->heard_ns = sys_now_ns();
   list_add_tail(&np->exports, &e->node);
+  net_stamps_want(np->ep);
   net_arm_timers(net_ep(np->ep), np, e->heard_ns);
   return 0;
 }
@@ -73,6 +98,7 @@ void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x) {
     struct net_export *e = list_entry(pos, struct net_export, node);
     if (x && e->x != x) continue;
     list_del(&e->node);
+    net_ep(np->ep)->exporting--;
     free(e);
   }
   /* Runs of a transfer gone are skipped as they come up (net_pull_serve);
@@ -81,11 +107,14 @@ void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x) {
     struct net_pull_queue *q = &net_ep(np->ep)->answers;
     for (uint32_t i = 0; i < q->n; i++)
       if (q->run[(q->head + i) & (q->cap - 1)].p == np->self) q->run[(q->head + i) & (q->cap - 1)].p = NULL;
+    for (uint32_t i = 0; q->sent && i < NET_PULL_RECENT; i++)
+      if (q->sent[i].p == np->self) q->sent[i].p = NULL;
   }
 }
 
 void net_pull_queue_fini(struct net_pull_queue *q) {
   free(q->run);
+  free(q->sent);
   *q = (struct net_pull_queue){0};
 }
 
@@ -131,6 +160,30 @@ static struct net_sock *answer_sock(struct net_ep *ne, const struct net_peer *np
 }
 
 static struct net_pace *pace_of(struct net_ep *ne, const struct net_sock *s) { return &ne->pace[s == &ne->bsock]; }
+
+/* A run answered whole (one refused in part goes again when asked). */
+static void sent_note(struct net_pull_queue *q, const struct partner *p, const struct net_pull_run *run, uint64_t now) {
+  if (!q->sent && !(q->sent = calloc(NET_PULL_RECENT, sizeof *q->sent))) return; /* asked twice, answered twice */
+  q->sent[q->sent_n++ % NET_PULL_RECENT] = (struct net_pull_sent){p, run->sreq, now, run->first, run->count};
+}
+
+/* The frames of run (bit i: frame first + i) we answered after at_ns:
+ * the ring from its newest back. */
+static uint64_t sent_after(const struct net_pull_queue *q, const struct partner *p, const struct net_pull_run *run,
+                           uint64_t at_ns) {
+  uint64_t m = 0;
+  uint32_t n = q->sent_n < NET_PULL_RECENT ? q->sent_n : NET_PULL_RECENT;
+  for (uint32_t k = 1; at_ns && q->sent && k <= n; k++) {
+    const struct net_pull_sent *s = &q->sent[(q->sent_n - k) % NET_PULL_RECENT];
+    if (s->ns <= at_ns) break;
+    if (s->p != p || s->sreq != run->sreq) continue;
+    uint64_t lo = s->first > run->first ? s->first : run->first;
+    uint64_t hi = (uint64_t)s->first + s->count, rhi = (uint64_t)run->first + run->count;
+    if (hi > rhi) hi = rhi;
+    for (uint64_t f = lo; f < hi; f++) m |= 1ull << (f - run->first);
+  }
+  return m;
+}
 
 /* Answer a run: frames first..first+count-1 of e's transfer, each in its
  * packet; one GSO send for all of them where the wire has it. */
@@ -191,6 +244,31 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
   if (run->wire) TRANSPORT_ADD(ep, NET_PULL_WIRE_SERVED, sent);
   if (sent < tried) TRANSPORT_ADD(ep, NET_PULL_REFUSED, tried - sent);
+  else sent_note(&ne->answers, p, run, sys_wall_ns()); /* the clock of the kernel's stamps */
+}
+
+/* Answer what of a run we did not answer since its PULL came (the head
+ * comment), in runs. */
+static void serve_new(struct fmx_endpoint *ep, struct partner *p, struct net_export *e, const struct net_pull_run *run) {
+  uint64_t way = sent_after(&net_ep(ep)->answers, p, run, run->at_ns);
+  if (!way) {
+    serve(ep, p, e, run);
+    return;
+  }
+  TRANSPORT_ADD(ep, NET_PULL_ON_WAY, (uint64_t)__builtin_popcountll(way));
+  for (uint32_t i = 0; i < run->count;) {
+    if (way >> i & 1) {
+      i++;
+      continue;
+    }
+    uint32_t j = i;
+    while (j < run->count && !(way >> j & 1)) j++;
+    struct net_pull_run part = *run;
+    part.first = run->first + i;
+    part.count = j - i;
+    serve(ep, p, e, &part);
+    i = j;
+  }
 }
 
 /* Room in the socket a run's answers go on (pace.h). */
@@ -208,7 +286,7 @@ int net_pull_serve(struct fmx_endpoint *ep, uint64_t now) {
     struct net_peer *np = p ? transport_state(p) : NULL;
     struct net_export *e = np && transport_peer(p)->state == PARTNER_ALIVE ? export_of(np, run->sreq) : NULL;
     if (e && !room(ep, np, (int)run->wire, now)) return 1;
-    if (e) serve(ep, p, e, run);
+    if (e) serve_new(ep, p, e, run);
     q->head = (q->head + 1) & (q->cap - 1);
     q->n--;
   }
@@ -230,11 +308,11 @@ static int queue_grow(struct net_pull_queue *q) {
   return 0;
 }
 
-void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk) {
+void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t at_ns) {
   struct net_peer *np = transport_state(p);
   struct net_export *e = export_of(np, pk->u.pull.sreq);
   struct net_pull_run run = {p, pk->u.pull.sreq, pk->u.pull.frame, pk->u.pull.first, pk->u.pull.count,
-                             (pk->h.flags & NET_F_WIRE) != 0};
+                             (pk->h.flags & NET_F_WIRE) != 0, at_ns};
   if (!e) {
     TRANSPORT_CNT(ep, NET_LATE); /* ended already (asked again late), or not ours */
     return;
@@ -248,7 +326,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   e->heard_ns = now;
   /* After those that wait, in order; at once when none does and there is room. */
   if (!net_pull_serve(ep, now) && room(ep, np, (int)run.wire, now)) {
-    serve(ep, p, e, &run);
+    serve_new(ep, p, e, &run);
     return;
   }
   struct net_pull_queue *q = &net_ep(ep)->answers;

@@ -36,7 +36,7 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
   if (r == 0 && !(s->rxq = calloc(1, sizeof *s->rxq))) r = -ENOMEM;
   if (r == 0) {
     struct net_rxq *q = s->rxq;
-    q->ctl_len = w->rx_ctl ? sizeof q->ctl[0] : 0;
+    q->ctl_len = sizeof q->ctl[0];
     for (int i = 0; i < NET_RX_BATCH; i++) {
       q->iov[i] = (struct iovec){s->rxmem + (size_t)i * s->rx_buf, s->rx_buf};
       q->mm[i].msg_hdr = (struct msghdr){.msg_name = &q->from[i],
@@ -62,6 +62,25 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
     if (r == 0 || strcmp(w, "raw") == 0) return r;
   }
   return net_sock_open_wire(s, ifc, eid, &net_wire_udp);
+}
+
+int net_sock_stamps(struct net_sock *s, int on) {
+  if (s->ring || !s->rxq || s->stamps == on) return 0;
+  if (setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) < 0) return 0;
+  s->stamps = on;
+  return 1;
+}
+
+uint64_t net_sock_stamp(const struct net_sock *s, int i) {
+  if (!s->stamps) return 0;
+  struct msghdr *m = &s->rxq->mm[i].msg_hdr;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    struct timespec t;
+    memcpy(&t, CMSG_DATA(c), sizeof t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+  }
+  return 0;
 }
 
 int net_sock_gro(struct net_sock *s, int on) {
@@ -144,6 +163,7 @@ int net_sock_recv_batch(struct net_sock *s, int max) {
   int n = recvmmsg(s->fd, q->mm, (unsigned)max, MSG_DONTWAIT, NULL);
   if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) net_sock_drop_errors(s);
   q->idle = n <= 0;
+  q->full = n == max && max > 1; /* not the one asked for after an idle look: a lone packet */
   q->dirty = n > 0 ? n : 1;
   return n < 0 ? 0 : n;
 }

@@ -35,6 +35,7 @@ struct net_rx {
   size_t len;
   uint32_t seg; /* several packets of seg bytes each, the last shorter (UDP GRO); 0: one packet */
   struct net_addr from;
+  uint64_t at_ns; /* when it reached our socket (sys_wall_ns's clock); 0: not known (net_sock_stamps) */
 };
 
 /* recvmmsg's arrays, kept from one call to the next: a look that finds
@@ -47,12 +48,13 @@ struct net_rxq {
     struct sockaddr_in in;
   } from[NET_RX_BATCH];
   union {
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))]; /* UDP_GRO, SCM_TIMESTAMPNS */
     struct cmsghdr align;
   } ctl[NET_RX_BATCH];
-  unsigned ctl_len; /* bytes of ctl[i] the wire wants (0: none) */
+  unsigned ctl_len; /* bytes of ctl[i] */
   int dirty;        /* entries the last call may have written */
   int idle;         /* the last call found nothing */
+  int full;         /* the last call took all it asked for: more may wait */
 };
 
 struct net_sock;
@@ -60,8 +62,6 @@ struct net_wire {
   const char *name;
   /* Bytes of a packet's MTU the wire takes itself (UDP: IP and UDP headers). */
   uint32_t overhead;
-  /* A receive wants its control messages (UDP: GRO's segment size). */
-  int rx_ctl;
   /* Packets of a message sent eagerly that cost what pulling it costs
    * more (its two extra one-way trips), measured on veth at MTU 1500 and
    * 9000 alike (docs/protocol.md): the default FMX_NET_PULL_THRESHOLD
@@ -99,6 +99,7 @@ struct net_sock {
   int gso;        /* UDP: the kernel takes GSO sends */
   int gro;        /* UDP: receives take GSO trains whole now (1) or not (0); -1: the kernel will not */
   int gro_batch;  /* trains one receive takes at most while gro is 1 (a quarter of L2) */
+  int stamps;     /* the kernel stamps what we receive with its arrival (net_sock_stamps) */
   uint32_t rx_buf; /* bytes of each receive buffer (NET_RX_BUF; 64 KiB with GRO) */
   uint8_t *rxmem;  /* NET_RX_BATCH buffers of rx_buf */
   struct net_rxq *rxq;
@@ -134,6 +135,16 @@ int net_raw_permitted(void);
 void net_sock_buffers(int fd);
 /* The bytes the socket may hold received (what the kernel granted). */
 uint32_t net_sock_rcvbuf(const struct net_sock *s);
+/* Stamp what comes with the time it reached the socket (net_rx.at_ns), or
+ * stop: a receive ring's slots have the stamp anyway; elsewhere
+ * SO_TIMESTAMPNS, which costs each packet a clock read and a control
+ * message. 1 when the socket's stamping changed. */
+int net_sock_stamps(struct net_sock *s, int on);
+/* Entry i of the last receive's arrival (0: no stamp). */
+uint64_t net_sock_stamp(const struct net_sock *s, int i);
+/* The last receive took all it could (a batch, or a GRO batch of trains):
+ * more may wait in the socket. */
+static inline int net_sock_more(const struct net_sock *s) { return s->rxq && s->rxq->full; }
 /* The bytes handed to the socket that have not left it for the line yet
  * (0 where the kernel does not say). */
 uint32_t net_sock_queued(const struct net_sock *s);

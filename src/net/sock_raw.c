@@ -91,7 +91,10 @@ static int raw_recv(struct net_sock *s, struct net_rx *rx, int max) {
     if (from->sll_pkttype == PACKET_OUTGOING || from->sll_halen != 6) continue;
     uint64_t nic = 0;
     for (int b = 0; b < 6; b++) nic = nic << 8 | from->sll_addr[b];
-    rx[k++] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf, .len = s->rxq->mm[i].msg_len, .from = {.nic = nic}};
+    rx[k++] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf,
+                              .len = s->rxq->mm[i].msg_len,
+                              .from = {.nic = nic},
+                              .at_ns = net_sock_stamp(s, i)};
   }
   return k;
 }

@@ -80,7 +80,10 @@ int net_ring_recv(struct net_sock *s, struct net_rx *rx, int max) {
     if (sll->sll_pkttype == PACKET_OUTGOING || sll->sll_halen != 6) continue;
     uint64_t nic = 0;
     for (int b = 0; b < 6; b++) nic = nic << 8 | sll->sll_addr[b];
-    rx[k++] = (struct net_rx){.buf = (uint8_t *)h + h->tp_net, .len = h->tp_snaplen, .from = {.nic = nic}};
+    rx[k++] = (struct net_rx){.buf = (uint8_t *)h + h->tp_net,
+                              .len = h->tp_snaplen,
+                              .from = {.nic = nic},
+                              .at_ns = (uint64_t)h->tp_sec * 1000000000ull + h->tp_nsec}; /* CLOCK_REALTIME */
   }
   return k;
 }

@@ -118,14 +118,14 @@ static int udp_recv(struct net_sock *s, struct net_rx *rx, int max) {
     rx[i] = (struct net_rx){.buf = s->rxmem + (size_t)i * s->rx_buf,
                             .len = q->mm[i].msg_len,
                             .seg = gro_seg(&q->mm[i].msg_hdr, q->mm[i].msg_len),
-                            .from = {.ip = q->from[i].in.sin_addr.s_addr, .port = q->from[i].in.sin_port}};
+                            .from = {.ip = q->from[i].in.sin_addr.s_addr, .port = q->from[i].in.sin_port},
+                            .at_ns = net_sock_stamp(s, i)};
   return n;
 }
 
 const struct net_wire net_wire_udp = {
     .name = "udp",
     .overhead = 28,
-    .rx_ctl = 1,
     .pull_frames = 5,
     .open = udp_open,
     .send = udp_send,

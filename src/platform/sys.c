@@ -165,6 +165,13 @@ uint64_t sys_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t sys_wall_ns(void) {
+  if (__builtin_expect(sim_clock != NULL, 0)) return sim_clock();
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t sys_random64(void) {
   if (sim_seed) { /* splitmix64: the same run gives the same sessions and seqs */
     uint64_t z = (sim_seed += 0x9e3779b97f4a7c15ull);

@@ -45,6 +45,7 @@ extern uint64_t sys_alloc_fail_at;
 void *sys_alloc(size_t n);
 void *sys_zalloc(size_t n);
 uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC, or the simulator's */
+uint64_t sys_wall_ns(void); /* CLOCK_REALTIME (the kernel's stamps on packets received), or the simulator's */
 uint64_t sys_random64(void);
 /* The simulator's clock (now) and random seed (not 0) in place of the
  * real ones, for the whole process; NULL, 0: back to them. */

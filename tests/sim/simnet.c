@@ -147,7 +147,10 @@ static int sim_wire_recv(struct net_sock *s, struct net_rx *rx, int max) {
     uint8_t *buf = s->rxmem + (size_t)n * s->rx_buf;
     uint32_t len = f->len < s->rx_buf ? f->len : s->rx_buf;
     memcpy(buf, f->data, len);
-    rx[n++] = (struct net_rx){.buf = buf, .len = len, .from = {.ip = S.board.ip, .port = htons((uint16_t)(s->port_base + f->src))}};
+    rx[n++] = (struct net_rx){.buf = buf,
+                              .len = len,
+                              .from = {.ip = S.board.ip, .port = htons((uint16_t)(s->port_base + f->src))},
+                              .at_ns = f->t}; /* delivered at its time */
     free(f);
   }
   return n;
