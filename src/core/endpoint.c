@@ -108,6 +108,7 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     if (p->t.state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
     p->pp.tp->release(ep, p);
     medium_reset(ep, p);
+    proto_peer_fini(&p->pp);
     region_cache_release(&p->bulk.xmem);
     bulk_peer_fini(&p->bulk); /* nothing moves with it now (partner_in_use) */
     ep->nsiblings -= p->bulk.same_process;
@@ -358,6 +359,7 @@ static void ep_free(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     ep->partners[i]->pp.tp->release(ep, ep->partners[i]);
     medium_reset(ep, ep->partners[i]);
+    proto_peer_fini(&ep->partners[i]->pp);
     region_cache_release(&ep->partners[i]->bulk.xmem);
     free(ep->partners[i]->tpd);
     bulk_peer_fini(&ep->partners[i]->bulk);

@@ -41,6 +41,7 @@
  * threshold or an engine was set (FMX_RNDV_THRESHOLD, FMX_BULK,
  * FMX_ADAPT=0: fmx_tune's file sets the threshold).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
@@ -143,6 +144,7 @@ void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, 
   struct proto_peer *pp = proto_peer(p);
   int s = slot_of(len);
   if (s < 0 || !start || transport_peer(p)->state != PARTNER_ALIVE) return;
+  if (!pp->cls && !(pp->cls = calloc(PROTO_CLASSES, sizeof *pp->cls))) return; /* no memory: no choice made */
   /* Clean: nothing else started, or was still in progress, meanwhile. */
   uint64_t ns = UINT64_MAX;
   if (pe->benv.starts + pe->medium_starts == snap && list_empty(&pe->bulk) && !pe->medium_live)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The protocol's objects from birth to end, and the calls the core gives
  * it (proto.h). */
+#include <stdlib.h>
+
 #include "proto/proto_int.h"
 
 const struct proto_core *proto_up;
@@ -39,4 +41,9 @@ void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp) 
   pp->tp = tp;
   list_init(&pp->outq);
   list_init(&pp->msgs);
+}
+
+void proto_peer_fini(struct proto_peer *pp) {
+  free(pp->cls);
+  pp->cls = NULL;
 }

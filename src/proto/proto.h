@@ -150,7 +150,10 @@ struct proto_peer {
   struct medium_rx medium[2];         /* per lane it delivers on */
   uint64_t rndv_mask;                 /* sender: size classes it asked to get by rendezvous (its HINT) */
   uint64_t asked;                     /* receiver: the mask we last sent it */
-  struct proto_class cls[PROTO_CLASSES]; /* receiver: the class choice per size (classes.c) */
+  /* receiver: the class choice per size (classes.c), PROTO_CLASSES of them
+   * from its first medium message or rendezvous timed; NULL before (an
+   * idle partner's bytes) */
+  struct proto_class *cls;
   /* receiver: a rendezvous send of ours to it was in flight when its last
    * rendezvous to us was matched or completed (rndv.c: the next one is half
    * an exchange too, even if it is matched before we send) */
@@ -248,6 +251,8 @@ void proto_ep_fini(struct proto_ep *pe);
 /* A new partner's protocol state, served by tp (its addr is the core's to
  * set once the partner is known: the handshake, or ourselves). */
 void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp);
+/* What the partner's state holds besides itself (its class table). */
+void proto_peer_fini(struct proto_peer *pp);
 
 /* Start a send (eager or rendezvous); queued if the ring has no room. */
 void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *m);
