@@ -214,7 +214,6 @@ void net_stamps_want(struct fmx_endpoint *ep) {
 static void gro_quiet_packet(struct fmx_endpoint *ep, struct net_ep *ne) {
   if (ne->sock.gro == 1 && !ne->pulling && ++ne->gro_quiet >= NET_GRO_QUIET && net_sock_gro(&ne->sock, 0))
     TRANSPORT_CNT(ep, NET_GRO_SWITCHES);
-  if (ne->sock.stamps && !ne->exporting && ++ne->stamps_quiet >= NET_GRO_QUIET) net_sock_stamps(&ne->sock, 0);
 }
 
 static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, transport_deliver_fn deliver,
@@ -429,7 +428,9 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   if (!ne->npeers && !ne->pend.busy && !ne->look && ++ne->skipped < NET_IDLE_PASSES) return;
   ne->skipped = 0;
   ne->look = 0;
-  drain(ep, &ne->sock, 0, deliver);
+  int got = drain(ep, &ne->sock, 0, deliver);
+  if (ne->sock.stamps > 0 && !ne->exporting && (ne->stamps_quiet += (uint32_t)got) >= NET_GRO_QUIET)
+    net_sock_stamps(&ne->sock, 0);
   /* The bulk socket while we pull, and for a while after a train was
    * announced (a pass that finds nothing there counts down). */
   if (ne->bulk_own && (ne->pulling || ne->trains_due) && !drain(ep, &ne->bsock, 1, deliver) && ne->trains_due)

@@ -84,7 +84,7 @@ struct net_ep {
     uint32_t cap, head, n;
     /* The runs answered last, a ring of NET_PULL_RECENT from sent_n - 1
      * back (allocated at the first): a PULL that came before one of them
-     * gets none of its frames (pull_send.c). */
+     * gets none of the frames they answered (pull_send.c). */
     struct net_pull_sent *sent;
     uint32_t sent_n;
   } answers;
@@ -92,7 +92,7 @@ struct net_ep {
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
   uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
   uint32_t exporting;       /* transfers partners pull from us */
-  uint32_t stamps_quiet;    /* packets since the last export began (sock's stamps go off at NET_GRO_QUIET) */
+  uint32_t stamps_quiet;    /* datagrams on sock with no export left (its stamps go off at NET_GRO_QUIET) */
   /* An eager message's fragments on their way out as one GSO send (net.c):
    * the packets, as their partner's rel slots keep them (nothing frees
    * those between a batch's pushes), every one seg bytes but the last. */
@@ -201,8 +201,8 @@ void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
  * with neither (net.c). */
 void net_gro_want(struct fmx_endpoint *ep);
 /* A transfer to be pulled from us began: our wire socket stamps arrivals
- * (pull_send.c reads a PULL's), until NET_GRO_QUIET packets came with none
- * left. */
+ * (pull_send.c reads a PULL's), until NET_GRO_QUIET datagrams came there
+ * with none left. */
 void net_stamps_want(struct fmx_endpoint *ep);
 
 /* train.c: an eager message's fragments as one GSO send. */
@@ -244,7 +244,7 @@ static inline uint32_t net_pull_frame_bytes(const struct net_peer *np) {
 }
 /* pull_send.c: the sender's side. A PULL came: answered now, or queued
  * behind those that wait for room in our socket (pacing). */
-/* A PULL that reached our socket at at_ns (0: not known). */
+/* A PULL that reached our socket at at_ns (the kernel's stamp, sys_wall_ns's clock; 0: not known). */
 void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t at_ns);
 /* The PULLs that wait, while there is room: 1 while some still wait. */
 int net_pull_serve(struct fmx_endpoint *ep, uint64_t now);

@@ -26,9 +26,9 @@
  * was sent before our answer could reach its receiver. Should that answer
  * be lost, the receiver's next ask comes after it, and is answered. The
  * time is the kernel's stamp of the PULL's arrival (net_sock_stamps, on
- * while we have transfers to be pulled; CLOCK_REALTIME), against the runs
- * we answered last (a ring of NET_PULL_RECENT: those answered while the
- * PULL waited in our socket; when more went, fewer are skipped).
+ * while we have transfers to be pulled), against the runs we answered last
+ * (a ring of NET_PULL_RECENT: those answered while the PULL waited in our
+ * socket; when more went, fewer are skipped).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,7 +52,7 @@ struct net_pull_run {
   uint64_t sreq;
   uint32_t frame, first, count;
   uint32_t wire;
-  uint64_t at_ns; /* when its PULL reached our socket (sys_wall_ns; 0: not known) */
+  uint64_t at_ns; /* when its PULL reached our socket (sys_now_ns's clock; 0: not known) */
 };
 
 /* A run we answered, and when. */
@@ -187,7 +187,8 @@ static uint64_t sent_after(const struct net_pull_queue *q, const struct partner 
 
 /* Answer a run: frames first..first+count-1 of e's transfer, each in its
  * packet; one GSO send for all of them where the wire has it. */
-static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export *e, const struct net_pull_run *run) {
+static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export *e, const struct net_pull_run *run,
+                  uint64_t now) {
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   struct bulk_xfer *x = e->x;
@@ -244,15 +245,16 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
   TRANSPORT_ADD(ep, NET_PULL_SERVED, sent);
   if (run->wire) TRANSPORT_ADD(ep, NET_PULL_WIRE_SERVED, sent);
   if (sent < tried) TRANSPORT_ADD(ep, NET_PULL_REFUSED, tried - sent);
-  else sent_note(&ne->answers, p, run, sys_wall_ns()); /* the clock of the kernel's stamps */
+  else sent_note(&ne->answers, p, run, now);
 }
 
 /* Answer what of a run we did not answer since its PULL came (the head
  * comment), in runs. */
-static void serve_new(struct fmx_endpoint *ep, struct partner *p, struct net_export *e, const struct net_pull_run *run) {
+static void serve_new(struct fmx_endpoint *ep, struct partner *p, struct net_export *e, const struct net_pull_run *run,
+                      uint64_t now) {
   uint64_t way = sent_after(&net_ep(ep)->answers, p, run, run->at_ns);
   if (!way) {
-    serve(ep, p, e, run);
+    serve(ep, p, e, run, now);
     return;
   }
   TRANSPORT_ADD(ep, NET_PULL_ON_WAY, (uint64_t)__builtin_popcountll(way));
@@ -266,7 +268,7 @@ static void serve_new(struct fmx_endpoint *ep, struct partner *p, struct net_exp
     struct net_pull_run part = *run;
     part.first = run->first + i;
     part.count = j - i;
-    serve(ep, p, e, &part);
+    serve(ep, p, e, &part, now);
     i = j;
   }
 }
@@ -286,7 +288,7 @@ int net_pull_serve(struct fmx_endpoint *ep, uint64_t now) {
     struct net_peer *np = p ? transport_state(p) : NULL;
     struct net_export *e = np && transport_peer(p)->state == PARTNER_ALIVE ? export_of(np, run->sreq) : NULL;
     if (e && !room(ep, np, (int)run->wire, now)) return 1;
-    if (e) serve_new(ep, p, e, run);
+    if (e) serve_new(ep, p, e, run, now);
     q->head = (q->head + 1) & (q->cap - 1);
     q->n--;
   }
@@ -324,9 +326,17 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   }
   uint64_t now = sys_now_ns();
   e->heard_ns = now;
+  if (at_ns) {
+    /* The stamp's clock (CLOCK_REALTIME) may be stepped: only the PULL's
+     * age is read from it, at once. One from the future is no older than
+     * now; one from before we started is not believed (nothing of either
+     * is skipped). */
+    uint64_t wall = sys_wall_ns(), age = at_ns < wall ? wall - at_ns : 0;
+    run.at_ns = age < now ? now - age : 0;
+  }
   /* After those that wait, in order; at once when none does and there is room. */
   if (!net_pull_serve(ep, now) && room(ep, np, (int)run.wire, now)) {
-    serve_new(ep, p, e, &run);
+    serve_new(ep, p, e, &run, now);
     return;
   }
   struct net_pull_queue *q = &net_ep(ep)->answers;
@@ -334,6 +344,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   for (uint32_t i = 0; i < q->n; i++) {
     struct net_pull_run *w = &q->run[(q->head + i) & (q->cap - 1)];
     if (w->p == p && w->sreq == run.sreq && w->first == run.first) {
+      run.wire = w->wire; /* a probe for the wire (pull.c) finds the first ask unanswered: not the wire's fault */
       *w = run;
       return;
     }

@@ -42,7 +42,7 @@ int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t
       q->mm[i].msg_hdr = (struct msghdr){.msg_name = &q->from[i],
                                          .msg_iov = &q->iov[i],
                                          .msg_iovlen = 1,
-                                         .msg_control = q->ctl_len ? q->ctl[i].buf : NULL};
+                                         .msg_control = q->ctl[i].buf};
     }
     q->dirty = NET_RX_BATCH;
   }
@@ -65,17 +65,21 @@ int net_sock_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid)
 }
 
 int net_sock_stamps(struct net_sock *s, int on) {
-  if (s->ring || !s->rxq || s->stamps == on) return 0;
-  if (setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) < 0) return 0;
+  if (s->ring || !s->rxq || s->stamps < 0 || s->stamps == on) return 0;
+  if (setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) < 0) {
+    s->stamps = -1; /* not a socket that has them (the simulator's): not asked again */
+    return 0;
+  }
   s->stamps = on;
   return 1;
 }
 
 uint64_t net_sock_stamp(const struct net_sock *s, int i) {
-  if (!s->stamps) return 0;
+  if (s->stamps <= 0) return 0;
   struct msghdr *m = &s->rxq->mm[i].msg_hdr;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS || c->cmsg_len < CMSG_LEN(sizeof(struct timespec)))
+      continue;
     struct timespec t;
     memcpy(&t, CMSG_DATA(c), sizeof t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;

@@ -99,7 +99,7 @@ struct net_sock {
   int gso;        /* UDP: the kernel takes GSO sends */
   int gro;        /* UDP: receives take GSO trains whole now (1) or not (0); -1: the kernel will not */
   int gro_batch;  /* trains one receive takes at most while gro is 1 (a quarter of L2) */
-  int stamps;     /* the kernel stamps what we receive with its arrival (net_sock_stamps) */
+  int stamps;     /* the kernel stamps what we receive with its arrival (net_sock_stamps); -1: it cannot */
   uint32_t rx_buf; /* bytes of each receive buffer (NET_RX_BUF; 64 KiB with GRO) */
   uint8_t *rxmem;  /* NET_RX_BATCH buffers of rx_buf */
   struct net_rxq *rxq;
