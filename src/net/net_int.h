@@ -30,6 +30,16 @@
 #define NET_TRAIN_PASSES 256
 #define NET_PULL_IOV (NET_PULL_FRAMES_MAX * (1 + NET_FRAME_IOV))
 
+/* The next run of set bits of m at or after bit *i and below n (n <= 64):
+ * its first bit in *i and its length (0: none left). Walks a block's
+ * frames asked again (pull.c) and a run's frames to answer (pull_send.c). */
+static inline uint32_t net_mask_run(uint64_t m, uint32_t n, uint32_t *i) {
+  while (*i < n && !(m >> *i & 1)) (*i)++;
+  uint32_t j = *i;
+  while (j < n && (m >> j & 1)) j++;
+  return j - *i;
+}
+
 /* What the net transport keeps of an endpoint (ops.ep_size). */
 struct net_ep {
   int on;                  /* the socket is open */

@@ -148,16 +148,9 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
    * them late), and a frame that comes may answer the first. */
   if (why == ASK_GAP) pl->blk[b].oldest = pl->blk[b].asked;
   pl->blk[b].again = 1;
-  for (uint32_t i = 0; i < pl->bframes && m >> i;) {
-    if (!(m >> i & 1)) {
-      i++;
-      continue;
-    }
-    uint32_t j = i;
-    while (j < pl->bframes && (m >> j & 1)) j++;
-    send_pull(np, pl, b * pl->bframes + i, j - i);
-    TRANSPORT_ADD(np->ep, NET_PULL_REASKED, j - i);
-    i = j;
+  for (uint32_t i = 0, n; (n = net_mask_run(m, pl->bframes, &i)) != 0; i += n) {
+    send_pull(np, pl, b * pl->bframes + i, n);
+    TRANSPORT_ADD(np->ep, NET_PULL_REASKED, n);
   }
 }
 

@@ -258,18 +258,11 @@ static void serve_new(struct fmx_endpoint *ep, struct partner *p, struct net_exp
     return;
   }
   TRANSPORT_ADD(ep, NET_PULL_ON_WAY, (uint64_t)__builtin_popcountll(way));
-  for (uint32_t i = 0; i < run->count;) {
-    if (way >> i & 1) {
-      i++;
-      continue;
-    }
-    uint32_t j = i;
-    while (j < run->count && !(way >> j & 1)) j++;
+  for (uint32_t i = 0, n; (n = net_mask_run(~way, run->count, &i)) != 0; i += n) {
     struct net_pull_run part = *run;
     part.first = run->first + i;
-    part.count = j - i;
+    part.count = n;
     serve(ep, p, e, &part, now);
-    i = j;
   }
 }
 
