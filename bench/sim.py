@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The net protocol on the simulated switch (tests/sim, BUILD/tests/fmx_sim):
-incasts and alltoalls at up to 1,000 hosts, which no machine here can hold
+incasts at up to 10,000 hosts and alltoalls at up to 1,000, which no machine here can hold
 as namespaces. Each run is virtual time and counts, the same on every
 machine with the same seed: one run per configuration, no reps.
 
@@ -21,6 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = [
     "incast --hosts 1001 --msgs 4 --size 65536",
     "incast --hosts 1001 --msgs 4 --size 8",
+    "incast --hosts 10001 --msgs 1 --size 65536",
+    "incast --hosts 10001 --msgs 1 --size 8",
     "incast --hosts 101 --msgs 4 --size 65536 --loss-ppm 10000",
     "incast --hosts 4 --msgs 16 --size 1048576 --inflight 8 --rate-gbps 1 --buffer 65536",
     "incast --hosts 2 --msgs 16 --size 1048576 --inflight 8 --rate-gbps 1 --buffer 32768",

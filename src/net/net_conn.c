@@ -55,6 +55,11 @@ static uint64_t backoff(uint64_t wait) {
   return wait * 2 < most ? wait * 2 : (wait > most ? wait : most);
 }
 
+/* When the CONNECT goes again: wait, spread over [wait/2, 3 wait/2).
+ * Dialers that started together and lost their CONNECTs in one full port
+ * would otherwise all send again at the same moment, and lose them again. */
+static uint64_t spread(uint64_t now, uint64_t wait) { return now + wait / 2 + sys_random64() % (wait ? wait : 1); }
+
 static void send_reply(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t status,
                        uint32_t start) {
   struct net_ep *ne = net_ep(ep);
@@ -99,7 +104,7 @@ static void dial_send(struct fmx_endpoint *ep, struct partner *p, uint64_t now) 
   struct net_peer *np = transport_state(p);
   const struct transport_peer *t = transport_peer(p);
   send_connect(ep, t->nic, t->eid, np->dial.key, np->dial.conn_seq, np->start);
-  np->dial.next_ns = now + np->dial.wait_ns;
+  np->dial.next_ns = spread(now, np->dial.wait_ns);
   np->dial.wait_ns = backoff(np->dial.wait_ns);
   dial_arm(ep, np);
 }
@@ -415,7 +420,7 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
     now = sys_now_ns();
     if (now >= resend && ne->pend.status < 0) {
       send_connect(ep, ne->pend.nic, ne->pend.eid, ne->pend.key, ne->pend.conn_seq, ne->pend.start);
-      resend = now + wait;
+      resend = spread(now, wait);
       wait = backoff(wait);
     }
     transport_up->progress(ep);

@@ -95,7 +95,8 @@ int net_sock_gro(struct net_sock *s, int on) {
 
 void net_sock_close(struct net_sock *s) {
   net_ring_close(s);
-  if (s->fd >= 0) close(s->fd);
+  if (s->fd >= 0 && s->wire && s->wire->close) s->wire->close(s);
+  else if (s->fd >= 0) close(s->fd);
   s->fd = -1;
   free(s->rxmem);
   s->rxmem = NULL;

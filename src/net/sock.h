@@ -88,6 +88,9 @@ struct net_wire {
   uint32_t (*rcvbuf)(const struct net_sock *s);
   /* The bytes sent and not yet on the line; NULL: the socket's SIOCOUTQ. */
   uint32_t (*queued)(const struct net_sock *s);
+  /* Let go of s->fd; NULL: close it (a wire whose sockets share one
+   * descriptor keeps it). */
+  void (*close)(struct net_sock *s);
 };
 
 struct net_sock {

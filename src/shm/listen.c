@@ -58,7 +58,11 @@ int shm_listen(struct fmx_endpoint *ep) {
   }
   struct sockaddr_un sa;
   socklen_t sl = shm_addr(&sa, (unsigned)getuid(), transport_ep(ep)->board, shm_eid(ep));
-  if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 64) < 0) {
+  /* With FMX_SHM=0 the name only holds the id: bound, not listening, so
+   * that a process with shared memory on that connects to it is refused
+   * at once (connect.c: no such endpoint), not left waiting for a
+   * handshake nobody serves (no watcher runs, shm_ep_open). */
+  if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || (fmx_cfg.shm && listen(fd, 64) < 0)) {
     int e = errno;
     close(fd);
     if (e != EADDRINUSE) return -e;
@@ -70,6 +74,14 @@ int shm_listen(struct fmx_endpoint *ep) {
                pid);
       return -EADDRINUSE;
     }
+    if (!fmx_cfg.shm && uid < 0) {
+      /* Our own endpoints with FMX_SHM=0 hold their names the same way. */
+      log_info("FMX-EP-BUSY",
+               "endpoint id %u on board %u is held by a socket that accepts no connection: an endpoint opened "
+               "with FMX_SHM=0, or another user's",
+               shm_eid(ep), transport_ep(ep)->board);
+      return -EADDRINUSE;
+    }
     if (uid >= 0)
       log_error("FMX-EP-SQUATTED",
                 "endpoint id %u on board %u: its socket name is held by uid %ld (pid %ld), not by this user: "
@@ -78,7 +90,7 @@ int shm_listen(struct fmx_endpoint *ep) {
     else
       log_error("FMX-EP-SQUATTED",
                 "endpoint id %u on board %u: its socket name is held by a socket that accepts no connection "
-                "(another user may have bound it): refused",
+                "(another user may have bound it, or it is an endpoint opened with FMX_SHM=0): refused",
                 shm_eid(ep), transport_ep(ep)->board);
     return -EACCES;
   }

@@ -41,10 +41,10 @@
 #define RX_POSTED 256
 #define TX_MAX 64
 #define MAX_SLEEPS 10000 /* 100 s of virtual time */
-/* Descriptors an endpoint holds here: its shared descriptor and pool
- * (memfds), its socket and the watcher's eventfd (shm), the wire's
- * stand-in (simnet). */
-#define SIM_FDS_PER_HOST 5
+/* Descriptors an endpoint holds here: the socket that holds its id
+ * (with FMX_SHM=0 no memfds, watcher or pool; the wire's stand-in is one
+ * descriptor for all, simnet). */
+#define SIM_FDS_PER_HOST 1
 
 static struct opts {
   int alltoall, close;
@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
   if (unshare(CLONE_NEWNET) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
     fprintf(stderr, "fmx_sim: no network namespace of our own (%s): endpoint ids 0-%u must be free here\n",
             strerror(errno), O.hosts - 1);
-  /* Each endpoint holds a few descriptors (SIM_FDS_PER_HOST): raise the
+  /* Each endpoint holds a descriptor (SIM_FDS_PER_HOST): raise the
    * soft limit to the hard one, and the hard one too where we may (root:
    * up to fs.nr_open). */
   struct rlimit rl;

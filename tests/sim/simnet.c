@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "net/iface.h"
 #include "net/net.h"
@@ -55,6 +56,7 @@ static struct sim {
   struct sim_stats st;
   void (*hook)(uint32_t h, void *arg);
   void *hook_arg;
+  int null_fd; /* every host's wire descriptor (sim_wire_open) */
 } S;
 
 static uint64_t ser_ns(uint32_t len) { return ((uint64_t)len + SIM_WIRE_EXTRA) * 8000000000ull / S.cfg.rate_bps; }
@@ -97,14 +99,19 @@ static struct frame *heap_pop(void) {
 
 /* ---- the wire ------------------------------------------------------------ */
 
-/* The descriptor is /dev/null's: the transport hands a waiter its
- * socket's to poll (net_wait_fd), and says so only while it has one. */
+/* The descriptor is /dev/null's, one for all hosts: the transport hands
+ * a waiter its socket's to poll (net_wait_fd), and says so only while it
+ * has one. A descriptor each would spend 10,000 of the 20,000 a process
+ * may hold here on 10,000 hosts. */
 static int sim_wire_open(struct net_sock *s, const struct net_iface *ifc, uint32_t eid) {
   (void)ifc;
   if (eid >= S.cfg.hosts || (uint32_t)s->port_base + eid > 65535) return -ERANGE; /* as udp_open */
-  s->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return s->fd < 0 ? -errno : 0;
+  if (S.null_fd < 0 && (S.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) return -errno;
+  s->fd = S.null_fd;
+  return 0;
 }
+
+static void sim_wire_close(struct net_sock *s) { s->fd = -1; /* S.null_fd stays, closed by sim_fini */ }
 
 static int sim_wire_send(struct net_sock *s, const struct net_addr *to, uint32_t eid, const struct iovec *iov,
                          int iovcnt) {
@@ -178,6 +185,7 @@ static const struct net_wire sim_wire = {
     .send = sim_wire_send,
     .recv = sim_wire_recv,
     .rcvbuf = sim_wire_rcvbuf,
+    .close = sim_wire_close,
     .queued = sim_wire_queued,
 };
 
@@ -237,6 +245,7 @@ static uint64_t sim_clock(void) {
 
 int sim_init(const struct sim_cfg *cfg) {
   memset(&S, 0, sizeof S);
+  S.null_fd = -1;
   S.cfg = *cfg;
   if (!S.cfg.hosts || !S.cfg.rate_bps || S.cfg.mtu < 576 || !S.cfg.rcvbuf || !S.cfg.seed) return -1;
   if (!(S.h = calloc(S.cfg.hosts, sizeof *S.h))) return -1;
@@ -344,6 +353,8 @@ void sim_fini(void) {
   free(S.heap);
   free(S.h);
   S.heap = NULL, S.h = NULL;
+  if (S.null_fd >= 0) close(S.null_fd);
+  S.null_fd = -1;
   net_wire_force(NULL);
   net_board_force(NULL);
   sys_sim_set(NULL, 0);

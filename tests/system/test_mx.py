@@ -210,6 +210,40 @@ def test_disable_shmem_goes_through_the_net(pair1500):
         assert (sent > 0) == net, (extra, out)
 
 
+def test_disable_shmem_takes_no_shared_memory_resources():
+    """FMX_SHM=0: an endpoint holds none of shared memory's resources (no
+    watcher thread, no memfd but its counters page); its id is held by a
+    socket that takes no connection: a second such endpoint is told the id
+    is busy, and a process of this host with shared memory on that
+    connects to it is refused (no such endpoint, after
+    FMX_CONNECT_WAIT_MS), not left waiting for a handshake."""
+    seen = {}
+    for shm in ("1", "0"):
+        srv = subprocess.Popen([PINGPONG], env=dict(ENV, FMX_SHM=shm), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            assert read_line(srv).startswith("ready endpoint 0"), srv.stderr.read()
+            fd_dir = "/proc/%d/fd" % srv.pid
+            links = [os.readlink(os.path.join(fd_dir, f)) for f in os.listdir(fd_dir)]
+            seen[shm] = (len(os.listdir("/proc/%d/task" % srv.pid)),
+                         sorted(l for l in links if "memfd:fmx" in l))
+            if shm == "0":
+                twin = subprocess.run([PINGPONG], env=dict(ENV, FMX_SHM="0"), capture_output=True, text=True,
+                                      timeout=60)
+                assert twin.returncode != 0 and "Busy" in twin.stderr, twin.stderr
+                cli = subprocess.run([PINGPONG, "-d", "localhost", "-N", "1", "-S", "8"], env=ENV,
+                                     capture_output=True, text=True, timeout=60)
+                assert cli.returncode != 0 and "Bad endpoint id" in cli.stderr, cli.stderr
+        finally:
+            srv.kill()
+            srv.wait()
+    threads_on, memfds_on = seen["1"]
+    threads_off, memfds_off = seen["0"]
+    assert threads_off == threads_on - 1, seen  # the watcher
+    assert memfds_off == ["/memfd:fmx-counters (deleted)"], seen
+    assert any("fmx-endpoint" in l for l in memfds_on) and any("fmx-pool" in l for l in memfds_on), seen
+
+
 def test_context_ids_forced():
     """OMX_CTXIDS=bits,shift (FMX_CONTEXT_IDS) splits the matching space of
     every endpoint opened without context ids of its own: mx_loop (whose

@@ -8,6 +8,8 @@ the protocol's own timers (no waiter had to look again after 10 ms with
 nothing due: sleeps_out), and the same seed gives the same run."""
 import json
 import os
+import resource
+import subprocess
 
 import pytest
 
@@ -42,6 +44,28 @@ def test_small_messages_of_a_thousand_senders():
     """1,000 senders, 4 messages of 8 B each, all at once: intact."""
     rc, r = sim("incast", "--hosts", 1001, "--msgs", 4, "--size", 8)
     assert rc == 0 and intact(r) and r["sleeps_out"] == 0, r
+
+
+def test_a_thousand_hosts_in_a_thousand_descriptors():
+    """An endpoint of the simulator (FMX_SHM=0, as it runs) holds one
+    descriptor: 1,001 hosts run within 1,100 (5 each before: 10,000 hosts
+    did not fit in the 20,000 a process may hold here)."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1100, 1100))
+    p = subprocess.run([SIM, "incast", "--hosts", "1001", "--msgs", "1", "--size", "8"], capture_output=True,
+                       text=True, timeout=300, preexec_fn=limit)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr[-2000:]
+    assert intact(json.loads(p.stdout.strip().splitlines()[-1]))
+
+
+def test_connects_lost_together_are_not_resent_together():
+    """5,000 senders dial one host at once: the port drops most of their
+    CONNECTs, and each dialer sends its CONNECT again at a time spread
+    around its wait, not all at the same moment: fewer frames dropped in
+    all than there are senders (10,099 when every resend went together)."""
+    rc, r = sim("incast", "--hosts", 5001, "--msgs", 1, "--size", 8)
+    assert rc == 0 and intact(r) and r["sleeps_out"] == 0, r
+    assert 0 < r["port_drops"] < 5000, r
 
 
 @pytest.mark.parametrize("rate,buffer,mtu", [(10, 131072, 1500), (1, 65536, 1500), (10, 131072, 9000)])
