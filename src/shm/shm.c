@@ -439,9 +439,9 @@ static void shm_ep_fini(struct fmx_endpoint *ep) {
 
 /* Serve ep: the watcher thread (connects, peers' deaths). With FMX_SHM=0
  * no peer comes this way: no pool, no watcher (nor its descriptor and
- * thread), only the socket, which holds the endpoint's id on this host;
- * a process of this host with shared memory on that connects to it gets
- * no answer (docs/tuning.md). */
+ * thread), only the socket, which holds the endpoint's id on this host
+ * and takes no connection (listen.c): a process of this host with shared
+ * memory on that connects to it is refused (docs/tuning.md). */
 static int shm_ep_open(struct fmx_endpoint *ep) {
   if (!fmx_cfg.shm) return 0;
   int r = shm_pool_open(ep);
