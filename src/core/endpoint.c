@@ -471,7 +471,8 @@ __attribute__((visibility("default"))) fmx_return_t fmx_open_endpoint(uint32_t b
   }
   proto_ep_init(ep, ctx_bits, ctx_shift);
   if ((r = open_desc(ep)) < 0) {
-    log_warn("FMX-FDS", "endpoint: no descriptor memfd: %s (RLIMIT_NOFILE %llu)", strerror(-r), sys_nofile_limit());
+    log_warn("FMX-FDS", "endpoint: no descriptor page%s: %s (RLIMIT_NOFILE %llu)", fmx_cfg.shm ? " (memfd)" : "",
+             strerror(-r), sys_nofile_limit());
     ep_free(ep);
     return FMX_NO_SYSTEM_RESOURCES;
   }

@@ -44,7 +44,8 @@ static void send_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
 
 /* The first wait before a CONNECT goes again: the peer may be busy
  * computing, so 1 ms at least; doubled each time up to
- * FMX_NET_RTO_MAX_US. */
+ * FMX_NET_RTO_MAX_US. Each resend goes at a random point around it
+ * (spread): with FMX_NET_RTO_US below 2 ms the first may come at 0.5 ms. */
 static uint64_t first_wait(void) {
   uint64_t w = fmx_cfg.net_rto_us * 1000ull;
   return w < 1000000 ? 1000000 : w;

@@ -60,8 +60,9 @@ int shm_listen(struct fmx_endpoint *ep) {
   socklen_t sl = shm_addr(&sa, (unsigned)getuid(), transport_ep(ep)->board, shm_eid(ep));
   /* With FMX_SHM=0 the name only holds the id: bound, not listening, so
    * that a process with shared memory on that connects to it is refused
-   * at once (connect.c: no such endpoint), not left waiting for a
-   * handshake nobody serves (no watcher runs, shm_ep_open). */
+   * (connect.c: no such endpoint, once FMX_CONNECT_WAIT_MS has passed
+   * for one not open yet), not left waiting for a handshake nobody
+   * serves (no watcher runs, shm_ep_open). */
   if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || (fmx_cfg.shm && listen(fd, 64) < 0)) {
     int e = errno;
     close(fd);
@@ -75,7 +76,10 @@ int shm_listen(struct fmx_endpoint *ep) {
       return -EADDRINUSE;
     }
     if (!fmx_cfg.shm && uid < 0) {
-      /* Our own endpoints with FMX_SHM=0 hold their names the same way. */
+      /* Our own endpoints with FMX_SHM=0 hold their names the same way:
+       * said at info level, as a busy id is (FMX_ANY_ENDPOINT meets one
+       * per endpoint of the job), so a squatter's bare bind goes unsaid
+       * here (without shared memory nothing of ours goes to it). */
       log_info("FMX-EP-BUSY",
                "endpoint id %u on board %u is held by a socket that accepts no connection: an endpoint opened "
                "with FMX_SHM=0, or another user's",
@@ -87,11 +91,11 @@ int shm_listen(struct fmx_endpoint *ep) {
                 "endpoint id %u on board %u: its socket name is held by uid %ld (pid %ld), not by this user: "
                 "refused (another user took the name first)",
                 shm_eid(ep), transport_ep(ep)->board, uid, pid);
-    else
-      log_error("FMX-EP-SQUATTED",
-                "endpoint id %u on board %u: its socket name is held by a socket that accepts no connection "
-                "(another user may have bound it, or it is an endpoint opened with FMX_SHM=0): refused",
-                shm_eid(ep), transport_ep(ep)->board);
+    else /* a warning: it may be one of our own with FMX_SHM=0 */
+      log_warn("FMX-EP-SQUATTED",
+               "endpoint id %u on board %u: its socket name is held by a socket that accepts no connection "
+               "(another user may have bound it, or it is an endpoint opened with FMX_SHM=0): refused",
+               shm_eid(ep), transport_ep(ep)->board);
     return -EACCES;
   }
   shm_ep(ep)->listen_fd = fd;
