@@ -323,19 +323,17 @@ void ep_progress_siblings(struct fmx_endpoint *ep) {
  * and no descriptor (a process opening 10,000 endpoints, fmx_sim, would
  * spend half the descriptors it may hold on them). */
 static int open_desc(struct fmx_endpoint *ep) {
-  if (!fmx_cfg.shm) {
-    void *d = mmap(NULL, EP_DESC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (d == MAP_FAILED) return -ENOMEM;
-    ep->pe.benv.desc = d;
-    ep->pe.benv.desc->magic = EP_DESC_MAGIC;
-    ep->pe.benv.desc->version = EP_DESC_VERSION;
-    return 0;
+  int fd = -1;
+  struct ep_desc *d;
+  if (fmx_cfg.shm) {
+    if ((fd = sys_memfd("fmx-endpoint", EP_DESC_SIZE)) < 0) return fd;
+    d = sys_map_shared(fd, EP_DESC_SIZE);
+  } else {
+    void *m = mmap(NULL, EP_DESC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    d = m == MAP_FAILED ? NULL : m;
   }
-  int fd = sys_memfd("fmx-endpoint", EP_DESC_SIZE);
-  if (fd < 0) return fd;
-  struct ep_desc *d = sys_map_shared(fd, EP_DESC_SIZE);
   if (!d) {
-    close(fd);
+    if (fd >= 0) close(fd);
     return -ENOMEM;
   }
   d->magic = EP_DESC_MAGIC;
