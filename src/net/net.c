@@ -151,7 +151,8 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   if (h->len > net_max_payload(p)) return -EINVAL;
-  if (np->dial.on || !net_rel_can_send(&np->rel)) return -EAGAIN; /* its handshake first, or room */
+  if (np->dial || !net_rel_can_send(&np->rel)) return -EAGAIN; /* its handshake first, or room */
+  if (net_pull_attach(np) < 0) return -ENOMEM;
   uint8_t *b = net_pool_get(&ne->pool);
   if (!b) return -ENOMEM;
   if (h->type == PROTO_CLOSE) {
@@ -189,7 +190,7 @@ static int deliver_body(struct fmx_endpoint *ep, struct partner *p, transport_de
   }
   log_debug("FMX-NET-REC", "endpoint %u: record %s from endpoint %u, %u B of %llu", transport_ep(ep)->eid,
             proto_type_str(h.type), transport_peer(p)->eid, h.len, (unsigned long long)h.msg_len);
-  return deliver(ep, p, &((struct net_peer *)transport_state(p))->lend, &h, b + NET_RECORD_HDR);
+  return deliver(ep, p, &((struct net_peer *)transport_state(p))->pull->lend, &h, b + NET_RECORD_HDR);
 }
 
 /* The UDP wire's socket takes GSO trains whole only while they come: GRO
@@ -226,6 +227,9 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
   } else {
     gro_quiet_packet(ep, ne);
   }
+  /* Its first record takes its pull state; without memory the packet is
+   * not taken, as if lost (sent again). */
+  if (pk->h.len && net_pull_attach(np) < 0) return;
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
   net_arm_timers(ne, np, now); /* its ack is due */
   if (r != NET_REL_NEW) return;
@@ -337,17 +341,19 @@ static int drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, trans
   return got;
 }
 
-/* A partner leaves the count of those alive (it failed, or is released). */
-/* Add what the partner's stream counted since the last look. */
-static void count_rel(struct fmx_endpoint *ep, struct net_peer *np) {
-  const uint64_t now[5] = {np->rel.resent, np->rel.gap_resends, np->rel.dups, np->rel.early, np->rel.far};
-  static const int cnt[5] = {CNT_NET_RESENT, CNT_NET_GAP_RESENT, CNT_NET_DUPLICATES, CNT_NET_EARLY, CNT_NET_FAR};
-  for (int i = 0; i < 5; i++) {
-    transport_ep(ep)->bulk->counters[cnt[i]] += now[i] - np->seen[i];
-    np->seen[i] = now[i];
-  }
+/* Add what the partners' streams counted since the last look. */
+static void count_rel(struct fmx_endpoint *ep) {
+  struct net_rel_counts *now = &net_ep(ep)->rel_counts, *seen = &net_ep(ep)->rel_seen;
+  uint64_t *c = transport_ep(ep)->bulk->counters;
+  c[CNT_NET_RESENT] += now->resent - seen->resent;
+  c[CNT_NET_GAP_RESENT] += now->gap_resends - seen->gap_resends;
+  c[CNT_NET_DUPLICATES] += now->dups - seen->dups;
+  c[CNT_NET_EARLY] += now->early - seen->early;
+  c[CNT_NET_FAR] += now->far - seen->far;
+  *seen = *now;
 }
 
+/* A partner leaves the count of those alive (it failed, or is released). */
 static void uncount(struct net_ep *ne, struct net_peer *np) {
   net_wheel_cancel(&ne->timers, &np->timer);
   if (np->counted) ne->npeers--;
@@ -365,7 +371,7 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
     uncount(ne, np);
     return;
   }
-  if (np->dial.on) {
+  if (np->dial) {
     if (!net_dial_timer(ep, p, now)) uncount(ne, np);
     return;
   }
@@ -382,7 +388,7 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
   }
   *budget -= (uint32_t)sent;
   if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
-  count_rel(ep, np);
+  count_rel(ep);
   int pulls = net_pull_timers(ep, p, now);
   if (pulls < 0) {
     uncount(ne, np); /* it failed */
@@ -443,13 +449,17 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   }
 }
 
-static struct bulk_conn *net_conn(struct partner *p) { return &((struct net_peer *)transport_state(p))->lend; }
+static struct bulk_conn *net_conn(struct partner *p) {
+  struct net_peer *np = transport_state(p);
+  return net_pull_attach(np) == 0 ? &np->pull->lend : NULL;
+}
 
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   struct net_peer *np = transport_state(p);
   uncount(net_ep(ep), np);
   net_ptab_del(&net_ep(ep)->ptab, &np->hent);
   net_pull_fini(p);
+  net_dial_end(np);
   if (np->rel_ok) net_rel_fini(&np->rel);
   np->rel_ok = 0;
 }

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -98,15 +99,15 @@ static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
 /* Its next look: the next CONNECT, or the deadline if sooner. */
 static void dial_arm(struct fmx_endpoint *ep, struct net_peer *np) {
   net_wheel_arm(&net_ep(ep)->timers, &np->timer,
-                np->dial.next_ns < np->dial.deadline_ns ? np->dial.next_ns : np->dial.deadline_ns);
+                np->dial->next_ns < np->dial->deadline_ns ? np->dial->next_ns : np->dial->deadline_ns);
 }
 
 static void dial_send(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   const struct transport_peer *t = transport_peer(p);
-  send_connect(ep, t->nic, t->eid, np->dial.key, np->dial.conn_seq, np->start);
-  np->dial.next_ns = spread(now, np->dial.wait_ns);
-  np->dial.wait_ns = backoff(np->dial.wait_ns);
+  send_connect(ep, t->nic, t->eid, np->dial->key, np->dial->conn_seq, np->start);
+  np->dial->next_ns = spread(now, np->dial->wait_ns);
+  np->dial->wait_ns = backoff(np->dial->wait_ns);
   dial_arm(ep, np);
 }
 
@@ -120,7 +121,7 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
      * two asks (an iconnect that timed out, then tried again). */
     struct net_peer *np = transport_state(p);
     uint64_t until = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : sys_now_ns() + timeout_ms * 1000000ull;
-    if (np->dial.on && until > np->dial.deadline_ns) np->dial.deadline_ns = until;
+    if (np->dial && until > np->dial->deadline_ns) np->dial->deadline_ns = until;
     *out = p;
     return FMX_SUCCESS;
   }
@@ -132,44 +133,53 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
     return FMX_NO_RESOURCES;
   }
   struct net_peer *np = transport_state(p);
+  if (!(np->dial = calloc(1, sizeof *np->dial))) {
+    transport_up->peer_down(ep, p, PARTNER_DEAD, FMX_NO_RESOURCES);
+    return FMX_NO_RESOURCES;
+  }
   uint64_t now = sys_now_ns();
-  np->dial.on = 1;
-  np->dial.key = key;
-  np->dial.conn_seq = ++ne->conn_seq;
+  np->dial->key = key;
+  np->dial->conn_seq = ++ne->conn_seq;
   if (pend_for(ne, nic, eid)) {
     /* A blocking connect to it is under way (another thread): ours is
      * the same CONNECT (the peer answers it as a resend), and its answer
      * completes both (net_on_reply). */
     np->start = ne->pend.start;
     np->rel.next_seq = np->rel.una = ne->pend.start;
-    np->dial.conn_seq = ne->pend.conn_seq;
+    np->dial->conn_seq = ne->pend.conn_seq;
   }
-  np->dial.wait_ns = first_wait();
-  np->dial.deadline_ns = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : now + timeout_ms * 1000000ull;
+  np->dial->wait_ns = first_wait();
+  np->dial->deadline_ns = timeout_ms == FMX_TIMEOUT_INFINITE ? UINT64_MAX : now + timeout_ms * 1000000ull;
   TRANSPORT_CNT(ep, NET_DIALS);
   dial_send(ep, p, now);
   *out = p;
   return FMX_SUCCESS;
 }
 
-int net_dialing(struct partner *p) { return ((const struct net_peer *)transport_state(p))->dial.on; }
+int net_dialing(struct partner *p) { return ((const struct net_peer *)transport_state(p))->dial != NULL; }
+
+/* The handshake is over (answered, failed, or the partner released). */
+void net_dial_end(struct net_peer *np) {
+  free(np->dial);
+  np->dial = NULL;
+}
 
 static void dial_fail(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   struct net_peer *np = transport_state(p);
-  np->dial.on = 0;
+  net_dial_end(np);
   TRANSPORT_CNT(ep, NET_DIALS_FAILED);
   transport_up->peer_fail(ep, p, PARTNER_DEAD, code); /* what waits for it fails; its timer uncounts it */
 }
 
 int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
-  if (now >= np->dial.deadline_ns) {
+  if (now >= np->dial->deadline_ns) {
     log_warn("FMX-NET-DIAL", "endpoint %u: endpoint %u of board %012llx did not answer our connect: its requests fail",
              transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic);
     dial_fail(ep, p, FMX_REMOTE_ENDPOINT_UNREACHABLE);
     return 0;
   }
-  if (now >= np->dial.next_ns)
+  if (now >= np->dial->next_ns)
     dial_send(ep, p, now);
   else
     dial_arm(ep, np);
@@ -183,7 +193,7 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
                       const struct net_addr *from, uint32_t bip, uint16_t bport, uint16_t mtu) {
   struct net_peer *np = transport_state(p);
   struct transport_peer *t = transport_peer(p);
-  np->dial.on = 0;
+  net_dial_end(np);
   t->session = session;
   net_peer_known(ep, p);
   np->peer_start = start;
@@ -205,7 +215,7 @@ static struct partner *dialing(struct fmx_endpoint *ep, const struct net_addr *f
        p = transport_up->peer_next(ep, &net_transport, p)) {
     const struct net_peer *np = transport_state(p);
     const struct transport_peer *t = transport_peer(p);
-    if (np->dial.on && t->state == PARTNER_ALIVE && t->eid == eid && (!conn_seq || np->dial.conn_seq == *conn_seq) &&
+    if (np->dial && t->state == PARTNER_ALIVE && t->eid == eid && (!conn_seq || np->dial->conn_seq == *conn_seq) &&
         (!from->nic || from->nic == t->nic))
       return p;
   }
@@ -241,7 +251,7 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
     return;
   }
   struct partner *q = net_find(ep, nic, NULL, pk->h.src_ep, 0);
-  if (q && ((struct net_peer *)transport_state(q))->dial.on) {
+  if (q && ((struct net_peer *)transport_state(q))->dial) {
     /* We dial each other: its CONNECT completes ours, and ours (or its
      * answer) completes its side with the seq we announced. */
     dial_done(ep, q, pk->h.src_session, pk->u.connect.start_seq, &to, pk->u.connect.bulk_ip,
@@ -360,7 +370,7 @@ static fmx_return_t wait_dialed(struct fmx_endpoint *ep, uint64_t nic, uint32_t 
     transport_up->lock(ep);
     transport_up->progress(ep);
     struct partner *p = net_find(ep, nic, NULL, eid, 0);
-    int dialing = p && ((struct net_peer *)transport_state(p))->dial.on;
+    int dialing = p && ((struct net_peer *)transport_state(p))->dial;
     int fd = net_ep(ep)->sock.fd;
     transport_up->unlock(ep);
     if (!p) return FMX_REMOTE_ENDPOINT_UNREACHABLE;
@@ -385,7 +395,7 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
     return FMX_NIC_ID_NOT_FOUND;
   }
   struct partner *have = net_find(ep, nic, NULL, eid, 0);
-  if (have && ((struct net_peer *)transport_state(have))->dial.on) {
+  if (have && ((struct net_peer *)transport_state(have))->dial) {
     transport_up->unlock(ep);
     uint64_t t0 = sys_now_ns();
     fmx_return_t r = wait_dialed(ep, nic, eid, timeout_ms, out);

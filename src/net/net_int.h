@@ -65,6 +65,9 @@ struct net_ep {
   uint64_t probe_step;     /* how often a partner we wait for and that owes us no ack is probed */
   uint64_t rto_min_ns;     /* the least a measured resend wait may be */
   struct net_rel_cfg rel_cfg; /* every partner's stream's (net_rel_cfg_init, at open) */
+  /* What they all counted (rel_cfg.counts), and of it what was already
+   * added to the endpoint's counters (net.c, count_rel). */
+  struct net_rel_counts rel_counts, rel_seen;
   uint64_t nack_ns;        /* when the last nack went (one per millisecond at most) */
   uint64_t query_ns;       /* when we last answered a HOST_QUERY (as often at most) */
   uint64_t errq_ns;        /* when the bulk socket's error queue was last emptied (net.c, run_timers) */
@@ -118,24 +121,19 @@ struct net_ep {
   uint8_t hdrs[NET_PULL_FRAMES_MAX * (NET_HDR_LEN + NET_PULL_REPLY_HDR)]; /* the heads of a PULL's answers */
 };
 
-/* What it keeps of a partner (ops.partner_size). */
-struct net_peer {
-  struct net_rel rel;
-  int rel_ok;
-  int counted;            /* in ne->npeers */
-  struct net_timer timer; /* its next look (ne->timers) */
-  struct net_ptab_entry hent; /* in ne->ptab under its (eid, session), once known */
-  struct net_addr addr;  /* where its packets go */
-  struct net_addr baddr; /* where the answers to its pulls go (UDP); port 0: to addr, on our wire */
-  uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
-  uint32_t peer_start;   /* its first seq: a CONNECT with another is a new connection */
-  uint32_t pkt_max;      /* the largest packet to it: the smaller MTU of the two, our wire's share */
-  uint32_t mtu;          /* the smaller MTU of the two */
-  uint64_t seen[5];      /* rel's counts already added to the endpoint's counters */
-  /* The pull protocol (pull.c): what we lend the engine `pull`, the
-   * transfers we pull from the partner and those it pulls from us. */
-  struct fmx_endpoint *ep;
-  struct partner *self;
+/* A handshake of ours under way (net_conn.c, net_dial): nothing goes to
+ * the partner but CONNECT, resent with backoff, until its reply completes
+ * it (or its own CONNECT, when we dial each other) or the deadline fails
+ * it. */
+struct net_dial {
+  uint32_t key, conn_seq;
+  uint64_t next_ns, wait_ns, deadline_ns;
+};
+
+/* A partner's part of the pull protocol (pull.c): what we lend the engine
+ * `pull`, the transfers we pull from the partner and those it pulls from
+ * us. */
+struct net_pull_peer {
   struct bulk_conn lend;
   struct list_node pulls, exports;
   uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
@@ -152,19 +150,33 @@ struct net_peer {
   uint32_t wire_holds;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */
   uint32_t pulls_silent; /* those its timer found silent (pull.c, silence) */
+};
+
+/* What it keeps of a partner (ops.partner_size). */
+struct net_peer {
+  struct net_rel rel;
+  int rel_ok;
+  int counted;            /* in ne->npeers */
+  struct net_timer timer; /* its next look (ne->timers) */
+  struct net_ptab_entry hent; /* in ne->ptab under its (eid, session), once known */
+  struct net_addr addr;  /* where its packets go */
+  struct net_addr baddr; /* where the answers to its pulls go (UDP); port 0: to addr, on our wire */
+  uint32_t start;        /* our first seq (a repeated CONNECT is answered with it) */
+  uint32_t peer_start;   /* its first seq: a CONNECT with another is a new connection */
+  uint32_t pkt_max;      /* the largest packet to it: the smaller MTU of the two, our wire's share */
+  uint32_t mtu;          /* the smaller MTU of the two */
+  /* The pull protocol's (pull.c): taken at the first record either way
+   * (net_pull_attach), NULL before: an idle partner's bytes. */
+  struct net_pull_peer *pull;
+  struct fmx_endpoint *ep;
+  struct partner *self;
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
   uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */
   int close_sent;        /* ...once one went */
   uint64_t left_ns;      /* when its CLOSE came (0: it did not) */
-  /* Our handshake with it under way (net_dial): nothing goes to it but
-   * CONNECT, resent with backoff, until its reply completes it (or its
-   * own CONNECT, when we dial each other) or the deadline fails it. */
-  struct {
-    int on;
-    uint32_t key, conn_seq;
-    uint64_t next_ns, wait_ns, deadline_ns;
-  } dial;
+  /* Our handshake with it while under way (net_dial; NULL: none). */
+  struct net_dial *dial;
 };
 
 extern const struct fmx_transport_ops net_transport;
@@ -238,6 +250,9 @@ void net_arm_timers(struct net_ep *ne, struct net_peer *np, uint64_t now);
 
 /* pull.c: the pull protocol. */
 void net_pull_init(struct fmx_endpoint *ep, struct partner *p);
+/* np's pull state, taken once (at its first record sent or received):
+ * 0, or -ENOMEM. */
+int net_pull_attach(struct net_peer *np);
 void net_pull_fini(struct partner *p);
 /* Both of us have a bulk socket: the answers to our pulls from np go to
  * ours, unless we ask it otherwise (pull.c, on_wire). */
@@ -279,6 +294,8 @@ void net_pull_tick(struct fmx_endpoint *ep, uint64_t now);
 fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint32_t key, uint32_t timeout_ms,
                       struct partner **out);
 int net_dialing(struct partner *p);
+/* np's handshake is over, or it is released: its dial state goes. */
+void net_dial_end(struct net_peer *np);
 /* A dialed partner's timer: CONNECT again when due, fail it at its
  * deadline. 1 while it dials on (its timer set), 0 when it failed. */
 int net_dial_timer(struct fmx_endpoint *ep, struct partner *p, uint64_t now);

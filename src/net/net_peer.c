@@ -17,6 +17,7 @@
 void net_rel_cfg_init(struct net_ep *ne) {
   struct net_rel_cfg c = {
       .pool = &ne->pool,
+      .counts = &ne->rel_counts,
       .window = (uint32_t)fmx_cfg.net_window,
       .rto_ns = fmx_cfg.net_rto_us * 1000ull,
       .rto_max_ns = fmx_cfg.net_rto_max_us * 1000ull,

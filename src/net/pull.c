@@ -90,9 +90,9 @@ struct net_pull {
  * again: a slow partner loses only its GSO sends for that long; a gone one
  * is failed by its timeout either way. */
 static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, const char *why) {
-  if (np->pull_on_wire || !net_pull_bulk_answers(np)) return;
-  uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->wire_holds < 6 ? np->wire_holds : 6);
-  if (!np->wire_logged) {
+  if (np->pull->pull_on_wire || !net_pull_bulk_answers(np)) return;
+  uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->pull->wire_holds < 6 ? np->pull->wire_holds : 6);
+  if (!np->pull->wire_logged) {
     uint32_t ip;
     uint16_t port;
     net_bulk_addr(ep, &ip, &port);
@@ -101,17 +101,17 @@ static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, 
              "UDP port %u, from now on for a while (a firewall, a full neighbour table?)",
              transport_ep(ep)->eid, transport_peer(np->self)->eid, (unsigned long long)transport_peer(np->self)->nic,
              why, (unsigned)port);
-    np->wire_logged = 1;
+    np->pull->wire_logged = 1;
   }
-  np->pull_on_wire = 1;
-  np->wire_until_ns = now + hold;
-  np->wire_holds++;
+  np->pull->pull_on_wire = 1;
+  np->pull->wire_until_ns = now + hold;
+  np->pull->wire_holds++;
   TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
 }
 
 /* A pull's silent waits in a row become n (its partner counts the silent). */
 static void silence(struct net_peer *np, struct net_pull *pl, uint32_t n) {
-  np->pulls_silent += (n > 0) - (pl->silences > 0);
+  np->pull->pulls_silent += (n > 0) - (pl->silences > 0);
   pl->silences = n;
 }
 
@@ -127,8 +127,8 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   struct net_hdr h;
   net_hdr_to(ep, np->self, &h, NET_PULL);
   h.ack = net_rel_ack_value(&np->rel);
-  if (np->pull_on_wire || np->wire_probe) h.flags = NET_F_WIRE;
-  np->wire_probe = 0;
+  if (np->pull->pull_on_wire || np->pull->wire_probe) h.flags = NET_F_WIRE;
+  np->pull->wire_probe = 0;
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
   net_put_hdr(ne->pkt, &h);
   net_xmit(ep, &np->addr, transport_peer(np->self)->eid, ne->pkt, NET_HDR_LEN + h.len);
@@ -142,7 +142,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
  * wait (ASK_TIMER). */
 static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int why) {
   uint64_t m = pl->blk[b].missing;
-  pl->blk[b].asked = ++np->pull_stamp;
+  pl->blk[b].asked = ++np->pull->pull_stamp;
   /* After a gap the asks before were lost: all it misses is in this one.
    * After a silence they may still come (a sender off its core answers
    * them late), and a frame that comes may answer the first. */
@@ -220,7 +220,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     struct list_node *pos;
     list_for_each(pos, &ne->granting) {
       struct net_pull *q = list_entry(pos, struct net_pull, gnode);
-      if (!q->np->pulls_silent) {
+      if (!q->np->pull->pulls_silent) {
         pl = q;
         break;
       }
@@ -232,7 +232,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     if (n > pl->nframes - f) n = pl->nframes - f;
     if (n > quarter) n = quarter;
     uint64_t need = run_bytes(pl, f, n);
-    uint64_t win = net_pull_bulk_answers(np) && !np->pull_on_wire ? ne->pull_window : ne->pull_window_wire;
+    uint64_t win = net_pull_bulk_answers(np) && !np->pull->pull_on_wire ? ne->pull_window : ne->pull_window_wire;
     int over = g->inflight && (net_grant_room(g) < need || pl->out + need > win);
     if (over && !probe) {
       pl->waited = 1;
@@ -242,7 +242,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     probe = 0;
     asked = 1;
     struct pull_block *blk = &pl->blk[b];
-    blk->asked = ++np->pull_stamp;
+    blk->asked = ++np->pull->pull_stamp;
     if (!blk->missing) {
       if (!pl->open) pl->heard_ns = now; /* a pull that waited for its turn was not silent */
       pl->open++;
@@ -290,7 +290,7 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
   int lost = 0, crowd = crowded(net_ep(np->ep)), tail = 0;
   uint64_t asked = 0; /* the newest ask of what was lost */
   struct list_node *pos;
-  list_for_each(pos, &np->pulls) {
+  list_for_each(pos, &np->pull->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (pl->low >= pl->next || !before(pl->blk[pl->low].asked, stamp)) continue; /* the common case */
     for (uint32_t b = pl->low; b < pl->next; b++)
@@ -320,19 +320,20 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
 static uint64_t pull_wait(const struct net_peer *np) {
   uint64_t rto = fmx_cfg.net_rto_us * 1000ull, most = fmx_cfg.net_rto_max_us * 1000ull,
            least = net_ep(np->ep)->rto_min_ns;
-  if (!np->pull_srtt_ns) return rto;
-  uint64_t w = np->pull_srtt_ns + 4 * np->pull_var_ns;
+  if (!np->pull->pull_srtt_ns) return rto;
+  uint64_t w = np->pull->pull_srtt_ns + 4 * np->pull->pull_var_ns;
   return w < least ? least : w > most ? most : w;
 }
 
 static void block_timed(struct net_peer *np, const struct pull_block *blk, uint64_t now) {
   if (blk->again) return;
-  net_rtt_sample(&np->pull_srtt_ns, &np->pull_var_ns, now - blk->asked_ns);
+  net_rtt_sample(&np->pull->pull_srtt_ns, &np->pull->pull_var_ns, now - blk->asked_ns);
 }
 
 static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
   struct list_node *pos;
-  list_for_each(pos, &np->pulls) {
+  if (!np->pull) return NULL;
+  list_for_each(pos, &np->pull->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (pl->x->id == id) return pl;
   }
@@ -341,11 +342,15 @@ static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
 
 void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now) {
   struct net_peer *np = transport_state(p);
-  if (bulk && np->wire_holds && !np->pull_on_wire) np->wire_holds = 0; /* its bulk answers come again */
+  if (!np->pull) {
+    TRANSPORT_CNT(ep, NET_LATE); /* nothing was ever pulled from it: a forged answer */
+    return;
+  }
+  if (bulk && np->pull->wire_holds && !np->pull->pull_on_wire) np->pull->wire_holds = 0; /* its bulk answers come again */
   /* Asked at our bulk socket, answered on the wire: its bulk socket
    * refused them (answer). Our next asks say so: the answers then come
    * one way, in the order asked (ask_lost), within the wire's window. */
-  if (!bulk && !np->pull_on_wire && net_pull_bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
+  if (!bulk && !np->pull->pull_on_wire && net_pull_bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
   if (!pl || !pl->started || i >= pl->nframes) {
@@ -409,7 +414,7 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
     free(pl);
     return -ENOMEM;
   }
-  list_add_tail(&np->pulls, &pl->node);
+  list_add_tail(&np->pull->pulls, &pl->node);
   net_ep(np->ep)->pulling++;
   /* Its answers may come as GSO trains to our own socket (the UDP wire). */
   net_gro_want(np->ep);
@@ -425,7 +430,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     uint64_t now = sys_now_ns();
     pl->started = 1;
     pl->heard_ns = now;
-    if (!np->pulls_begun++) net_ep(np->ep)->senders++;
+    if (!np->pull->pulls_begun++) net_ep(np->ep)->senders++;
     queue_pull(net_ep(np->ep), pl);
     grant(np->ep, now, 0);
     net_arm_timers(net_ep(np->ep), np, now);
@@ -465,13 +470,14 @@ void net_pull_tick(struct fmx_endpoint *ep, uint64_t now) {
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
-  if (np->pull_on_wire && now >= np->wire_until_ns) np->pull_on_wire = 0; /* our bulk socket again */
+  if (!np->pull) return net_pull_serve(ep, now); /* no record either way yet: no pull */
+  if (np->pull->pull_on_wire && now >= np->pull->wire_until_ns) np->pull->pull_on_wire = 0; /* our bulk socket again */
   /* Its receiver may serve other senders first (shortest remaining
    * first): anything it sends says it is there. */
   uint64_t heard = net_pull_exports_heard(np);
   if (heard && silent(ep, p, heard > np->heard_ns ? heard : np->heard_ns, now, "pulled nothing it matched")) return -1;
   int waiting = net_pull_serve(ep, now); /* our answers that wait for room (any partner's) */
-  list_for_each(pos, &np->pulls) {
+  list_for_each(pos, &np->pull->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (!pl->started || !pl->open) continue; /* nothing asked: it waits for its turn */
     if (silent(ep, p, pl->heard_ns, now, "sent nothing we pulled")) return -1;
@@ -496,8 +502,8 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
      * lets the floor's runs through; after one silence alone, a shaped
      * uplink's congestion put 1 run in 10 of
      * test_pairs_across_a_shaped_uplink on the wire. */
-    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull_on_wire)
-      np->wire_probe = 1;
+    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull->pull_on_wire)
+      np->pull->wire_probe = 1;
     for (uint32_t b = pl->low; b < pl->next; b++) {
       if (!pl->blk[b].missing) continue;
       if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
@@ -525,7 +531,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     pl->reasked_ns = now;
     pl->asked_ns = now;
   }
-  return !list_empty(&np->pulls) || !list_empty(&np->exports) || waiting;
+  return !list_empty(&np->pull->pulls) || !list_empty(&np->pull->exports) || waiting;
 }
 
 /* ---- both --------------------------------------------------------------- */
@@ -535,7 +541,7 @@ static void pull_free(struct net_peer *np, struct net_pull *pl) {
   list_del(&pl->node);
   unqueue_pull(pl);
   net_grant_forget(&net_ep(np->ep)->grant, pl->out);
-  if (pl->started && !--np->pulls_begun) net_ep(np->ep)->senders--;
+  if (pl->started && !--np->pull->pulls_begun) net_ep(np->ep)->senders--;
   net_ep(np->ep)->pulling--;
   free(pl->blk);
   free(pl);
@@ -544,7 +550,8 @@ static void pull_free(struct net_peer *np, struct net_pull *pl) {
 /* Forget transfer x (NULL: every one) of np's, both ways. */
 static void drop(struct net_peer *np, const struct bulk_xfer *x) {
   struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &np->pulls) {
+  if (!np->pull) return;
+  list_for_each_safe(pos, tmp, &np->pull->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (!x || pl->x == x) pull_free(np, pl);
   }
@@ -568,14 +575,24 @@ void net_pull_init(struct fmx_endpoint *ep, struct partner *p) {
   struct net_peer *np = transport_state(p);
   np->ep = ep;
   np->self = p;
-  list_init(&np->pulls);
-  list_init(&np->exports);
-  np->lend.pull = &pull_ops;
-  np->lend.pull_arg = np;
-  np->lend.pipe_tx = np->lend.pipe_rx = -1;
+}
+
+int net_pull_attach(struct net_peer *np) {
+  if (np->pull) return 0;
+  struct net_pull_peer *pp = sys_zalloc(sizeof *pp);
+  if (!pp) return -ENOMEM;
+  list_init(&pp->pulls);
+  list_init(&pp->exports);
+  pp->lend.pull = &pull_ops;
+  pp->lend.pull_arg = np;
+  pp->lend.pipe_tx = pp->lend.pipe_rx = -1;
+  np->pull = pp;
+  return 0;
 }
 
 void net_pull_fini(struct partner *p) {
   struct net_peer *np = transport_state(p);
   if (np->self) drop(np, NULL);
+  free(np->pull);
+  np->pull = NULL;
 }

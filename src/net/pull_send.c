@@ -70,7 +70,8 @@ struct net_pull_sent {
 
 static struct net_export *export_of(struct net_peer *np, uint64_t id) {
   struct list_node *pos;
-  list_for_each(pos, &np->exports) {
+  if (!np->pull) return NULL;
+  list_for_each(pos, &np->pull->exports) {
     struct net_export *e = list_entry(pos, struct net_export, node);
     if (e->x->id == id) return e;
   }
@@ -86,7 +87,7 @@ int net_pull_send_start(void *arg, struct bulk_xfer *x) {
   net_ep(np->ep)->exporting++;
   e->x = x;
   e->heard_ns = sys_now_ns();
-  list_add_tail(&np->exports, &e->node);
+  list_add_tail(&np->pull->exports, &e->node);
   net_stamps_want(np->ep);
   net_arm_timers(net_ep(np->ep), np, e->heard_ns);
   return 0;
@@ -94,13 +95,14 @@ int net_pull_send_start(void *arg, struct bulk_xfer *x) {
 
 void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x) {
   struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &np->exports) {
-    struct net_export *e = list_entry(pos, struct net_export, node);
-    if (x && e->x != x) continue;
-    list_del(&e->node);
-    net_ep(np->ep)->exporting--;
-    free(e);
-  }
+  if (np->pull)
+    list_for_each_safe(pos, tmp, &np->pull->exports) {
+      struct net_export *e = list_entry(pos, struct net_export, node);
+      if (x && e->x != x) continue;
+      list_del(&e->node);
+      net_ep(np->ep)->exporting--;
+      free(e);
+    }
   /* Runs of a transfer gone are skipped as they come up (net_pull_serve);
    * a partner gone leaves none. */
   if (!x) {
@@ -121,7 +123,8 @@ void net_pull_queue_fini(struct net_pull_queue *q) {
 uint64_t net_pull_exports_heard(struct net_peer *np) {
   uint64_t last = 0;
   struct list_node *pos;
-  list_for_each(pos, &np->exports) {
+  if (!np->pull) return 0;
+  list_for_each(pos, &np->pull->exports) {
     uint64_t h = list_entry(pos, struct net_export, node)->heard_ns;
     if (!last || h < last) last = h;
   }

@@ -39,7 +39,7 @@ static int grow(struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32
 
 int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_start, uint32_t rx_start) {
   memset(r, 0, sizeof *r);
-  if (!cfg || !cfg->pool || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
+  if (!cfg || !cfg->pool || !cfg->counts || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
     return -EINVAL;
   r->cfg = cfg;
   r->next_seq = r->una = tx_start;
@@ -98,7 +98,7 @@ static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_
   emit(arg, s->pkt, s->len);
   s->sent_ns = now;
   s->tries++;
-  r->resent++;
+  r->cfg->counts->resent++;
 }
 
 /* The wait before a resend: measured (srtt + 4 rttvar) within
@@ -117,7 +117,7 @@ static uint64_t base_rto(const struct net_rel *r) {
 
 int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg) {
   if (net_seq_lt(ack, r->una) || net_seq_lt(r->next_seq, ack)) {
-    r->bad_acks++; /* older than what was acked (reordered: harmless) or beyond what we sent */
+    r->cfg->counts->bad_acks++; /* older than what was acked (reordered: harmless) or beyond what we sent */
     return -1;
   }
   if (ack != r->una) {
@@ -151,7 +151,7 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
     struct net_rel_slot *s = tx_slot(r, ack + i);
     if (s->pkt && !s->sacked && !s->gap_resent) {
       s->gap_resent = 1;
-      r->gap_resends++;
+      r->cfg->counts->gap_resends++;
       resend(r, s, now, emit, arg);
     }
   }
@@ -182,12 +182,12 @@ static void note_received(struct net_rel *r, uint64_t now) {
 
 int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len, uint64_t now) {
   if (net_seq_lt(seq, r->expect)) {
-    r->dups++;
+    r->cfg->counts->dups++;
     r->ack_now = 1; /* it came again: our ack was likely lost */
     return NET_REL_DUP;
   }
   if (seq - r->expect >= r->cfg->window) {
-    r->far++;
+    r->cfg->counts->far++;
     return NET_REL_FAR;
   }
   if (seq == r->expect) {
@@ -196,7 +196,7 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
     return NET_REL_NEW;
   }
   if (rx_held(r, seq)) {
-    r->dups++;
+    r->cfg->counts->dups++;
     return NET_REL_DUP;
   }
   uint32_t ahead = seq - r->expect;
@@ -205,7 +205,7 @@ int net_rel_recv(struct net_rel *r, uint32_t seq, const uint8_t *pkt, size_t len
   if (len > r->cfg->pool->size || !(s->pkt = net_pool_get(r->cfg->pool))) return -ENOMEM;
   memcpy(s->pkt, pkt, len);
   s->len = (uint32_t)len;
-  r->early++;
+  r->cfg->counts->early++;
   note_received(r, now);
   r->ack_now = 1; /* a hole: tell the sender at once (resend on gap) */
   return NET_REL_EARLY;

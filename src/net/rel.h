@@ -23,8 +23,15 @@
 
 #include "net/pool.h"
 
+/* What the streams of one cfg count, for fmx_counters: one set for them
+ * all (a count per stream would be 48 bytes of every idle partner). */
+struct net_rel_counts {
+  uint64_t resent, gap_resends, dups, early, far, bad_acks;
+};
+
 struct net_rel_cfg {
   struct net_pool *pool; /* where the packets kept live (the endpoint's; required) */
+  struct net_rel_counts *counts; /* where its streams count (required) */
   uint32_t window;       /* packets in flight at most (1..NET_REL_WINDOW_MAX) */
   uint64_t rto_ns;       /* a packet not acked this long is sent again (the first guess, until round
                           * trips are measured)... */
@@ -61,8 +68,6 @@ struct net_rel {
   int ack_now; /* a duplicate came: our ack may have been lost */
   struct net_rel_slot *rx; /* rx_cap slots for packets come early, grown as a hole's width needs */
   uint32_t rx_cap;
-  /* counted for fmx_counters */
-  uint64_t resent, gap_resends, dups, early, far, bad_acks;
 };
 
 /* Results of net_rel_recv. */

@@ -14,20 +14,27 @@
 
 #include "bulk/engine.h"
 #include "base/log.h"
+#include "platform/sys.h"
 #include "proto/proto_int.h"
 
 /* The message in flight on this lane, or NULL. */
 static struct medium_rx *slot_of(struct partner *p, struct bulk_conn *lane) {
   struct medium_rx *m = proto_peer(p)->medium;
+  if (!m) return NULL;
   for (int i = 0; i < 2; i++)
     if (m[i].busy && m[i].lane == lane) return &m[i];
   return NULL;
 }
 
-static struct medium_rx *free_slot(struct partner *p) {
-  struct medium_rx *m = proto_peer(p)->medium;
+/* A free slot, or NULL with *nomem set when p's slots could not be taken. */
+static struct medium_rx *free_slot(struct partner *p, int *nomem) {
+  struct proto_peer *pp = proto_peer(p);
+  if (!pp->medium && !(pp->medium = sys_zalloc(2 * sizeof *pp->medium))) {
+    *nomem = 1;
+    return NULL;
+  }
   for (int i = 0; i < 2; i++)
-    if (!m[i].busy) return &m[i];
+    if (!pp->medium[i].busy) return &pp->medium[i];
   return NULL;
 }
 
@@ -58,6 +65,7 @@ void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *la
 
 void medium_reset(struct fmx_endpoint *ep, struct partner *p) {
   struct medium_rx *m = proto_peer(p)->medium;
+  if (!m) return;
   for (int i = 0; i < 2; i++) drop(ep, &m[i]);
 }
 
@@ -112,7 +120,12 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
     bad(ep, p, "malformed medium message");
     return;
   }
-  struct medium_rx *m = free_slot(p);
+  int nomem = 0;
+  struct medium_rx *m = free_slot(p, &nomem);
+  if (nomem) { /* dropping it would shift every later match from p by one message */
+    proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a medium message");
+    return;
+  }
   if (!m) { /* both slots busy: cannot be (one per lane) */
     bad(ep, p, "medium message on an unknown lane");
     return;

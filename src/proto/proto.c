@@ -45,5 +45,7 @@ void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp) 
 
 void proto_peer_fini(struct proto_peer *pp) {
   free(pp->cls);
+  free(pp->medium);
   pp->cls = NULL;
+  pp->medium = NULL;
 }

@@ -147,7 +147,9 @@ struct proto_peer {
   fmx_endpoint_addr_t addr;           /* its address, as a status gives it (the core's) */
   struct list_node outq;              /* records waiting for ring room, in order */
   struct list_node msgs;              /* messages in flight with it (pnode) */
-  struct medium_rx medium[2];         /* per lane it delivers on */
+  /* Per lane it delivers on, two of them: taken at its first medium
+   * message (medium.c), NULL before (an idle partner's bytes). */
+  struct medium_rx *medium;
   uint64_t rndv_mask;                 /* sender: size classes it asked to get by rendezvous (its HINT) */
   uint64_t asked;                     /* receiver: the mask we last sent it */
   /* receiver: the class choice per size (classes.c), PROTO_CLASSES of them

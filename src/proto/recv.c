@@ -104,7 +104,7 @@ void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn 
   struct proto_ep *pe = proto_ep(ep);
   /* Nothing comes between the fragments of a medium message. */
   const struct medium_rx *med = proto_peer(p)->medium;
-  if (h->type != PROTO_FRAG && (med[0].busy | med[1].busy)) medium_cut(ep, p, lane);
+  if (h->type != PROTO_FRAG && med && (med[0].busy | med[1].busy)) medium_cut(ep, p, lane);
   switch (h->type) {
     case PROTO_EAGER: {
       if (h->msg_len > h->len) {

@@ -27,8 +27,9 @@ static void emit(void *arg, uint8_t *pkt, size_t len) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct net_pool pool = {.size = 2048, .keep = 16};
+  static struct net_rel_counts counts;
   static const struct net_rel_cfg cfg = {
-      .pool = &pool, .window = 16, .rto_ns = 1000, .rto_max_ns = 8000, .dead_ns = 1000000, .ack_delay_ns = 500, .ack_every = 4};
+      .pool = &pool, .counts = &counts, .window = 16, .rto_ns = 1000, .rto_max_ns = 8000, .dead_ns = 1000000, .ack_delay_ns = 500, .ack_every = 4};
   struct net_rel r;
   uint32_t start = 0;
   fuzz_take(&data, &size, &start, sizeof start);
