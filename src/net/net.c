@@ -454,6 +454,21 @@ static struct bulk_conn *net_conn(struct partner *p) {
   return net_pull_attach(np) == 0 ? &np->pull->lend : NULL;
 }
 
+/* We give up on p (no memory for what it sent us: proto_abort). A NACK
+ * tells it at once, and its requests with us fail. Should the NACK be
+ * lost, what it sends next finds no partner here and is refused
+ * (NET_NACK_BAD_SESSION), or its probe is, if it only waits. */
+static void net_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
+  (void)code; /* always a lack of memory (proto_abort's callers) */
+  struct net_ep *ne = net_ep(ep);
+  struct net_hdr h;
+  net_hdr_to(ep, p, &h, NET_NACK);
+  h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, NET_NACK_NO_MEMORY);
+  net_put_hdr(ne->pkt, &h);
+  TRANSPORT_CNT(ep, NET_NACKS);
+  net_xmit(ep, &((struct net_peer *)transport_state(p))->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
+}
+
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   struct net_peer *np = transport_state(p);
   uncount(net_ep(ep), np);
@@ -479,6 +494,7 @@ const struct fmx_transport_ops net_transport = {
     .eager_max = net_eager_max,
     .batch = net_batch,
     .conn = net_conn,
+    .abort = net_abort,
     .poll = NULL, /* net_progress takes every partner's packets */
     .progress = net_progress,
     .wait_fd = net_wait_fd,

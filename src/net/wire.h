@@ -64,7 +64,16 @@ enum net_type {
  * net/pull.c, on_wire). The only flag a PULL has. */
 #define NET_F_WIRE 0x0008
 
-enum net_nack { NET_NACK_BAD_ENDPOINT = 1, NET_NACK_BAD_SESSION = 2, NET_NACK_BAD_KEY = 3, NET_NACK_CLOSED = 4 };
+/* NET_NACK_NO_MEMORY: the sender gave up on the connection, without
+ * memory for what we sent it (a peer that knows no such reason reads it
+ * as closed). */
+enum net_nack {
+  NET_NACK_BAD_ENDPOINT = 1,
+  NET_NACK_BAD_SESSION = 2,
+  NET_NACK_BAD_KEY = 3,
+  NET_NACK_CLOSED = 4,
+  NET_NACK_NO_MEMORY = 5
+};
 
 /* Why a packet was refused (0: it was not). */
 enum net_bad {

@@ -47,6 +47,26 @@ def test_mixed_job(pair1500):
     assert all('"received":24' in o for o in outs), outs
 
 
+def test_allocation_failures_across_hosts(pair1500):
+    """FMX_FAULT_ALLOC=N fails the Nth allocation on a message path, walked
+    over a job across hosts: a partner's pull state, taken at its first
+    record either way (a record pushed then waits, one received is not
+    taken and comes again), its medium slots and an unexpected message's
+    buffer (the connection is given up, and a NACK tells the peer, whose
+    requests with us fail at once instead of waiting for its probe).
+    Every rank exits, every send and matched receive completes (an error
+    completion allowed: --tolerate 1), no byte is wrong."""
+    a, b = (pair1500.a, pair1500.mac_a), (pair1500.b, pair1500.mac_b)
+    argv = ["exchange", "--base", "100", "--msgs", "12", "--max-size", str(256 << 10), "--segs", "1",
+            "--tolerate", "1"]
+    errors = 0
+    for n in range(1, 9):
+        outs = run_ranks([a, b], argv + ["--seed", str(n)], {"FMX_FAULT_ALLOC": str(n), "FMX_LOG": "error"})
+        errors += sum(json.loads(line).get("errors", 0) for o in outs for line in o.splitlines()
+                      if line.startswith("{"))
+    assert errors > 0, "no injected failure reached a message path"
+
+
 SIZES = "0,1,8,63,64,1K,1431,1432,1433,4K,64K,1M,4M"
 
 

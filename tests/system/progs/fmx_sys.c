@@ -163,9 +163,13 @@ static int dropped(void) {
 }
 
 /* --tolerate: the errors a failed allocation may explain, here or at the
- * peer (a connection given up for lack of memory). */
+ * peer (a connection given up for lack of memory). Across hosts a peer
+ * that gave up on us no longer knows our session: what we send it later
+ * is refused (bad session), or finds it closed once it left. */
 static int tolerated(fmx_return_t c) {
-  return tolerate && (c == FMX_NO_SYSTEM_RESOURCES || c == FMX_NO_RESOURCES || c == FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  if (!tolerate) return 0;
+  if (c == FMX_NO_SYSTEM_RESOURCES || c == FMX_NO_RESOURCES || c == FMX_REMOTE_ENDPOINT_UNREACHABLE) return 1;
+  return (c == FMX_REMOTE_ENDPOINT_BAD_SESSION || c == FMX_REMOTE_ENDPOINT_CLOSED) && dropped();
 }
 
 /* A receive, under --tolerate: once an error was seen its sender may be
