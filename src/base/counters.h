@@ -93,7 +93,8 @@
   X(KICKS, "wakes of offload channel 0 to look at this endpoint (a large transfer watched)") \
   X(KICKS_SKIPPED, "wakes of offload channel 0 skipped: its last looks found the application back in a wait") \
   X(NET_NAPS, "channel 0 naps on the net socket for an application away (FMX_NET_PROGRESS), each then a progress pass") \
-  X(YIELDS, "polls that gave the core away (sched_yield)")
+  X(YIELDS, "polls that gave the core away (sched_yield)")                 \
+  X(NET_TRAIN_READS, "net: reads of the bulk socket for the rest of a train whose head came")
 
 enum fmx_counter {
 #define X(name, doc) CNT_##name,

@@ -43,6 +43,7 @@ void ep_crowd_set(struct fmx_endpoint *ep) {
     else if (nremote && ep->runnable >= npus + (npus / 4 > 1 ? npus / 4 : 1)) n = ep->runnable;
   }
   __atomic_store_n(&ep->pe.crowded, n, __ATOMIC_RELAXED);
+  ep->t.crowded = n > 0;
 }
 
 /* Reading /proc/loadavg costs a few microseconds: once per CROWD_LOOK_NS

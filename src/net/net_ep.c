@@ -191,7 +191,7 @@ int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns) {
     uint64_t now = sys_now_ns();
     *max_ns = ne->timers.soonest > now ? ne->timers.soonest - now : 0;
   }
-  return ne->bulk_own && (ne->pulling || ne->trains_due) ? ne->epfd : ne->sock.fd;
+  return net_bulk_due(ep) ? ne->epfd : ne->sock.fd;
 }
 
 void net_ep_fini(struct fmx_endpoint *ep) {

@@ -104,6 +104,7 @@ struct net_ep {
   uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */
   uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
+  uint32_t trains_waiting;  /* partners whose train's head came and not the packet after it (net_peer.train_wait) */
   uint32_t exporting;       /* transfers partners pull from us */
   uint32_t stamps_quiet;    /* datagrams on sock with no export left (its stamps go off at NET_GRO_QUIET) */
   /* An eager message's fragments on their way out as one GSO send (net.c):
@@ -155,8 +156,13 @@ struct net_pull_peer {
 /* What it keeps of a partner (ops.partner_size). */
 struct net_peer {
   struct net_rel rel;
-  int rel_ok;
-  int counted;            /* in ne->npeers */
+  uint8_t rel_ok;
+  uint8_t counted;        /* in ne->npeers */
+  /* The head of a train of its came (in a frame) and not yet the packet
+   * after it, train_next (the rest comes to our bulk socket: net.c,
+   * on_data). */
+  uint8_t train_wait;
+  uint32_t train_next;
   struct net_timer timer; /* its next look (ne->timers) */
   struct net_ptab_entry hent; /* in ne->ptab under its (eid, session), once known */
   struct net_addr addr;  /* where its packets go */
@@ -182,6 +188,14 @@ struct net_peer {
 extern const struct fmx_transport_ops net_transport;
 
 static inline struct net_ep *net_ep(struct fmx_endpoint *ep) { return transport_ep_state(ep, &net_transport); }
+
+/* Our bulk socket is read while we pull, and for NET_TRAIN_PASSES passes
+ * that find nothing after a train's head came (net.c, train_head); when
+ * crowded, only while a train's rest is due. */
+static inline int net_bulk_due(struct fmx_endpoint *ep) {
+  const struct net_ep *ne = net_ep(ep);
+  return ne->bulk_own && (ne->pulling || (ne->trains_due && (ne->trains_waiting || !transport_ep(ep)->crowded)));
+}
 
 /* net.c */
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len);

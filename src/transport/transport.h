@@ -31,6 +31,7 @@ struct transport_ep {
   uint32_t nlive;       /* partners in use, ourselves included */
   uint64_t pull_min;    /* the shortest message a partner on another host pulls (net sets it); 0: no net */
   struct bulk_env *bulk; /* the endpoint as the bulk engines know it (our CPU, its counters) */
+  int crowded;           /* the core's: tasks outnumber the host's hardware threads (FMX_CROWDED) */
 };
 /* Count an event of ep (base/counters.h), its lock held. */
 #define TRANSPORT_CNT(ep, name) (transport_ep(ep)->bulk->counters[CNT_##name]++)

@@ -103,6 +103,7 @@ def test_udp_gro_only_while_pulling(pair1500):
 
 
 TRAINS = "net: GSO trains of an eager message's fragments"
+TRAIN_READS = "net: reads of the bulk socket for the rest of a train"
 
 
 def counter(out, rank, label):
@@ -119,7 +120,9 @@ def test_eager_fragments_in_trains(pair1500, wire, window):
     side sent trains and pulled nothing. A window of 8 packets ends a train
     in the middle of a message (the rest leaves as the acks make room).
     With the answers to pulls in frames (FMX_NET_BULK=wire) the raw wire
-    sends fragments one by one."""
+    sends fragments one by one. On the raw wire the receiver reads its bulk
+    socket after a train's head came; when crowded, only until the rest
+    came (about once a train)."""
     env = {"FMX_NET_WIRE": wire, "FMX_NET_PULL_THRESHOLD": "61441", "FMX_NET_WINDOW": window}
     out = perf(pair1500, "pingpong", "8,4K,24K,60K,8", env, iters=30, extra=("--counters",), want_err=True)
     assert len(rows(out)) == 5, out
@@ -128,6 +131,16 @@ def test_eager_fragments_in_trains(pair1500, wire, window):
         assert counter(out, rank, "large messages pulled") == 0, out
         if wire == "udp":
             assert counter(out, rank, "UDP receive GRO switched") >= 1, out
+        else:
+            assert counter(out, rank, TRAIN_READS) > 0, out
+    if wire == "raw":
+        # Crowded, the rest of a train is read once its head came and until
+        # it came: about once a train, not at every pass.
+        out = perf(pair1500, "pingpong", "24K", dict(env, FMX_CROWDED="on"), iters=30, extra=("--counters",),
+                   want_err=True)
+        for rank in (0, 1):
+            trains = counter(out, 1 - rank, TRAINS)
+            assert trains >= 30 and counter(out, rank, TRAIN_READS) <= 8 * trains + 8, out
     if wire == "raw" and window == "256":
         env["FMX_NET_BULK"] = "wire"
         out = perf(pair1500, "pingpong", "24K", env, iters=10, extra=("--counters",), want_err=True)
