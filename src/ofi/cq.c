@@ -125,23 +125,14 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
   struct ofx_cq *cq = (struct ofx_cq *)fcq;
   if (count == 0) return 0;
   if (!buf) return -FI_EINVAL;
-  ssize_t n = -FI_EAGAIN;
-  if (has_entry(cq)) n = take(cq, buf, count, src);
-  if (n == -FI_EAGAIN) {
-    progress(cq);
-    if (has_entry(cq)) n = take(cq, buf, count, src);
+  if (has_entry(cq)) {
+    ssize_t n = take(cq, buf, count, src);
+    if (n != -FI_EAGAIN) return n;
   }
-  if (n != -FI_EAGAIN) {
-    if (n > 0) __atomic_store_n(&cq->drained, 0, __ATOMIC_RELAXED);
-    return n;
-  }
+  progress(cq);
+  if (has_entry(cq)) return take(cq, buf, count, src);
   /* Nothing: an idle turn of the caller's polling loop (one yield at most,
-   * when crowded: the endpoints of one queue share this host). Not the
-   * first empty read after one that took completions: that is the caller
-   * reading until -FI_EAGAIN (Open MPI's MTL does after each completion),
-   * and a yield there cost 8 namespaced hosts of LAMMPS on 2 cores 100
-   * task switches a step of 330. (A hint between threads: relaxed.) */
-  if (!__atomic_exchange_n(&cq->drained, 1, __ATOMIC_RELAXED)) return -FI_EAGAIN;
+   * when crowded: the endpoints of one queue share this host). */
   if (cq->bound.n) fmx_idle(cq->bound.ep[0]->fx);
   return -FI_EAGAIN;
 }

@@ -165,9 +165,6 @@ struct ofx_cq {
   /* count or err nonzero, stored under lock: a read of an empty queue
    * (a polling MPI's every call) looks here without the lock. */
   int avail;
-  /* An empty read found the queue drained since the last read that took
-   * completions (cq.c, cq_readfrom: only then does an empty read yield). */
-  int drained;
 };
 
 /* A counter (cntr.c): the endpoints bound to it are progressed by its
