@@ -152,6 +152,30 @@ def test_squatted_name(listening):
 
 
 @needs_root
+@pytest.mark.parametrize("listening", [True, False], ids=["listening", "bare-bind"])
+def test_squatted_name_without_shared_memory(listening):
+    """With FMX_SHM=0 an endpoint's id is still claimed by its socket's
+    name. User nobody holds root's name first: a listening squatter is
+    named (Access denied, its uid in the log line, as with shared memory);
+    one that only bound the name takes no connection that would tell its
+    uid, and the id is Busy. Either way nothing is sent to it."""
+    eid = 222 if listening else 223
+    sq = Hostile(SQUATTER % (name(eid), listening, listening, listening), AS_NOBODY)
+    try:
+        p = fmx_sys("open", "--target", eid, env={"FMX_SHM": "0"})
+        assert p.returncode == 0, p.stderr
+        if listening:
+            assert p.stdout.strip() == "Access denied", p.stdout + p.stderr
+            assert "FMX-EP-SQUATTED" in p.stderr and "uid %d" % _nobody().pw_uid in p.stderr, p.stderr
+        else:
+            assert p.stdout.strip() == "Busy", p.stdout + p.stderr
+        res = sq.finish()
+        assert res["bytes"] == 0 and res["fds"] == 0, res
+    finally:
+        sq.kill()
+
+
+@needs_root
 def test_any_endpoint_skips_squatted_ids():
     """FMX_ANY_ENDPOINT takes the next free id past a squatted one."""
     sq = Hostile(SQUATTER % (name(0), True, True, True), AS_NOBODY)
