@@ -385,6 +385,8 @@ static void uncount(struct net_ep *ne, struct net_peer *np) {
   net_wheel_cancel(&ne->timers, &np->timer);
   if (np->counted) ne->npeers--;
   np->counted = 0;
+  if (np->train_wait) ne->trains_waiting--;
+  np->train_wait = 0;
 }
 
 /* One partner's timers: resends (at most *budget), a delayed ack, a
@@ -504,8 +506,6 @@ static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   net_ptab_del(&net_ep(ep)->ptab, &np->hent);
   net_pull_fini(p);
   net_dial_end(np);
-  if (np->train_wait) net_ep(ep)->trains_waiting--;
-  np->train_wait = 0;
   if (np->rel_ok) net_rel_fini(&np->rel);
   np->rel_ok = 0;
 }

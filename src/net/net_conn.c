@@ -125,18 +125,17 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
     *out = p;
     return FMX_SUCCESS;
   }
-  p = transport_up->peer_new(ep, &net_transport);
+  struct net_dial *d = calloc(1, sizeof *d);
+  p = d ? transport_up->peer_new(ep, &net_transport) : NULL;
   struct net_addr to = {.nic = nic};
   /* Its session and first seq come with its answer. */
   if (!p || net_peer_init(ep, p, nic, eid, 0, &to, (uint32_t)sys_random64(), 0) < 0) {
+    free(d);
     if (p) transport_up->peer_down(ep, p, PARTNER_DEAD, FMX_NO_RESOURCES);
     return FMX_NO_RESOURCES;
   }
   struct net_peer *np = transport_state(p);
-  if (!(np->dial = calloc(1, sizeof *np->dial))) {
-    transport_up->peer_down(ep, p, PARTNER_DEAD, FMX_NO_RESOURCES);
-    return FMX_NO_RESOURCES;
-  }
+  np->dial = d;
   uint64_t now = sys_now_ns();
   np->dial->key = key;
   np->dial->conn_seq = ++ne->conn_seq;
@@ -346,8 +345,11 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
                                                             : FMX_REMOTE_ENDPOINT_CLOSED;
     return;
   }
-  /* A partner that no longer knows us: it restarted or dropped us. */
-  struct partner *p = net_find(ep, 0, from, pk->h.src_ep, 0);
+  /* A partner that no longer knows us: it restarted or dropped us. One
+   * that gave up on us for lack of memory says which of its sessions did:
+   * a late one fails no newer connection. */
+  uint32_t session = pk->u.nack.reason == NET_NACK_NO_MEMORY ? pk->h.src_session : 0;
+  struct partner *p = net_find(ep, 0, from, pk->h.src_ep, session);
   if (!p) {
     TRANSPORT_CNT(ep, NET_STRANGERS);
     return;

@@ -73,6 +73,9 @@ void net_train_flush(struct fmx_endpoint *ep) {
     /* Alone (the window or a train's limit cut it off): no train to read for. */
     if (n == 0) net_clear_flags(ne->train.iov[0].iov_base, NET_F_TRAIN);
     net_xmit(ep, &np->addr, eid, ne->train.iov[0].iov_base, ne->train.iov[0].iov_len);
+    /* The rest, kept for a resend, goes on the wire if ever again (below, or
+     * rel's resends): there none of them is the head of a train. */
+    for (int i = 0; i < n; i++) net_clear_flags(iov[i].iov_base, NET_F_TRAIN);
   }
   if (r == 0) {
     TRANSPORT_ADD(ep, NET_SENT, (uint64_t)n);
