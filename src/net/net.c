@@ -83,19 +83,25 @@ static void send_ack(struct fmx_endpoint *ep, struct partner *p) {
   net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
 }
 
+/* A NACK of reason to endpoint eid of session at `to`. */
+static void nack(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, uint32_t session, uint32_t reason) {
+  struct net_ep *ne = net_ep(ep);
+  struct net_hdr h;
+  net_hdr_to(ep, NULL, &h, NET_NACK);
+  h.dst_ep = (uint16_t)eid;
+  h.dst_session = session;
+  h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, reason);
+  net_put_hdr(ne->pkt, &h);
+  TRANSPORT_CNT(ep, NET_NACKS);
+  net_xmit(ep, to, eid, ne->pkt, NET_HDR_LEN + h.len);
+}
+
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason) {
   struct net_ep *ne = net_ep(ep);
   uint64_t now = sys_now_ns();
   if (now - ne->nack_ns < 1000000) return; /* a flood of strangers gets one a millisecond */
   ne->nack_ns = now;
-  struct net_hdr h;
-  net_hdr_to(ep, NULL, &h, NET_NACK);
-  h.dst_ep = in->h.src_ep;
-  h.dst_session = in->h.src_session;
-  h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, reason);
-  net_put_hdr(ne->pkt, &h);
-  TRANSPORT_CNT(ep, NET_NACKS);
-  net_xmit(ep, to, in->h.src_ep, ne->pkt, NET_HDR_LEN + h.len);
+  nack(ep, to, in->h.src_ep, in->h.src_session, reason);
 }
 
 static size_t net_max_payload(struct partner *p) {
@@ -255,18 +261,17 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
   if (pk->h.len && net_pull_attach(np) < 0) return;
   int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
   net_arm_timers(ne, np, now); /* its ack is due */
-  if (r != NET_REL_NEW) {
-    train_came(ne, np); /* a head sent again, after its train came */
-    return;
+  int gone = 0;
+  if (r == NET_REL_NEW) {
+    gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
+    size_t len;
+    uint8_t *b;
+    while (!gone && (b = net_rel_pop(&np->rel, &len)) != NULL) {
+      gone = deliver_body(ep, p, deliver, b, len);
+      net_pool_put(&ne->pool, b);
+    }
   }
-  int gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
-  size_t len;
-  uint8_t *b;
-  while (!gone && (b = net_rel_pop(&np->rel, &len)) != NULL) {
-    gone = deliver_body(ep, p, deliver, b, len);
-    net_pool_put(&ne->pool, b);
-  }
-  train_came(ne, np);
+  train_came(ne, np); /* also for a head sent again, after its train came */
   /* It left (its CLOSE): ack what it sent at once, it may wait for that
    * before it exits; we keep no timer for it now (net_close stays a while
    * for it). */
@@ -417,7 +422,6 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
   }
   *budget -= (uint32_t)sent;
   if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
-  count_rel(ep);
   int pulls = net_pull_timers(ep, p, now);
   if (pulls < 0) {
     uncount(ne, np); /* it failed */
@@ -455,6 +459,7 @@ static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
     struct net_peer *np = container_of(t, struct net_peer, timer);
     run_peer(ep, np->self, now, &budget);
   }
+  count_rel(ep);
 }
 
 static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) {
@@ -491,13 +496,8 @@ static struct bulk_conn *net_conn(struct partner *p) {
  * (NET_NACK_BAD_SESSION), or its probe is, if it only waits. */
 static void net_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   (void)code; /* always a lack of memory (proto_abort's callers) */
-  struct net_ep *ne = net_ep(ep);
-  struct net_hdr h;
-  net_hdr_to(ep, p, &h, NET_NACK);
-  h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, NET_NACK_NO_MEMORY);
-  net_put_hdr(ne->pkt, &h);
-  TRANSPORT_CNT(ep, NET_NACKS);
-  net_xmit(ep, &((struct net_peer *)transport_state(p))->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
+  const struct transport_peer *t = transport_peer(p);
+  nack(ep, &((struct net_peer *)transport_state(p))->addr, t->eid, t->session, NET_NACK_NO_MEMORY);
 }
 
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {

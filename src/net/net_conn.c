@@ -355,9 +355,9 @@ void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct
     return;
   }
   fmx_return_t code = pk->u.nack.reason == NET_NACK_BAD_SESSION ? FMX_REMOTE_ENDPOINT_BAD_SESSION
-                      : pk->u.nack.reason == NET_NACK_NO_MEMORY ? FMX_NO_SYSTEM_RESOURCES
                                                                 : FMX_REMOTE_ENDPOINT_CLOSED;
-  if (pk->u.nack.reason == NET_NACK_NO_MEMORY) {
+  if (session) { /* NET_NACK_NO_MEMORY */
+    code = FMX_NO_SYSTEM_RESOURCES;
     TRANSPORT_CNT(ep, PEER_ABORTS);
     log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u of board %012llx dropped the connection (%s): its requests with "
              "us fail", transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic,

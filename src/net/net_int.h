@@ -137,14 +137,14 @@ struct net_dial {
 struct net_pull_peer {
   struct bulk_conn lend;
   struct list_node pulls, exports;
-  uint64_t pull_srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
-  uint64_t pull_var_ns;  /* its mean deviation, smoothed */
-  uint32_t pull_stamp;   /* pull requests sent to it: it answers them in this order */
-  /* Our PULLs ask it to answer on the wire (NET_F_WIRE) until
+  uint64_t srtt_ns; /* how long a block takes to come, smoothed (0: not seen yet) */
+  uint64_t var_ns;  /* its mean deviation, smoothed */
+  uint32_t stamp;   /* pull requests sent to it: it answers them in this order */
+  /* Our PULLs ask it to answer on the wire (NET_F_WIRE, ask_wire) until
    * wire_until_ns: its answers stopped coming to our bulk socket (pull.c,
    * on_wire); wire_holds: how many times in a row, each hold twice the one
    * before. */
-  uint8_t pull_on_wire;
+  uint8_t ask_wire;
   uint8_t wire_logged; /* FMX-NET-BULK-SILENT was said of it (once a partner) */
   uint8_t wire_probe;  /* our next PULL asks for its answer on the wire (pull.c, net_pull_timers) */
   uint64_t wire_until_ns;

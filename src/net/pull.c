@@ -90,7 +90,7 @@ struct net_pull {
  * again: a slow partner loses only its GSO sends for that long; a gone one
  * is failed by its timeout either way. */
 static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, const char *why) {
-  if (np->pull->pull_on_wire || !net_pull_bulk_answers(np)) return;
+  if (np->pull->ask_wire || !net_pull_bulk_answers(np)) return;
   uint64_t hold = fmx_cfg.net_rto_max_us * 1000ull << (np->pull->wire_holds < 6 ? np->pull->wire_holds : 6);
   if (!np->pull->wire_logged) {
     uint32_t ip;
@@ -103,7 +103,7 @@ static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, 
              why, (unsigned)port);
     np->pull->wire_logged = 1;
   }
-  np->pull->pull_on_wire = 1;
+  np->pull->ask_wire = 1;
   np->pull->wire_until_ns = now + hold;
   np->pull->wire_holds++;
   TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
@@ -127,7 +127,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   struct net_hdr h;
   net_hdr_to(ep, np->self, &h, NET_PULL);
   h.ack = net_rel_ack_value(&np->rel);
-  if (np->pull->pull_on_wire || np->pull->wire_probe) h.flags = NET_F_WIRE;
+  if (np->pull->ask_wire || np->pull->wire_probe) h.flags = NET_F_WIRE;
   np->pull->wire_probe = 0;
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
   net_put_hdr(ne->pkt, &h);
@@ -142,7 +142,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
  * wait (ASK_TIMER). */
 static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int why) {
   uint64_t m = pl->blk[b].missing;
-  pl->blk[b].asked = ++np->pull->pull_stamp;
+  pl->blk[b].asked = ++np->pull->stamp;
   /* After a gap the asks before were lost: all it misses is in this one.
    * After a silence they may still come (a sender off its core answers
    * them late), and a frame that comes may answer the first. */
@@ -232,7 +232,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     if (n > pl->nframes - f) n = pl->nframes - f;
     if (n > quarter) n = quarter;
     uint64_t need = run_bytes(pl, f, n);
-    uint64_t win = net_pull_bulk_answers(np) && !np->pull->pull_on_wire ? ne->pull_window : ne->pull_window_wire;
+    uint64_t win = net_pull_bulk_answers(np) && !np->pull->ask_wire ? ne->pull_window : ne->pull_window_wire;
     int over = g->inflight && (net_grant_room(g) < need || pl->out + need > win);
     if (over && !probe) {
       pl->waited = 1;
@@ -242,7 +242,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     probe = 0;
     asked = 1;
     struct pull_block *blk = &pl->blk[b];
-    blk->asked = ++np->pull->pull_stamp;
+    blk->asked = ++np->pull->stamp;
     if (!blk->missing) {
       if (!pl->open) pl->heard_ns = now; /* a pull that waited for its turn was not silent */
       pl->open++;
@@ -320,14 +320,14 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, uint64_t now) {
 static uint64_t pull_wait(const struct net_peer *np) {
   uint64_t rto = fmx_cfg.net_rto_us * 1000ull, most = fmx_cfg.net_rto_max_us * 1000ull,
            least = net_ep(np->ep)->rto_min_ns;
-  if (!np->pull->pull_srtt_ns) return rto;
-  uint64_t w = np->pull->pull_srtt_ns + 4 * np->pull->pull_var_ns;
+  if (!np->pull->srtt_ns) return rto;
+  uint64_t w = np->pull->srtt_ns + 4 * np->pull->var_ns;
   return w < least ? least : w > most ? most : w;
 }
 
 static void block_timed(struct net_peer *np, const struct pull_block *blk, uint64_t now) {
   if (blk->again) return;
-  net_rtt_sample(&np->pull->pull_srtt_ns, &np->pull->pull_var_ns, now - blk->asked_ns);
+  net_rtt_sample(&np->pull->srtt_ns, &np->pull->var_ns, now - blk->asked_ns);
 }
 
 static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
@@ -346,11 +346,11 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
     TRANSPORT_CNT(ep, NET_LATE); /* nothing was ever pulled from it: a forged answer */
     return;
   }
-  if (bulk && np->pull->wire_holds && !np->pull->pull_on_wire) np->pull->wire_holds = 0; /* its bulk answers come again */
+  if (bulk && np->pull->wire_holds && !np->pull->ask_wire) np->pull->wire_holds = 0; /* its bulk answers come again */
   /* Asked at our bulk socket, answered on the wire: its bulk socket
    * refused them (answer). Our next asks say so: the answers then come
    * one way, in the order asked (ask_lost), within the wire's window. */
-  if (!bulk && !np->pull->pull_on_wire && net_pull_bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
+  if (!bulk && !np->pull->ask_wire && net_pull_bulk_answers(np)) on_wire(ep, np, now, "answered on the wire");
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
   if (!pl || !pl->started || i >= pl->nframes) {
@@ -471,7 +471,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
   if (!np->pull) return net_pull_serve(ep, now); /* no record either way yet: no pull */
-  if (np->pull->pull_on_wire && now >= np->pull->wire_until_ns) np->pull->pull_on_wire = 0; /* our bulk socket again */
+  if (np->pull->ask_wire && now >= np->pull->wire_until_ns) np->pull->ask_wire = 0; /* our bulk socket again */
   /* Its receiver may serve other senders first (shortest remaining
    * first): anything it sends says it is there. */
   uint64_t heard = net_pull_exports_heard(np);
@@ -502,7 +502,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
      * lets the floor's runs through; after one silence alone, a shaped
      * uplink's congestion put 1 run in 10 of
      * test_pairs_across_a_shaped_uplink on the wire. */
-    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull->pull_on_wire)
+    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull->ask_wire)
       np->pull->wire_probe = 1;
     for (uint32_t b = pl->low; b < pl->next; b++) {
       if (!pl->blk[b].missing) continue;
