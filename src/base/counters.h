@@ -65,6 +65,7 @@
   X(NET_PULL_REFUSED, "net: pulled frames our socket refused (full): asked again") \
   X(NET_PULL_ON_WIRE, "net: partners asked to answer pulls on the wire (their bulk answers stopped coming)") \
   X(NET_PULL_WIRE_SERVED, "net: frames sent on the wire for pulls that asked so") \
+  X(NET_PULL_BULK_BACK, "net: partners whose pull answers came back to our bulk socket (asked there while on the wire)") \
   X(NET_PULL_BULK_REFUSED, "net: pulled frames our bulk socket refused, sent on the wire instead") \
   X(NET_PULL_PACED, "net: peers' pulls that waited for room in our socket (pacing)") \
   X(NET_PULL_PACE_DROPPED, "net: peers' pulls dropped, too many waiting (asked again)") \

@@ -149,6 +149,9 @@ struct net_pull_peer {
   uint8_t wire_probe;  /* our next PULL asks for its answer on the wire (pull.c, net_pull_timers) */
   uint64_t wire_until_ns;
   uint32_t wire_holds;
+  /* While we ask on the wire: when a PULL last asked at our bulk socket
+   * instead (pull.c, send_pull): its answer there ends the hold. */
+  uint64_t bulk_try_ns;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */
   uint32_t pulls_silent; /* those its timer found silent (pull.c, silence) */
 };

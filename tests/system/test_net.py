@@ -217,6 +217,33 @@ def test_loss_and_duplication(pair1500, wire):
     assert "packets 0 " not in dup and "counter packets" in dup, dup
 
 
+@pytest.mark.skipif(not shutil.which("nft"), reason="nftables not installed")
+def test_random_loss_keeps_pulls_on_the_bulk_socket(pair1500):
+    """10% of the frames lost at both hosts' ingress (UDP and raw alike):
+    a pull asked again twice with nothing heard asks once for an answer on
+    the wire (a probe for a blocked bulk port), and the answer comes there.
+    That alone moved every answer to the wire for the hold, 200 ms and
+    more: 2 runs in 5 of this ping-pong moved all their answers there, at
+    a sixth of the speed. Now, while on the wire, a run every two waits is
+    asked at the bulk socket, and its answer there ends the hold: most
+    answers stay on the bulk socket, and every hold begun but the last
+    was ended so."""
+    for ns, dev in ((pair1500.a, pair1500.va), (pair1500.b, pair1500.vb)):
+        nft(ns, "add", "table", "netdev", "t")
+        nft(ns, "add", "chain", "netdev", "t", "c", "{ type filter hook ingress device %s priority 0; }" % dev)
+        nft(ns, "add", "rule", "netdev", "t", "c", "ether", "type", "!=", "arp", "numgen", "random", "mod", "100",
+            "<", "10", "counter", "drop")
+    out = perf(pair1500, "pingpong", "16M", {"FMX_NET_WIRE": "raw"}, iters=20, extra=("--counters",), want_err=True)
+    assert len(rows(out)) == 1, out
+    for rank in (0, 1):
+        served = counter(out, 1 - rank, "net: frames sent for peers' pulls")
+        on_wire = counter(out, 1 - rank, "net: frames sent on the wire for pulls that asked so")
+        assert served > 0 and on_wire * 10 < served, out
+        holds = counter(out, rank, "net: partners asked to answer pulls on the wire")
+        back = counter(out, rank, "net: partners whose pull answers came back to our bulk socket")
+        assert back >= holds - 1, out
+
+
 def test_wrong_key(pair1500):
     srv = pair1500.popen(pair1500.b, [PERF, "pingpong", "--sizes", "8", "--server", "--timeout", "10"], {})
     try:
