@@ -50,6 +50,7 @@
   X(NET_RESENT, "net: packets resent after a timeout (retransmits)")        \
   X(NET_RESENDS_HELD, "net: timer passes that left resends for the next (a window's worth a pass)") \
   X(NET_GAP_RESENT, "net: packets resent at once on a gap the peer reported") \
+  X(NET_EARLY_RESENT, "net: packets sent again before their resend wait (the last as a probe; a CTS our pulls wait for)") \
   X(NET_DUPLICATES, "net: duplicate packets dropped")                      \
   X(NET_EARLY, "net: packets that arrived after a gap (kept until it filled)") \
   X(NET_DROPPED, "net: packets dropped (malformed, or for another endpoint, session or board)") \
@@ -65,6 +66,7 @@
   X(NET_PULL_REFUSED, "net: pulled frames our socket refused (full): asked again") \
   X(NET_PULL_ON_WIRE, "net: partners asked to answer pulls on the wire (their bulk answers stopped coming)") \
   X(NET_PULL_WIRE_SERVED, "net: frames sent on the wire for pulls that asked so") \
+  X(NET_PULL_CTS_ACKED, "net: pulls asked again at once when our CTS was acked (their first asks dropped)") \
   X(NET_PULL_BULK_BACK, "net: partners whose pull answers came back to our bulk socket (asked there while on the wire)") \
   X(NET_PULL_BULK_REFUSED, "net: pulled frames our bulk socket refused, sent on the wire instead") \
   X(NET_PULL_PACED, "net: peers' pulls that waited for room in our socket (pacing)") \

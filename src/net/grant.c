@@ -26,7 +26,7 @@ static void rotate(struct net_grant *g, uint64_t now) {
   g->epoch_ns = now;
 }
 
-static uint64_t rtt_min(const struct net_grant *g) {
+uint64_t net_grant_rtt_min(const struct net_grant *g) {
   uint64_t a = g->rtt_min_ns[0], b = g->rtt_min_ns[1];
   return !a ? b : !b ? a : min64(a, b);
 }
@@ -34,7 +34,7 @@ static uint64_t rtt_min(const struct net_grant *g) {
 static uint64_t rate_max(const struct net_grant *g) { return max64(g->rate[0], g->rate[1]); }
 
 uint64_t net_grant_bdp(const struct net_grant *g) {
-  return (uint64_t)((unsigned __int128)rate_max(g) * rtt_min(g) / 1000000000u);
+  return (uint64_t)((unsigned __int128)rate_max(g) * net_grant_rtt_min(g) / 1000000000u);
 }
 
 uint64_t net_grant_drain_ns(const struct net_grant *g) {

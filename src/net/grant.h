@@ -104,6 +104,9 @@ static inline int net_grant_tail(uint64_t missing, unsigned lo, unsigned hi) {
  * when it cut), back to the floor when it was already silent (again != 0;
  * 2). */
 int net_grant_silence(struct net_grant *g, int again, uint64_t asked_ns, uint64_t now);
+/* The shortest wait between asking a run and its first frame, windowed
+ * (0 until one is seen). */
+uint64_t net_grant_rtt_min(const struct net_grant *g);
 /* The bandwidth-delay product measured (0 until both are seen). */
 uint64_t net_grant_bdp(const struct net_grant *g);
 /* How long what is on its way takes to come at the rate measured (0

@@ -338,6 +338,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   struct emit_arg a = {ep, p};
   np->heard_ns = now;
   net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
+  if (np->pull && np->pull->pulls_unknown) net_pull_acked(ep, p, now);
   switch (pk.h.type) {
     case NET_DATA: on_data(ep, p, &pk, bulk, deliver, now); break;
     case NET_PULL: net_pull_on_pull(ep, p, &pk, rx->at_ns); break;
@@ -379,10 +380,16 @@ static void count_rel(struct fmx_endpoint *ep) {
   uint64_t *c = transport_ep(ep)->bulk->counters;
   c[CNT_NET_RESENT] += now->resent - seen->resent;
   c[CNT_NET_GAP_RESENT] += now->gap_resends - seen->gap_resends;
+  c[CNT_NET_EARLY_RESENT] += now->early_resends - seen->early_resends;
   c[CNT_NET_DUPLICATES] += now->dups - seen->dups;
   c[CNT_NET_EARLY] += now->early - seen->early;
   c[CNT_NET_FAR] += now->far - seen->far;
   *seen = *now;
+}
+
+void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto, uint64_t now) {
+  struct emit_arg a = {ep, p};
+  net_rel_resend_before(&((struct net_peer *)transport_state(p))->rel, upto, NET_RESEND_BEFORE_MAX, now, emit, &a);
 }
 
 /* A partner leaves the count of those alive (it failed, or is released). */

@@ -154,6 +154,7 @@ struct net_pull_peer {
   uint64_t bulk_try_ns;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */
   uint32_t pulls_silent; /* those its timer found silent (pull.c, silence) */
+  uint32_t pulls_unknown; /* those whose CTS it has not acked yet (pull.c, net_pull_acked) */
 };
 
 /* What it keeps of a partner (ops.partner_size). */
@@ -202,6 +203,11 @@ static inline int net_bulk_due(struct fmx_endpoint *ep) {
 
 /* net.c */
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len);
+/* Our packets to p before seq `upto` that are not acked go again now, at
+ * most NET_RESEND_BEFORE_MAX of them (pull.c: its sender drops our PULLs
+ * until our CTS comes). */
+#define NET_RESEND_BEFORE_MAX 8
+void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto, uint64_t now);
 /* A header to partner p (or to eid/session when p is NULL). */
 void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);
@@ -284,6 +290,9 @@ static inline int net_pull_bulk_answers(const struct net_peer *np) {
 static inline uint32_t net_pull_frame_bytes(const struct net_peer *np) {
   return (net_pull_bulk_answers(np) ? net_bulk_packet_max(np) : np->pkt_max) - NET_HDR_LEN - NET_PULL_REPLY_HDR;
 }
+/* Our packets to p were acked up to its stream's una: a pull it did not
+ * know of (its CTS not acked) may be now (pull.c). */
+void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 /* pull_send.c: the sender's side. A PULL came: answered now, or queued
  * behind those that wait for room in our socket (pacing). */
 /* A PULL that reached our socket at at_ns (the kernel's stamp, sys_wall_ns's clock; 0: not known). */

@@ -42,7 +42,7 @@ int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_s
   if (!cfg || !cfg->pool || !cfg->counts || cfg->window == 0 || cfg->window > NET_REL_WINDOW_MAX || !cfg->rto_ns || cfg->rto_max_ns < cfg->rto_ns)
     return -EINVAL;
   r->cfg = cfg;
-  r->next_seq = r->una = tx_start;
+  r->next_seq = r->una = r->probed = tx_start;
   r->expect = rx_start;
   r->rto_ns = cfg->rto_ns;
   return 0;
@@ -93,11 +93,15 @@ int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t no
   return rc;
 }
 
-static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
+static void send_again(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
   net_patch_ack(s->pkt, r->expect);
   emit(arg, s->pkt, s->len);
   s->sent_ns = now;
   s->tries++;
+}
+
+static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
+  send_again(r, s, now, emit, arg);
   r->cfg->counts->resent++;
 }
 
@@ -160,6 +164,41 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
 
 void net_rel_unback(struct net_rel *r) { r->rto_ns = base_rto(r); }
 
+/* A tail loss probe (RACK-TLP's, RFC 8985): the last packet sent, not
+ * acked two round trips and the peer's ack delay after it went, is sent
+ * again once, before its resend wait. A lost record at the end of what we
+ * sent (an RTS, a CTS, a FIN: nothing comes after it to show the hole) is
+ * then found by the ack the copy brings (the peer acks a duplicate at
+ * once, and its SACK names any hole before it) rather than by the wait,
+ * srtt + 4 rttvar: with a partner's acks queued behind its answers to our
+ * pulls the round trips measured 0.9 ms give or take 1.1, and the wait
+ * 5-11 ms (16 MiB ping-pongs at 10% loss). Once a flight of packets (until
+ * another is queued); never before the wait's floor. */
+static int probe_tail(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg) {
+  if (!r->srtt_ns || r->probed == r->next_seq) return 0;
+  struct net_rel_slot *s = tx_slot(r, r->next_seq - 1);
+  uint64_t pto = 2 * r->srtt_ns + r->cfg->ack_delay_ns;
+  if (pto < r->cfg->rto_min_ns) pto = r->cfg->rto_min_ns;
+  if (!s->pkt || s->sacked || s->tries != 1 || pto >= r->rto_ns || now - s->sent_ns < pto) return 0;
+  r->probed = r->next_seq;
+  send_again(r, s, now, emit, arg);
+  r->cfg->counts->early_resends++;
+  return 1;
+}
+
+int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t now, net_rel_emit_fn emit,
+                          void *arg) {
+  uint32_t n = 0;
+  for (uint32_t seq = r->una; seq != r->next_seq && net_seq_lt(seq, upto) && n < max; seq++) {
+    struct net_rel_slot *s = tx_slot(r, seq);
+    if (!s->pkt || s->sacked) continue;
+    send_again(r, s, now, emit, arg);
+    r->cfg->counts->early_resends++;
+    n++;
+  }
+  return (int)n;
+}
+
 int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg) {
   if (net_rel_idle(r)) return 0;
   if (now - r->progress_ns >= r->cfg->dead_ns) return -ETIMEDOUT;
@@ -173,6 +212,7 @@ int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_f
   /* Backed off once all that was due went (a call cut short by max goes
    * on at the next with the same wait). */
   if (n && (uint32_t)n < max) r->rto_ns = r->rto_ns * 2 > r->cfg->rto_max_ns ? r->cfg->rto_max_ns : r->rto_ns * 2;
+  if (!n && (uint32_t)n < max) n = probe_tail(r, now, emit, arg);
   return n;
 }
 

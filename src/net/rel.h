@@ -26,7 +26,7 @@
 /* What the streams of one cfg count, for fmx_counters: one set for them
  * all (a count per stream would be 48 bytes of every idle partner). */
 struct net_rel_counts {
-  uint64_t resent, gap_resends, dups, early, far, bad_acks;
+  uint64_t resent, gap_resends, early_resends, dups, early, far, bad_acks;
 };
 
 struct net_rel_cfg {
@@ -61,6 +61,7 @@ struct net_rel {
   uint64_t progress_ns; /* when una last moved, or the first packet went out after an idle time */
   struct net_rel_slot *tx; /* tx_cap slots (a ring by seq), grown as packets in flight need, up to the window */
   uint32_t tx_cap;
+  uint32_t probed;   /* next_seq when the last packet was last sent again as a probe (net_rel_timers) */
   /* receiving */
   uint32_t expect; /* the next seq to deliver: the ack we send */
   uint32_t unacked;
@@ -110,6 +111,10 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
  * the next call); -ETIMEDOUT once the partner is gone (dead_ns without an
  * ack while packets are in flight), else how many went. */
 int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg);
+/* The packets before seq upto not acked (nor held by the peer) go again
+ * now, at most max: the caller knows one of them is missed. How many went. */
+int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t now, net_rel_emit_fn emit,
+                          void *arg);
 /* Nothing of ours waits for an ack. */
 int net_rel_idle(const struct net_rel *r);
 /* The resend wait back to what round trips measure, its backoff undone:

@@ -450,6 +450,73 @@ static void test_resend_bound(void) {
   net_rel_fini(&r);
 }
 
+/* A DATA packet of one byte with the stream's next seq, queued at t. */
+static void queue_one(struct net_rel *r, uint64_t t) {
+  uint8_t b[NET_HDR_LEN + 1] = {0};
+  struct net_hdr h = {.type = NET_DATA, .dst_ep = 1, .src_ep = 2, .seq = r->next_seq, .len = 1,
+                      .flags = NET_F_FIRST | NET_F_LAST};
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_rel_queue(r, b, sizeof b, t), 0);
+}
+
+static uint32_t line_seq(int i) {
+  struct net_pkt p;
+  CHECK_EQ(net_parse(line[i].b, line[i].len, &p), NET_OK);
+  return p.h.seq;
+}
+
+/* The last packet of a flight, not acked two round trips and the peer's
+ * ack delay after it went, goes again once before its resend wait (a tail
+ * loss probe); the packets before a seq the caller names go at once. */
+static void test_tail_probe(void) {
+  struct net_rel r;
+  struct net_rel_cfg c = cfg;
+  c.rto_min_ns = 20000;
+  c.rto_max_ns = 100000000;
+  CHECK_EQ(net_rel_init(&r, &c, 5, 1), 0);
+  emit_to = 0;
+  nline = 0;
+  uint64_t t = 1000000;
+  queue_one(&r, t);
+  CHECK_EQ(net_rel_timers(&r, t + 10 * c.rto_ns, UINT32_MAX, emit, NULL), 1); /* nothing measured: a resend */
+  CHECK_EQ(counts.early_resends, 0);
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 10 * c.rto_ns, emit, NULL), 0);
+  t += 10 * c.rto_ns;
+  for (int i = 0; i < 40; i++) { /* round trips of 50 us and 2 ms by turns: a wait far above 2 x srtt */
+    queue_one(&r, t);
+    t += i % 2 ? 2000000 : 50000;
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
+  }
+  uint64_t pto = 2 * r.srtt_ns + c.ack_delay_ns;
+  CHECK(pto < r.rto_ns);
+  uint64_t resent = counts.resent, early = counts.early_resends;
+  nline = 0;
+  for (int i = 0; i < 3; i++) queue_one(&r, t);
+  CHECK_EQ(net_rel_timers(&r, t + pto - 1, UINT32_MAX, emit, NULL), 0);
+  CHECK_EQ(net_rel_timers(&r, t + pto, UINT32_MAX, emit, NULL), 1);
+  CHECK_EQ(nline, 1);
+  CHECK_EQ(line_seq(0), r.next_seq - 1); /* the last one */
+  CHECK_EQ(counts.early_resends, early + 1);
+  CHECK_EQ(counts.resent, resent);
+  CHECK_EQ(net_rel_timers(&r, t + pto + 1000, UINT32_MAX, emit, NULL), 0); /* once a flight */
+  /* At the resend wait the others go: the probe is not sent twice. */
+  CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, UINT32_MAX, emit, NULL), 2);
+  CHECK_EQ(counts.resent, resent + 2);
+  /* Before a seq: not acked, not held by the peer (SACK), at most max. */
+  nline = 0;
+  uint32_t una = r.una;
+  CHECK_EQ(net_rel_on_ack(&r, una, 1ull << 0, t + r.rto_ns, emit, NULL), 0); /* the peer holds una + 1 */
+  nline = 0;
+  CHECK_EQ(net_rel_resend_before(&r, una + 3, 8, t + r.rto_ns, emit, NULL), 2); /* una, una + 2 */
+  CHECK_EQ(line_seq(0), una);
+  CHECK_EQ(line_seq(1), una + 2);
+  CHECK_EQ(net_rel_resend_before(&r, una + 3, 1, t + r.rto_ns, emit, NULL), 1);
+  CHECK_EQ(net_rel_resend_before(&r, una, 8, t + r.rto_ns, emit, NULL), 0);
+  CHECK_EQ(counts.early_resends, early + 4);
+  nline = 0;
+  net_rel_fini(&r);
+}
+
 /* ---- the format -------------------------------------------------------- */
 
 static void test_wire(void) {
@@ -693,6 +760,7 @@ int main(void) {
   test_measured_rto();
   test_close_helpers();
   test_resend_bound();
+  test_tail_probe();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();
