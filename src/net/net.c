@@ -381,6 +381,7 @@ static void count_rel(struct fmx_endpoint *ep) {
   c[CNT_NET_RESENT] += now->resent - seen->resent;
   c[CNT_NET_GAP_RESENT] += now->gap_resends - seen->gap_resends;
   c[CNT_NET_EARLY_RESENT] += now->early_resends - seen->early_resends;
+  c[CNT_NET_CWND_CUTS] += now->cwnd_cuts - seen->cwnd_cuts;
   c[CNT_NET_DUPLICATES] += now->dups - seen->dups;
   c[CNT_NET_EARLY] += now->early - seen->early;
   c[CNT_NET_FAR] += now->far - seen->far;

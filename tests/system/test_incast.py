@@ -72,6 +72,30 @@ def test_incast_through_shallow_port(tmp_path):
         hosts.close()
 
 
+def test_eager_incast_halves_the_senders_windows(tmp_path):
+    """3 senders x 64 messages of 32 KiB (eager: under the pull threshold),
+    8 in flight each, through the shaped port: nothing schedules them at
+    the receiver, so each sender's stream keeps a congestion window, halved
+    on the holes host 0 reports (counted by every sender whose traffic the
+    port dropped); all 6 MiB arrive and check. With the window fixed at
+    FMX_NET_WINDOW, 7 such senders moved 29-41 MB/s against the TCP BTL's
+    51-60 (bench/incast.py --size 32768), 77-100 with it."""
+    hosts = Bridge(4)
+    try:
+        hosts.shape(0)
+        sent0, dropped0 = hosts.port_stats(0)
+        res, counters = incast(tmp_path, hosts, FI_ENV, ["--size", "32768", "--msgs", "64", "--window", "8"])
+        sent1, dropped = hosts.port_stats(0)
+        assert res["senders"] == 3 and res["wrong_bytes"] == 0, res
+        assert res["bytes"] == 3 * 64 * 32768, res
+        assert sum(c.get(PULLED, 0) for c in counters) == 0, counters  # eager, all of it
+        assert (sent1 - sent0) * 1500 >= res["bytes"], (sent1 - sent0, dropped, res)
+        cuts = sum(c.get("net: congestion windows halved on a hole a peer reported", 0) for c in counters)
+        assert dropped == dropped0 or cuts >= 1, (dropped - dropped0, counters)
+    finally:
+        hosts.close()
+
+
 def test_incast_probe_times_pings_through_the_port(tmp_path):
     """--probe: one more host pings host 0 through the shaped port before
     and while 2 senders load it; rank 0 answers every ping between its

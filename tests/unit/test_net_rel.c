@@ -336,6 +336,7 @@ static void test_rings(void) {
   struct net_rel_cfg c100 = cfg;
   c100.window = 100;
   CHECK_EQ(net_rel_init(&r, &c100, 0xffffffffu - 3, 0), 0);
+  r.cwnd = (uint16_t)c100.window; /* open as far as the configured window (it grows there as acks come) */
   for (uint32_t i = 0; i < 100; i++) {
     b[NET_HDR_LEN] = (uint8_t)i;
     CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
@@ -513,6 +514,52 @@ static void test_tail_probe(void) {
   CHECK_EQ(net_rel_resend_before(&r, una + 3, 1, t + r.rto_ns, emit, NULL), 1);
   CHECK_EQ(net_rel_resend_before(&r, una, 8, t + r.rto_ns, emit, NULL), 0);
   CHECK_EQ(counts.early_resends, early + 4);
+  nline = 0;
+  net_rel_fini(&r);
+}
+
+/* The congestion window: NET_REL_CWND_FIRST at first, halved once for
+ * the holes of one flight, grown by what is acked up to the window. */
+static void test_cwnd(void) {
+  struct net_rel r;
+  struct net_rel_cfg c = cfg;
+  c.window = 256;
+  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  emit_to = 0;
+  nline = 0;
+  uint64_t t = 1000000, cuts = counts.cwnd_cuts;
+  for (int i = 0; i < NET_REL_CWND_FIRST; i++) queue_one(&r, t);
+  CHECK(!net_rel_can_send(&r));
+  CHECK_EQ(net_rel_on_ack(&r, r.una + 8, 0, t + 50000, emit, NULL), 0); /* 8 acked: 8 more may go */
+  CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST + 8);
+  for (int i = 0; i < 16; i++) queue_one(&r, t);
+  CHECK(!net_rel_can_send(&r));
+  /* A hole at una (the peer holds una + 1): half of what is in flight. */
+  uint32_t una = r.una, inflight = r.next_seq - r.una;
+  CHECK_EQ(net_rel_on_ack(&r, una, 1ull << 0, t + 60000, emit, NULL), 0);
+  CHECK_EQ(r.cwnd, inflight / 2);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 1);
+  /* Another hole of the same flight: no second cut. */
+  CHECK_EQ(net_rel_on_ack(&r, una, (1ull << 0) | (1ull << 2), t + 61000, emit, NULL), 0);
+  CHECK_EQ(r.cwnd, inflight / 2);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 1);
+  /* All acked: it grows by as many, up to the configured window. */
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 70000, emit, NULL), 0);
+  CHECK_EQ(r.cwnd, inflight / 2 + inflight);
+  for (int k = 0; k < 10; k++) {
+    while (net_rel_can_send(&r)) queue_one(&r, t);
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 80000, emit, NULL), 0);
+  }
+  CHECK_EQ(r.cwnd, c.window);
+  /* A hole in a later flight cuts again, never below NET_REL_CWND_MIN. */
+  for (int k = 0; k < 12; k++) {
+    queue_one(&r, t);
+    queue_one(&r, t);
+    CHECK_EQ(net_rel_on_ack(&r, r.una, 1ull << 0, t + 90000, emit, NULL), 0);
+    CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 90000, emit, NULL), 0);
+    CHECK(r.cwnd >= NET_REL_CWND_MIN);
+  }
+  CHECK_EQ(counts.cwnd_cuts, cuts + 13);
   nline = 0;
   net_rel_fini(&r);
 }
@@ -761,6 +808,7 @@ int main(void) {
   test_close_helpers();
   test_resend_bound();
   test_tail_probe();
+  test_cwnd();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();
