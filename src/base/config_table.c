@@ -149,7 +149,7 @@ struct cfg_entry config_table[] = {
     NUM("FMX_NET_PORT", CFG_INT, "18008", 1, 65535, net_port,
         "UDP wire: endpoint e listens on this port + e"),
     NUM("FMX_NET_WINDOW", CFG_INT, "256", 1, 4096, net_window,
-        "packets in flight per partner, not yet acked"),
+        "packets in flight per partner, not yet acked, at most (the ceiling of its congestion window)"),
     NUM("FMX_NET_RTO_US", CFG_INT, "2000", 10, 10000000, net_rto_us,
         "a packet not acked this long is sent again; the wait doubles at each resend"),
     NUM("FMX_NET_RTO_MAX_US", CFG_INT, "200000", 10, 60000000, net_rto_max_us,

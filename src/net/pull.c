@@ -52,6 +52,7 @@ struct pull_block {
   uint16_t heard;   /* a frame came since its last run was asked with nothing else of it on its way */
   uint8_t lo, hi;   /* the frames of the last run asked of it (one PULL): lo..hi-1 */
   uint8_t wire;     /* how its last run was asked (enum ask_way) */
+  uint8_t tried;    /* a run of it was asked as a try (ASK_BULK_TRY), maybe asked again since */
 };
 
 /* How a run was asked (send_pull): at our bulk socket, on the wire while
@@ -87,6 +88,7 @@ struct net_pull {
    * them) are acked: until then it drops our PULLs (net_pull_acked). */
   uint32_t cts_seq;
   uint8_t known;
+  uint8_t kicks;             /* its CTS sent again so many waits in a row (doubling the wait) */
   struct pull_block *blk;
 };
 
@@ -117,6 +119,7 @@ static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, 
   np->pull->ask_wire = 1;
   np->pull->wire_until_ns = now + hold;
   np->pull->wire_holds++;
+  np->pull->bulk_try_ns = now; /* the first try two waits on */
   TRANSPORT_CNT(ep, NET_PULL_ON_WIRE);
 }
 
@@ -141,7 +144,7 @@ static uint64_t pull_wait(const struct net_peer *np);
  * from coming): a 16 MiB ping-pong at 10% loss then stayed on the wire,
  * at 340-600 MB/s against 2,000-2,500, until the hold ran out. Where the
  * bulk answers do not come, the try's run is asked again on the wire
- * when the frames asked after it come (ask_lost). */
+ * when the wire's answers to what was asked after it come (ask_lost). */
 static enum ask_way ask_way(struct net_peer *np, uint64_t now) {
   struct net_pull_peer *pp = np->pull;
   if (pp->wire_probe) {
@@ -169,6 +172,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   blk->lo = (uint8_t)(first % pl->bframes);
   blk->hi = (uint8_t)(blk->lo + count);
   blk->wire = (uint8_t)way;
+  if (way == ASK_BULK_TRY) blk->tried = 1;
 }
 
 /* Ask again for what block b still misses, one PULL per run of missing
@@ -334,19 +338,21 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, int bulk, uint64_t now
   list_for_each(pos, &np->pull->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     if (pl->low >= pl->next || !before(pl->blk[pl->low].asked, stamp)) continue; /* the common case */
-    for (uint32_t b = pl->low; b < pl->next; b++)
+    for (uint32_t b = pl->low; b < pl->next; b++) {
       /* Answers keep their order on one way, not across two (the bulk
-       * socket and the wire while we change from one to the other). */
-      if (pl->blk[b].missing && before(pl->blk[b].asked, stamp) && way_bulk(np, pl->blk[b].wire) == bulk) {
-        /* A try of our bulk socket that found it still blocked says
-         * nothing of a queue. */
-        int try = pl->blk[b].wire == ASK_BULK_TRY;
-        lost |= !try;
-        if (!crowd && !try && tail_dropped(pl, b)) tail = 1;
-        if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
-        ask_block(np, pl, b, ASK_GAP, now);
-        pl->asked_ns = now;
-      }
+       * socket and the wire while we change from one to the other); but
+       * a try of our bulk socket, passed by the wire's answers asked
+       * after it, is taken as lost (a blocked port never answers it; one
+       * that works answers it twice at most). */
+      int try = pl->blk[b].wire == ASK_BULK_TRY;
+      if (!pl->blk[b].missing || !before(pl->blk[b].asked, stamp) || (way_bulk(np, pl->blk[b].wire) != bulk && !try))
+        continue;
+      lost |= !try; /* a try says nothing of a queue */
+      if (!crowd && !try && tail_dropped(pl, b)) tail = 1;
+      if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
+      ask_block(np, pl, b, ASK_GAP, now);
+      pl->asked_ns = now;
+    }
   }
   if (tail) TRANSPORT_CNT(np->ep, NET_GRANT_TAILS);
   if (lost && (crowd || tail) && net_grant_lost(&net_ep(np->ep)->grant, asked, now)) {
@@ -386,18 +392,23 @@ static struct net_pull *pull_of(struct net_peer *np, uint64_t id) {
   return NULL;
 }
 
+/* pl's sender knows of it now. */
+static void now_known(struct net_peer *np, struct net_pull *pl) {
+  pl->known = 1;
+  np->pull->pulls_unknown--;
+}
+
+/* Ask again, after a wait, for all that pl misses. */
+static void ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now) {
+  for (uint32_t b = pl->low; b < pl->next; b++)
+    if (pl->blk[b].missing) ask_block(np, pl, b, ASK_TIMER, now);
+}
+
 void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now) {
   struct net_peer *np = transport_state(p);
   if (!np->pull) {
     TRANSPORT_CNT(ep, NET_LATE); /* nothing was ever pulled from it: a forged answer */
     return;
-  }
-  /* Its bulk answers come again (a try while on the wire, or asks from
-   * before the hold): the wire's hold ends, and its length starts over. */
-  if (bulk && np->pull->wire_holds) {
-    if (np->pull->ask_wire) TRANSPORT_CNT(ep, NET_PULL_BULK_BACK);
-    np->pull->ask_wire = 0;
-    np->pull->wire_holds = 0;
   }
   struct net_pull *pl = pull_of(np, pk->u.reply_data.rreq);
   uint32_t i = pk->u.reply_data.index;
@@ -406,6 +417,16 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
     return;
   }
   uint32_t b = i / pl->bframes;
+  /* Its bulk answers come again: to a try while on the wire (taken as
+   * lost and asked again on the wire meanwhile, maybe), the hold ends; not
+   * to a late ask from before it (a sender whose bulk socket refuses now
+   * and then would end each hold at once). Off the wire, the holds'
+   * doubling starts over. */
+  if (bulk && np->pull->wire_holds && (!np->pull->ask_wire || (b < pl->next && pl->blk[b].tried))) {
+    if (np->pull->ask_wire) TRANSPORT_CNT(ep, NET_PULL_BULK_BACK);
+    np->pull->ask_wire = 0;
+    np->pull->wire_holds = 0;
+  }
   /* Asked at our bulk socket, answered on the wire: its bulk socket
    * refused them (answer); or our probe was answered there. Our next asks
    * say so: the answers then come one way, in the order asked (ask_lost),
@@ -428,10 +449,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   pl->x->done += n;
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   pl->heard_ns = now;
-  if (!pl->known) { /* answered: it knows of the pull */
-    pl->known = 1;
-    np->pull->pulls_unknown--;
-  }
+  if (!pl->known) now_known(np, pl); /* answered: it knows of the pull */
   silence(np, pl, 0);
   struct net_grant *g = &net_ep(ep)->grant;
   uint64_t had = n < pl->out ? n : pl->out;
@@ -503,10 +521,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
 /* Whether pl's sender knows of it (its CTS acked, the packets before it
  * too). */
 static int pull_known(struct net_peer *np, struct net_pull *pl) {
-  if (!pl->known && !net_seq_lt(np->rel.una, pl->cts_seq)) {
-    pl->known = 1;
-    np->pull->pulls_unknown--;
-  }
+  if (!pl->known && !net_seq_lt(np->rel.una, pl->cts_seq)) now_known(np, pl);
   return pl->known;
 }
 
@@ -525,8 +540,8 @@ void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
      * CTS's ack themselves. */
     if (!pl->started || pl->known || !pull_known(np, pl) || !pl->reasked_ns) continue;
     TRANSPORT_CNT(ep, NET_PULL_CTS_ACKED);
-    for (uint32_t b = pl->low; b < pl->next; b++)
-      if (pl->blk[b].missing) ask_block(np, pl, b, ASK_TIMER, now);
+    ask_missing(np, pl, now);
+    pl->kicks = 0;
     silence(np, pl, 0);
     pl->reasked_ns = pl->asked_ns = now;
   }
@@ -584,23 +599,27 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
      * the shortest round trip (the timers' floor at least) and what is on
      * its way; the block time measured under load (srtt + 4 rttvar, 0.7-
      * 1.3 ms here) is far longer than a lost tail's wait needs. With other
-     * pulls, theirs may come first: their own sender, pacing, SRPT. */
-    if (net_ep(ep)->pulling == 1) {
+     * pulls, theirs may come first: their own sender, pacing, SRPT; and
+     * where ranks outnumber cores, the sender may wait for one. */
+    if (net_ep(ep)->pulling == 1 && !transport_ep(ep)->crowded) {
       uint64_t quick = 2 * net_grant_rtt_min(g), least = net_ep(ep)->rto_min_ns;
       if (quick < least) quick = least;
       if (quick < wait) wait = quick;
     }
     wait += net_grant_drain_ns(g);
-    for (uint32_t k = 0; k < pl->silences && wait < most; k++) wait *= 2;
+    for (uint32_t k = 0; k < pl->silences + pl->kicks && wait < most; k++) wait *= 2;
     if (wait > most) wait = most;
     if (now - last < wait) continue;
     if (!pull_known(np, pl)) {
       /* Its sender drops what we ask until our CTS comes: the CTS (and
-       * what is missed before it) goes again now, not at the stream's
-       * resend wait (srtt + 4 rttvar: 60 ms seen, the round trips measured
-       * behind the peer's own answers); no silence, no backoff; once it
-       * is acked, net_pull_acked asks again. */
-      net_resend_before(ep, p, pl->cts_seq, now);
+       * what is missed before it, not sent again within this wait) goes
+       * again now, not at the stream's resend wait (srtt + 4 rttvar: 60 ms
+       * seen, the round trips measured behind the peer's own answers);
+       * no silence, and each such wait twice the one before (a partner
+       * off its core acks late); once it is acked, net_pull_acked asks
+       * again. */
+      net_resend_before(ep, p, pl->cts_seq, wait, now);
+      if (pl->kicks < 16) pl->kicks++;
       pl->reasked_ns = pl->asked_ns = now;
       continue;
     }
@@ -619,11 +638,9 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
      * test_pairs_across_a_shaped_uplink on the wire. */
     if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull->ask_wire)
       np->pull->wire_probe = 1;
-    for (uint32_t b = pl->low; b < pl->next; b++) {
-      if (!pl->blk[b].missing) continue;
-      if (pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
-      ask_block(np, pl, b, ASK_TIMER, now);
-    }
+    for (uint32_t b = pl->low; b < pl->next; b++)
+      if (pl->blk[b].missing && pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
+    ask_missing(np, pl, now);
     /* Others' bytes still came meanwhile: the path works, and this is a
      * loss at the tail of what we asked (or a slow sender); else silence.
      * From one sender alone the budget stays. */

@@ -83,6 +83,7 @@ static void cwnd_cut(struct net_rel *r, uint32_t seq) {
   r->cfg->counts->cwnd_cuts++;
 }
 
+
 int net_rel_idle(const struct net_rel *r) { return r->next_seq == r->una; }
 
 uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq) {
@@ -127,6 +128,12 @@ static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_
   r->cfg->counts->resent++;
 }
 
+/* Sent again before its resend wait: a tail probe, or the caller's. */
+static void send_early(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
+  send_again(r, s, now, emit, arg);
+  r->cfg->counts->early_resends++;
+}
+
 /* The wait before a resend: measured (srtt + 4 rttvar) within
  * [rto_min_ns, rto_max_ns], or rto_ns until something is measured. Above
  * the first guess too: a partner whose acks come late (its rank waits for
@@ -161,6 +168,7 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
     if (r->cfg->rto_min_ns && measured) net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, now - last->sent_ns);
     cwnd_grow(r, ack - r->una);
     for (; r->una != ack; r->una++) slot_free(r, tx_slot(r, r->una));
+    if (net_seq_lt(r->recover, r->una)) r->recover = r->una; /* never 2^31 behind: its compare holds */
     uint64_t base = base_rto(r);
     r->rto_ns = measured || r->rto_ns / 2 < base ? base : r->rto_ns / 2;
     r->progress_ns = now;
@@ -205,19 +213,17 @@ static int probe_tail(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, voi
   if (pto < r->cfg->rto_min_ns) pto = r->cfg->rto_min_ns;
   if (!s->pkt || s->sacked || s->tries != 1 || pto >= r->rto_ns || now - s->sent_ns < pto) return 0;
   r->probed = r->next_seq;
-  send_again(r, s, now, emit, arg);
-  r->cfg->counts->early_resends++;
+  send_early(r, s, now, emit, arg);
   return 1;
 }
 
-int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t now, net_rel_emit_fn emit,
-                          void *arg) {
+int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t age_ns, uint64_t now,
+                          net_rel_emit_fn emit, void *arg) {
   uint32_t n = 0;
   for (uint32_t seq = r->una; seq != r->next_seq && net_seq_lt(seq, upto) && n < max; seq++) {
     struct net_rel_slot *s = tx_slot(r, seq);
-    if (!s->pkt || s->sacked) continue;
-    send_again(r, s, now, emit, arg);
-    r->cfg->counts->early_resends++;
+    if (!s->pkt || s->sacked || now - s->sent_ns < age_ns) continue;
+    send_early(r, s, now, emit, arg);
     n++;
   }
   return (int)n;

@@ -103,8 +103,9 @@ static inline void net_rel_rx_start(struct net_rel *r, uint32_t rx_start) { r->e
 
 /* Sending. Room for one more packet in the congestion window? It starts
  * at NET_REL_CWND_FIRST, halves on a hole the peer reports (once for what
- * was in flight then), and grows by every packet acked (back to where it
- * was in a round trip or two) up to the configured window. Neither a
+ * was in flight then: new packets wait until half the flight is acked),
+ * and grows by every packet acked up to the configured window (the ack
+ * that fills the hole gives back all it acks). Neither a
  * timeout (where ranks outnumber cores most are a peer off its core) nor
  * a lower threshold for slow growth (Reno's: with halos eager across 8
  * namespaced hosts on 2 cores, the rare holes that reordering across
@@ -128,10 +129,11 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
  * the next call); -ETIMEDOUT once the partner is gone (dead_ns without an
  * ack while packets are in flight), else how many went. */
 int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg);
-/* The packets before seq upto not acked (nor held by the peer) go again
- * now, at most max: the caller knows one of them is missed. How many went. */
-int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t now, net_rel_emit_fn emit,
-                          void *arg);
+/* The packets before seq upto not acked (nor held by the peer) and not
+ * sent within age_ns go again now, at most max: the caller knows one of
+ * them is missed. How many went. */
+int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t age_ns, uint64_t now,
+                          net_rel_emit_fn emit, void *arg);
 /* Nothing of ours waits for an ack. */
 int net_rel_idle(const struct net_rel *r);
 /* The resend wait back to what round trips measure, its backoff undone:

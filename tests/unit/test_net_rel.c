@@ -508,11 +508,12 @@ static void test_tail_probe(void) {
   uint32_t una = r.una;
   CHECK_EQ(net_rel_on_ack(&r, una, 1ull << 0, t + r.rto_ns, emit, NULL), 0); /* the peer holds una + 1 */
   nline = 0;
-  CHECK_EQ(net_rel_resend_before(&r, una + 3, 8, t + r.rto_ns, emit, NULL), 2); /* una, una + 2 */
+  CHECK_EQ(net_rel_resend_before(&r, una + 3, 8, 0, t + r.rto_ns, emit, NULL), 2); /* una, una + 2 */
   CHECK_EQ(line_seq(0), una);
   CHECK_EQ(line_seq(1), una + 2);
-  CHECK_EQ(net_rel_resend_before(&r, una + 3, 1, t + r.rto_ns, emit, NULL), 1);
-  CHECK_EQ(net_rel_resend_before(&r, una, 8, t + r.rto_ns, emit, NULL), 0);
+  CHECK_EQ(net_rel_resend_before(&r, una + 3, 8, 1000, t + r.rto_ns + 999, emit, NULL), 0); /* all sent again within 1000 ns */
+  CHECK_EQ(net_rel_resend_before(&r, una + 3, 1, 0, t + r.rto_ns, emit, NULL), 1);
+  CHECK_EQ(net_rel_resend_before(&r, una, 8, 0, t + r.rto_ns, emit, NULL), 0);
   CHECK_EQ(counts.early_resends, early + 4);
   nline = 0;
   net_rel_fini(&r);
