@@ -388,10 +388,9 @@ static void count_rel(struct fmx_endpoint *ep) {
   *seen = *now;
 }
 
-void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto, uint64_t age_ns, uint64_t now) {
+void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto) {
   struct emit_arg a = {ep, p};
-  net_rel_resend_before(&((struct net_peer *)transport_state(p))->rel, upto, NET_RESEND_BEFORE_MAX, age_ns, now, emit,
-                        &a);
+  net_rel_resend_before(&((struct net_peer *)transport_state(p))->rel, upto, NET_RESEND_BEFORE_MAX, emit, &a);
 }
 
 /* A partner leaves the count of those alive (it failed, or is released). */

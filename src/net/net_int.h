@@ -203,11 +203,11 @@ static inline int net_bulk_due(struct fmx_endpoint *ep) {
 
 /* net.c */
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len);
-/* Our packets to p before seq `upto`, not acked and not sent within
- * age_ns, go again now, at most NET_RESEND_BEFORE_MAX of them (pull.c:
- * its sender drops our PULLs until our CTS comes). */
+/* Our packets to p before seq `upto` that are not acked go again now, at
+ * most NET_RESEND_BEFORE_MAX of them (pull.c: its sender drops our PULLs
+ * until our CTS comes). */
 #define NET_RESEND_BEFORE_MAX 8
-void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto, uint64_t age_ns, uint64_t now);
+void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto);
 /* A header to partner p (or to eid/session when p is NULL). */
 void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);

@@ -612,13 +612,12 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     if (now - last < wait) continue;
     if (!pull_known(np, pl)) {
       /* Its sender drops what we ask until our CTS comes: the CTS (and
-       * what is missed before it, not sent again within this wait) goes
-       * again now, not at the stream's resend wait (srtt + 4 rttvar: 60 ms
-       * seen, the round trips measured behind the peer's own answers);
-       * no silence, and each such wait twice the one before (a partner
-       * off its core acks late); once it is acked, net_pull_acked asks
-       * again. */
-      net_resend_before(ep, p, pl->cts_seq, wait, now);
+       * what is missed before it) goes again now, not at the stream's
+       * resend wait (srtt + 4 rttvar: 60 ms seen, the round trips measured
+       * behind the peer's own answers); no silence, and each such wait
+       * twice the one before (a partner off its core acks late); once it
+       * is acked, net_pull_acked asks again. */
+      net_resend_before(ep, p, pl->cts_seq);
       if (pl->kicks < 16) pl->kicks++;
       pl->reasked_ns = pl->asked_ns = now;
       continue;

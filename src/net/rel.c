@@ -128,9 +128,16 @@ static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_
   r->cfg->counts->resent++;
 }
 
-/* Sent again before its resend wait: a tail probe, or the caller's. */
-static void send_early(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_rel_emit_fn emit, void *arg) {
-  send_again(r, s, now, emit, arg);
+/* Sent again before its resend wait: a tail probe, or the caller's. Its
+ * send time and count stay the first send's: its ack still times a round
+ * trip (from the first send: long, if that was lost), and its resend wait
+ * still runs. Counted a second send, as Karn's rule would have it, those
+ * late acks were not taken, and the waits measured fell short of a deep
+ * queue's: 8 MB behind a 1 Gb/s uplink, up to 362 records resent by the
+ * timer in 64 messages against 96-137 without the probes. */
+static void send_early(struct net_rel *r, struct net_rel_slot *s, net_rel_emit_fn emit, void *arg) {
+  net_patch_ack(s->pkt, r->expect);
+  emit(arg, s->pkt, s->len);
   r->cfg->counts->early_resends++;
 }
 
@@ -213,17 +220,16 @@ static int probe_tail(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, voi
   if (pto < r->cfg->rto_min_ns) pto = r->cfg->rto_min_ns;
   if (!s->pkt || s->sacked || s->tries != 1 || pto >= r->rto_ns || now - s->sent_ns < pto) return 0;
   r->probed = r->next_seq;
-  send_early(r, s, now, emit, arg);
+  send_early(r, s, emit, arg);
   return 1;
 }
 
-int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t age_ns, uint64_t now,
-                          net_rel_emit_fn emit, void *arg) {
+int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, net_rel_emit_fn emit, void *arg) {
   uint32_t n = 0;
   for (uint32_t seq = r->una; seq != r->next_seq && net_seq_lt(seq, upto) && n < max; seq++) {
     struct net_rel_slot *s = tx_slot(r, seq);
-    if (!s->pkt || s->sacked || now - s->sent_ns < age_ns) continue;
-    send_early(r, s, now, emit, arg);
+    if (!s->pkt || s->sacked) continue;
+    send_early(r, s, emit, arg);
     n++;
   }
   return (int)n;

@@ -129,11 +129,10 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
  * the next call); -ETIMEDOUT once the partner is gone (dead_ns without an
  * ack while packets are in flight), else how many went. */
 int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg);
-/* The packets before seq upto not acked (nor held by the peer) and not
- * sent within age_ns go again now, at most max: the caller knows one of
- * them is missed. How many went. */
-int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, uint64_t age_ns, uint64_t now,
-                          net_rel_emit_fn emit, void *arg);
+/* The packets before seq upto not acked (nor held by the peer) go again
+ * now, at most max: the caller knows one of them is missed. Their send
+ * times and counts stay (send_early). How many went. */
+int net_rel_resend_before(struct net_rel *r, uint32_t upto, uint32_t max, net_rel_emit_fn emit, void *arg);
 /* Nothing of ours waits for an ack. */
 int net_rel_idle(const struct net_rel *r);
 /* The resend wait back to what round trips measure, its backoff undone:
