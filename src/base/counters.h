@@ -72,6 +72,7 @@
   X(NET_PULL_BULK_REFUSED, "net: pulled frames our bulk socket refused, sent on the wire instead") \
   X(NET_PULL_PACED, "net: peers' pulls that waited for room in our socket (pacing)") \
   X(NET_PULL_PACE_DROPPED, "net: peers' pulls dropped, too many waiting (asked again)") \
+  X(NET_PULL_EARLY, "net: peers' pulls that came before their CTS, answered when it came") \
   X(NET_PULL_ON_WAY, "net: peers' pulled frames asked again before our answer could reach them (not sent twice)") \
   X(NET_GRANTS, "net: blocks granted: asked by the receiver for the first time")          \
   X(NET_GRANT_WAITS, "net: blocks granted late: they waited for room in the budget") \

@@ -100,6 +100,11 @@ struct net_ep {
      * gets none of the frames they answered (pull_send.c). */
     struct net_pull_sent *sent;
     uint32_t sent_n;
+    /* PULLs that came before their transfer's CTS, a ring of
+     * NET_PULL_EARLY (allocated at the first), answered when the CTS
+     * comes (pull_send.c). */
+    struct net_pull_early *early;
+    uint32_t early_n;
   } answers;
   uint64_t grant_probe_ns; /* when a run last went beyond the budget (a probe) */
   uint32_t senders;        /* partners we pull from (a pull begun and not ended) */

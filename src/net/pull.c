@@ -596,13 +596,15 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     struct net_grant *g = &net_ep(ep)->grant;
     uint64_t wait = pull_wait(np), most = fmx_cfg.net_rto_max_us * 1000ull;
     /* A pull alone: what it misses was lost once nothing came for twice
-     * the shortest round trip (the timers' floor at least) and what is on
-     * its way; the block time measured under load (srtt + 4 rttvar, 0.7-
-     * 1.3 ms here) is far longer than a lost tail's wait needs. With other
-     * pulls, theirs may come first: their own sender, pacing, SRPT; and
-     * where ranks outnumber cores, the sender may wait for one. */
+     * the shortest round trip (a timer step at least: the timers tell no
+     * shorter wait; not the streams' floor, the peer's ack delay, which a
+     * PULL's answer never waits) and what is on its way; the block time
+     * measured under load (srtt + 4 rttvar, 0.7-1.3 ms here) is far longer
+     * than a lost tail's wait needs. With other pulls, theirs may come
+     * first: their own sender, pacing, SRPT; and where ranks outnumber
+     * cores, the sender may wait for one. */
     if (net_ep(ep)->pulling == 1 && !transport_ep(ep)->crowded) {
-      uint64_t quick = 2 * net_grant_rtt_min(g), least = net_ep(ep)->rto_min_ns;
+      uint64_t quick = 2 * net_grant_rtt_min(g), least = net_ep(ep)->timer_step;
       if (quick < least) quick = least;
       if (quick < wait) wait = quick;
     }

@@ -29,11 +29,19 @@
  * while we have transfers to be pulled), against the runs we answered last
  * (a ring of NET_PULL_RECENT: those answered while the PULL waited in our
  * socket; when more went, fewer are skipped).
+ *
+ * A receiver asks right behind its CTS. Should the CTS be lost, its PULLs
+ * come before the CTS is sent again, for a transfer we do not know yet:
+ * the last NET_PULL_EARLY of them are kept (no older than the longest
+ * resend wait), and answered when the CTS starts the transfer. Dropped,
+ * their receiver would wait out its timer first: a 16 MiB ping-pong at
+ * 10% loss had a pull in ten or so stalled 1-3 ms so.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "bulk/engine.h"
 #include "net/net_int.h"
 #include "platform/copy.h"
@@ -54,6 +62,14 @@ struct net_pull_run {
   uint32_t wire;
   uint64_t at_ns; /* when its PULL reached our socket (sys_now_ns's clock; 0: not known) */
 };
+
+/* A PULL kept until its CTS comes, and when it came (sys_now_ns). */
+struct net_pull_early {
+  struct net_pull_run run;
+  uint64_t kept_ns;
+};
+/* A budget's runs at its cap (NET_PULL_QUEUED_MAX's), and some late asks. */
+#define NET_PULL_EARLY 128
 
 /* A run we answered, and when. */
 struct net_pull_sent {
@@ -78,6 +94,10 @@ static struct net_export *export_of(struct net_peer *np, uint64_t id) {
   return NULL;
 }
 
+static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_export *e, uint64_t now);
+static void take_run(struct fmx_endpoint *ep, struct net_peer *np, struct net_export *e, struct net_pull_run run,
+                     uint64_t now);
+
 int net_pull_send_start(void *arg, struct bulk_xfer *x) {
   struct net_peer *np = arg;
   if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
@@ -90,6 +110,7 @@ int net_pull_send_start(void *arg, struct bulk_xfer *x) {
   list_add_tail(&np->pull->exports, &e->node);
   net_stamps_want(np->ep);
   net_arm_timers(net_ep(np->ep), np, e->heard_ns);
+  take_early(np->ep, np, e, e->heard_ns);
   return 0;
 }
 
@@ -111,12 +132,15 @@ void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x) {
       if (q->run[(q->head + i) & (q->cap - 1)].p == np->self) q->run[(q->head + i) & (q->cap - 1)].p = NULL;
     for (uint32_t i = 0; q->sent && i < NET_PULL_RECENT; i++)
       if (q->sent[i].p == np->self) q->sent[i].p = NULL;
+    for (uint32_t i = 0; q->early && i < NET_PULL_EARLY; i++)
+      if (q->early[i].run.p == np->self) q->early[i].run.p = NULL;
   }
 }
 
 void net_pull_queue_fini(struct net_pull_queue *q) {
   free(q->run);
   free(q->sent);
+  free(q->early);
   *q = (struct net_pull_queue){0};
 }
 
@@ -306,22 +330,19 @@ static int queue_grow(struct net_pull_queue *q) {
   return 0;
 }
 
+/* Keep run, a PULL for a transfer we do not know, until its CTS comes
+ * (the oldest kept gives way). */
+static void keep_early(struct net_pull_queue *q, const struct net_pull_run *run, uint64_t now) {
+  if (!q->early && !(q->early = calloc(NET_PULL_EARLY, sizeof *q->early))) return; /* dropped: asked again */
+  q->early[q->early_n++ % NET_PULL_EARLY] = (struct net_pull_early){*run, now};
+}
+
 void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, uint64_t at_ns) {
   struct net_peer *np = transport_state(p);
   struct net_export *e = export_of(np, pk->u.pull.sreq);
   struct net_pull_run run = {p, pk->u.pull.sreq, pk->u.pull.frame, pk->u.pull.first, pk->u.pull.count,
                              (pk->h.flags & NET_F_WIRE) != 0, at_ns};
-  if (!e) {
-    TRANSPORT_CNT(ep, NET_LATE); /* ended already (asked again late), or not ours */
-    return;
-  }
-  if (run.frame == 0 || run.frame > net_pull_frame_bytes(np) || run.count == 0 || run.count > NET_PULL_FRAMES_MAX ||
-      (uint64_t)run.first * run.frame >= e->x->want) {
-    TRANSPORT_CNT(ep, NET_DROPPED); /* malformed */
-    return;
-  }
   uint64_t now = sys_now_ns();
-  e->heard_ns = now;
   if (at_ns) {
     /* The stamp's clock (CLOCK_REALTIME) may be stepped: only the PULL's
      * age is read from it, at once. One from the future is no older than
@@ -330,6 +351,40 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     uint64_t wall = sys_wall_ns(), age = at_ns < wall ? wall - at_ns : 0;
     run.at_ns = age < now ? now - age : 0;
   }
+  if (!e) {
+    /* Ended already (asked again late), not ours, or before its CTS. */
+    TRANSPORT_CNT(ep, NET_LATE);
+    keep_early(&net_ep(ep)->answers, &run, now);
+    return;
+  }
+  take_run(ep, np, e, run, now);
+}
+
+/* PULLs for x that came before its CTS (kept_early), in the order they came. */
+static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_export *e, uint64_t now) {
+  struct net_pull_queue *q = &net_ep(ep)->answers;
+  uint64_t young = fmx_cfg.net_rto_max_us * 1000ull;
+  for (uint32_t k = NET_PULL_EARLY; q->early && k > 0; k--) {
+    struct net_pull_early *kept = &q->early[(q->early_n - k) % NET_PULL_EARLY];
+    if (kept->run.p != np->self || kept->run.sreq != e->x->id) continue;
+    struct net_pull_run run = kept->run;
+    kept->run.p = NULL;
+    if (now - kept->kept_ns > young) continue; /* an id of a transfer long gone */
+    TRANSPORT_CNT(ep, NET_PULL_EARLY);
+    take_run(ep, np, e, run, now);
+  }
+}
+
+/* A PULL for e's transfer: answered at once, or queued behind those that wait. */
+static void take_run(struct fmx_endpoint *ep, struct net_peer *np, struct net_export *e, struct net_pull_run run,
+                     uint64_t now) {
+  struct partner *p = np->self;
+  if (run.frame == 0 || run.frame > net_pull_frame_bytes(np) || run.count == 0 || run.count > NET_PULL_FRAMES_MAX ||
+      (uint64_t)run.first * run.frame >= e->x->want) {
+    TRANSPORT_CNT(ep, NET_DROPPED); /* malformed */
+    return;
+  }
+  e->heard_ns = now;
   /* After those that wait, in order; at once when none does and there is room. */
   if (!net_pull_serve(ep, now) && room(ep, np, (int)run.wire, now)) {
     serve_new(ep, p, e, &run, now);

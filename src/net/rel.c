@@ -172,7 +172,11 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
      * whole, the next record lost at random waited the whole backoff (16
      * MiB ping-pongs at 10% loss: 0.83x). */
     int measured = !r->cfg->rto_min_ns || (last->tries == 1 && !last->gap_resent);
-    if (r->cfg->rto_min_ns && measured) net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, now - last->sent_ns);
+    if (r->cfg->rto_min_ns && measured) {
+      uint64_t rtt = now - last->sent_ns, us = rtt / 1000 ? rtt / 1000 : 1;
+      net_rtt_sample(&r->srtt_ns, &r->rttvar_ns, rtt);
+      if (!r->rtt_min_us || us < r->rtt_min_us) r->rtt_min_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+    }
     cwnd_grow(r, ack - r->una);
     for (; r->una != ack; r->una++) slot_free(r, tx_slot(r, r->una));
     if (net_seq_lt(r->recover, r->una)) r->recover = r->una; /* never 2^31 behind: its compare holds */
@@ -212,11 +216,20 @@ void net_rel_unback(struct net_rel *r) { r->rto_ns = base_rto(r); }
  * srtt + 4 rttvar: with a partner's acks queued behind its answers to our
  * pulls the round trips measured 0.9 ms give or take 1.1, and the wait
  * 5-11 ms (16 MiB ping-pongs at 10% loss). Once a flight of packets (until
- * another is queued); never before the wait's floor. */
+ * another is queued); never before the wait's floor.
+ *
+ * The round trip is the shortest measured, not the smoothed one, unless
+ * the caller is crowded: a peer that computes between its calls (a 16 MiB
+ * ping-pong checking every byte) acks what came meanwhile only then, and
+ * those round trips (srtt 14.6 ms, a probe after 29 ms and a resend after
+ * 44 ms, for every RTS or FIN lost) say how long it computes, not how
+ * long the path takes. A probe to a peer that merely computes costs a
+ * packet a flight; where ranks wait for cores, that would be most flights. */
 static int probe_tail(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg) {
   if (!r->srtt_ns || r->probed == r->next_seq) return 0;
   struct net_rel_slot *s = tx_slot(r, r->next_seq - 1);
-  uint64_t pto = 2 * r->srtt_ns + r->cfg->ack_delay_ns;
+  uint64_t rtt = r->cfg->crowded || !r->rtt_min_us ? r->srtt_ns : r->rtt_min_us * 1000ull;
+  uint64_t pto = 2 * rtt + r->cfg->ack_delay_ns;
   if (pto < r->cfg->rto_min_ns) pto = r->cfg->rto_min_ns;
   if (!s->pkt || s->sacked || s->tries != 1 || pto >= r->rto_ns || now - s->sent_ns < pto) return 0;
   r->probed = r->next_seq;

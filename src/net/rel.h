@@ -40,6 +40,10 @@ struct net_rel_cfg {
   uint64_t dead_ns;      /* nothing acked for this long with packets in flight: the partner is gone */
   uint64_t ack_delay_ns; /* a packet received is acked within this... */
   uint32_t ack_every;    /* ...or at once once this many are not acked */
+  /* The caller's, changed as it goes: its partners may wait for a core
+   * (ranks outnumber cores), so an ack later than the path's shortest
+   * round trip says nothing of a loss (probe_tail). */
+  int crowded;
 };
 #define NET_REL_WINDOW_MAX 4096
 
@@ -68,6 +72,7 @@ struct net_rel {
   uint64_t unacked_since_ns;
   uint8_t ack_now; /* a duplicate came: our ack may have been lost */
   uint16_t cwnd;   /* sending: the congestion window, packets in flight at most (net_rel_can_send) */
+  uint32_t rtt_min_us; /* the shortest round trip measured, in us (at least 1; 0: none yet) */
   struct net_rel_slot *rx; /* rx_cap slots for packets come early, grown as a hole's width needs */
   uint32_t rx_cap;
   uint32_t recover; /* next_seq at the window's last cut: holes below it are that cut's */

@@ -468,7 +468,9 @@ static uint32_t line_seq(int i) {
 
 /* The last packet of a flight, not acked two round trips and the peer's
  * ack delay after it went, goes again once before its resend wait (a tail
- * loss probe); the packets before a seq the caller names go at once. */
+ * loss probe): the shortest round trip measured, or the smoothed one where
+ * the caller is crowded; the packets before a seq the caller names go at
+ * once. */
 static void test_tail_probe(void) {
   struct net_rel r;
   struct net_rel_cfg c = cfg;
@@ -488,8 +490,9 @@ static void test_tail_probe(void) {
     t += i % 2 ? 2000000 : 50000;
     CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t, emit, NULL), 0);
   }
-  uint64_t pto = 2 * r.srtt_ns + c.ack_delay_ns;
-  CHECK(pto < r.rto_ns);
+  CHECK_EQ(r.rtt_min_us, 50);
+  uint64_t pto = 2 * 50000 + c.ack_delay_ns, pto_crowded = 2 * r.srtt_ns + c.ack_delay_ns;
+  CHECK(pto < pto_crowded && pto_crowded < r.rto_ns);
   uint64_t resent = counts.resent, early = counts.early_resends;
   nline = 0;
   for (int i = 0; i < 3; i++) queue_one(&r, t);
@@ -515,6 +518,15 @@ static void test_tail_probe(void) {
   CHECK_EQ(net_rel_resend_before(&r, una + 3, 1, emit, NULL), 1);
   CHECK_EQ(net_rel_resend_before(&r, una, 8, emit, NULL), 0);
   CHECK_EQ(counts.early_resends, early + 4);
+  /* Crowded: a peer's acks wait for its core; the smoothed round trip. */
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + r.rto_ns, emit, NULL), 0);
+  t += r.rto_ns;
+  c.crowded = 1;
+  queue_one(&r, t);
+  nline = 0;
+  CHECK_EQ(net_rel_timers(&r, t + pto, UINT32_MAX, emit, NULL), 0);
+  CHECK_EQ(net_rel_timers(&r, t + pto_crowded, UINT32_MAX, emit, NULL), 1);
+  CHECK_EQ(counts.early_resends, early + 5);
   nline = 0;
   net_rel_fini(&r);
 }
