@@ -338,7 +338,8 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   struct emit_arg a = {ep, p};
   np->heard_ns = now;
   net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
-  if (np->pull && np->pull->pulls_unknown) net_pull_acked(ep, p, now);
+  if (np->pull && np->pull->pulls_unknown)
+    net_pull_acked(ep, p, pk.h.type == NET_PULL_REPLY ? pk.u.reply_data.rreq : 0, now);
   switch (pk.h.type) {
     case NET_DATA: on_data(ep, p, &pk, bulk, deliver, now); break;
     case NET_PULL: net_pull_on_pull(ep, p, &pk, rx->at_ns); break;

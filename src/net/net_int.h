@@ -296,8 +296,9 @@ static inline uint32_t net_pull_frame_bytes(const struct net_peer *np) {
   return (net_pull_bulk_answers(np) ? net_bulk_packet_max(np) : np->pkt_max) - NET_HDR_LEN - NET_PULL_REPLY_HDR;
 }
 /* Our packets to p were acked up to its stream's una: a pull it did not
- * know of (its CTS not acked) may be now (pull.c). */
-void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
+ * know of (its CTS not acked) may be now (pull.c). answered: the pull the
+ * packet that acked answers (its frame comes next), else 0. */
+void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t answered, uint64_t now);
 /* pull_send.c: the sender's side. A PULL came: answered now, or queued
  * behind those that wait for room in our socket (pacing). */
 /* A PULL that reached our socket at at_ns (the kernel's stamp, sys_wall_ns's clock; 0: not known). */

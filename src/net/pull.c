@@ -85,7 +85,8 @@ struct net_pull {
   uint64_t reasked_ns;       /* when its timer last asked again */
   uint64_t asked_ns;         /* when we last asked for anything */
   /* The sender knows of it once our packets before cts_seq (its CTS among
-   * them) are acked: until then it drops our PULLs (net_pull_acked). */
+   * them) are acked: until then it keeps our PULLs for it, the last so
+   * many, or drops them (pull_send.c, net_pull_acked). */
   uint32_t cts_seq;
   uint8_t known;
   uint8_t kicks;             /* its CTS sent again so many waits in a row (doubling the wait) */
@@ -525,20 +526,23 @@ static int pull_known(struct net_peer *np, struct net_pull *pl) {
   return pl->known;
 }
 
-/* Asked before its CTS came, a pull's PULLs were dropped (the sender knew
- * nothing of it): when the CTS is acked, and nothing of the pull came
- * for a wait (its timer found it so), all it misses is asked again at
- * once. Before, its timer read the drops as silences and backed off: a
- * lost CTS held 16 MiB ping-pongs at 10% loss for 50-100 ms (the re-asks
- * 1.6, 3.1, 6.2 ... 50 ms apart). */
-void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
+/* Asked before its CTS came, a pull's PULLs may have been dropped (the
+ * sender knew nothing of it, and keeps only the last so many such): when
+ * the CTS is acked, and nothing of the pull came for a wait (its timer
+ * found it so), all it misses is asked again at once, unless the ack
+ * came on an answer to it (the sender answered the PULLs it kept as the
+ * CTS came: asked again, they would all come twice). Before, its timer
+ * read the drops as silences and backed off: a lost CTS held 16 MiB
+ * ping-pongs at 10% loss for 50-100 ms (the re-asks 1.6, 3.1, 6.2 ... 50
+ * ms apart). */
+void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t answered, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
   list_for_each(pos, &np->pull->pulls) {
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     /* Only one its timer found silent: the first answers carry the
      * CTS's ack themselves. */
-    if (!pl->started || pl->known || !pull_known(np, pl) || !pl->reasked_ns) continue;
+    if (!pl->started || pl->known || !pull_known(np, pl) || !pl->reasked_ns || pl->x->id == answered) continue;
     TRANSPORT_CNT(ep, NET_PULL_CTS_ACKED);
     ask_missing(np, pl, now);
     pl->kicks = 0;
@@ -613,7 +617,7 @@ int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
     if (wait > most) wait = most;
     if (now - last < wait) continue;
     if (!pull_known(np, pl)) {
-      /* Its sender drops what we ask until our CTS comes: the CTS (and
+      /* Its sender cannot answer what we ask until our CTS comes: the CTS (and
        * what is missed before it) goes again now, not at the stream's
        * resend wait (srtt + 4 rttvar: 60 ms seen, the round trips measured
        * behind the peer's own answers); no silence, and each such wait

@@ -352,15 +352,19 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
     run.at_ns = age < now ? now - age : 0;
   }
   if (!e) {
-    /* Ended already (asked again late), not ours, or before its CTS. */
+    /* Ended already (asked again late), not ours, or before its CTS: kept
+     * only from a partner we sent a record to (an RTS before any pull). */
     TRANSPORT_CNT(ep, NET_LATE);
-    keep_early(&net_ep(ep)->answers, &run, now);
+    if (np->pull) keep_early(&net_ep(ep)->answers, &run, now);
     return;
   }
   take_run(ep, np, e, run, now);
 }
 
-/* PULLs for x that came before its CTS (kept_early), in the order they came. */
+/* PULLs for e's transfer that came before its CTS (keep_early), in the
+ * order they came. One whose arrival the kernel did not stamp (stamps go on
+ * with our first export) counts as come when it was kept, so that two of
+ * them asking the same frames get one answer (serve_new). */
 static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_export *e, uint64_t now) {
   struct net_pull_queue *q = &net_ep(ep)->answers;
   uint64_t young = fmx_cfg.net_rto_max_us * 1000ull;
@@ -369,7 +373,8 @@ static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_
     if (kept->run.p != np->self || kept->run.sreq != e->x->id) continue;
     struct net_pull_run run = kept->run;
     kept->run.p = NULL;
-    if (now - kept->kept_ns > young) continue; /* an id of a transfer long gone */
+    if (now - kept->kept_ns > young) continue; /* its CTS took longer than any resend wait: asked again since */
+    if (!run.at_ns) run.at_ns = kept->kept_ns;
     TRANSPORT_CNT(ep, NET_PULL_EARLY);
     take_run(ep, np, e, run, now);
   }

@@ -321,7 +321,7 @@ int main(int argc, char **argv) {
          "\"virtual_us\":%.1f,\"goodput_gbps\":%.3f,\"port_share\":%.3f,\"frames\":%" PRIu64
          ",\"port_drops\":%" PRIu64 ",\"sock_drops\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"max_queue\":%" PRIu64
          ",\"resent\":%" PRIu64 ",\"gap_resent\":%" PRIu64 ",\"pull_reasked\":%" PRIu64 ",\"grant_cuts\":%" PRIu64
-         ",\"grant_tails\":%" PRIu64 ",\"paced\":%" PRIu64 ",\"early_resent\":%" PRIu64 ",\"cts_reasked\":%" PRIu64 ",\"pulls_early\":%" PRIu64 ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f,"
+         ",\"grant_tails\":%" PRIu64 ",\"paced\":%" PRIu64 ",\"early_resent\":%" PRIu64 ",\"cts_reasked\":%" PRIu64 ",\"pulls_early\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f,"
          "\"heap_per_host\":%.0f,\"partners\":%u,\"pool_bytes\":%" PRIu64 ",\"heap_per_partner\":%.0f,\"sleeps_out\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"progress_calls\":%" PRIu64
          ",\"wall_s\":%.2f}\n",
          argv[1], O.hosts, O.size, O.msgs, O.inflight, (double)c.rate_bps / 1e9, c.buffer, c.delay_ns / 1000.0,
@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
          gbps / ports / ((double)c.rate_bps / 1e9), st->frames, st->port_drops, st->sock_drops, st->lost,
          st->max_queue, sum[CNT_NET_RESENT], sum[CNT_NET_GAP_RESENT], sum[CNT_NET_PULL_REASKED],
          sum[CNT_NET_GRANT_CUTS], sum[CNT_NET_GRANT_TAILS], sum[CNT_NET_PULL_PACED], sum[CNT_NET_EARLY_RESENT],
-         sum[CNT_NET_PULL_CTS_ACKED], sum[CNT_NET_PULL_EARLY], pct(0.5), pct(0.99), pct(1.0),
+         sum[CNT_NET_PULL_CTS_ACKED], sum[CNT_NET_PULL_EARLY], sum[CNT_NET_DUPLICATES], pct(0.5), pct(0.99), pct(1.0),
          ((double)heap1 - (double)heap0) / O.hosts, partners, pool1,
          partners ? ((double)heap1 - (double)heap0 - ((double)pool1 - (double)pool0)) / partners : 0, st->sleeps_out, st->steps, st->progress_calls,
          (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
