@@ -353,7 +353,9 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   }
   if (!e) {
     /* Ended already (asked again late), not ours, or before its CTS: kept
-     * only from a partner we sent a record to (an RTS before any pull). */
+     * only from a partner with its pull state (taken at the first record
+     * either way; our RTS comes before any pull of it), which is cleared
+     * of them when the partner goes (net_pull_exports_drop). */
     TRANSPORT_CNT(ep, NET_LATE);
     if (np->pull) keep_early(&net_ep(ep)->answers, &run, now);
     return;
