@@ -529,13 +529,12 @@ static int pull_known(struct net_peer *np, struct net_pull *pl) {
 /* Asked before its CTS came, a pull's PULLs may have been dropped (the
  * sender knew nothing of it, and keeps only the last so many such): when
  * the CTS is acked, and nothing of the pull came for a wait (its timer
- * found it so), all it misses is asked again at once, unless the ack
- * came on an answer to it, or its answers come another way than the ack
- * (the sender answered the PULLs it kept as the CTS came: asked again,
- * they would all come twice). Before, its timer
- * read the drops as silences and backed off: a lost CTS held 16 MiB
- * ping-pongs at 10% loss for 50-100 ms (the re-asks 1.6, 3.1, 6.2 ... 50
- * ms apart). */
+ * found it so), all it misses is asked again at once, unless the ack came
+ * on an answer to it, or its answers come another way than the ack (the
+ * sender answered the PULLs it kept as the CTS came: asked again, they
+ * would all come twice). Before, its timer read the drops as silences and
+ * backed off: a lost CTS held 16 MiB ping-pongs at 10% loss for 50-100 ms
+ * (the re-asks 1.6, 3.1, 6.2 ... 50 ms apart). */
 void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t answered, uint64_t now) {
   struct net_peer *np = transport_state(p);
   struct list_node *pos;
