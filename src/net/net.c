@@ -419,7 +419,6 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
     return;
   }
   struct emit_arg a = {ep, p};
-  ne->rel_cfg.crowded = transport_ep(ep)->crowded;
   int sent = net_rel_timers(&np->rel, now, *budget, emit, &a);
   if (sent == -ETIMEDOUT) {
     TRANSPORT_CNT(ep, NET_TIMEOUTS);

@@ -93,7 +93,7 @@ int net_open(struct fmx_endpoint *ep) {
   /* Our answers to pulls may keep our socket busy for a timer step (half
    * the least resend wait): a record behind them is not resent for it. */
   for (int i = 0; i < 2; i++) net_pace_init(&ne->pace[i], NET_PULL_BLOCK_BYTES, ne->timer_step, sys_now_ns());
-  net_rel_cfg_init(ne);
+  net_rel_cfg_init(ne, &transport_ep(ep)->crowded);
   net_wheel_init(&ne->timers, ne->timer_step, sys_now_ns());
   ne->probe_step = fmx_cfg.net_timeout_ms * 250000ull; /* a quarter of the timeout */
   /* A pull asks for no more than half what the socket its answers come to

@@ -224,8 +224,9 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
                          uint32_t session);
 /* p's session is known now (its handshake): found by net_find from its packets. */
 void net_peer_known(struct fmx_endpoint *ep, struct partner *p);
-/* The streams' configuration, from the tunables and rto_min_ns. */
-void net_rel_cfg_init(struct net_ep *ne);
+/* The streams' configuration, from the tunables and rto_min_ns; crowded: the
+ * endpoint's flag (transport_ep), which their tail probes read. */
+void net_rel_cfg_init(struct net_ep *ne, const int *crowded);
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
                   const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
 /* What a CONNECT or its reply says of the peer's bulk socket (ip, port in

@@ -14,7 +14,7 @@
 #include "net/net_int.h"
 #include "platform/sys.h"
 
-void net_rel_cfg_init(struct net_ep *ne) {
+void net_rel_cfg_init(struct net_ep *ne, const int *crowded) {
   struct net_rel_cfg c = {
       .pool = &ne->pool,
       .counts = &ne->rel_counts,
@@ -24,6 +24,7 @@ void net_rel_cfg_init(struct net_ep *ne) {
       .dead_ns = fmx_cfg.net_timeout_ms * 1000000ull,
       .ack_delay_ns = fmx_cfg.net_ack_delay_us * 1000ull,
       .ack_every = (uint32_t)fmx_cfg.net_ack_every,
+      .crowded = crowded,
   };
   c.rto_min_ns = ne->rto_min_ns;
   if (c.rto_max_ns < c.rto_ns) c.rto_max_ns = c.rto_ns;

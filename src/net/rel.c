@@ -83,7 +83,6 @@ static void cwnd_cut(struct net_rel *r, uint32_t seq) {
   r->cfg->counts->cwnd_cuts++;
 }
 
-
 int net_rel_idle(const struct net_rel *r) { return r->next_seq == r->una; }
 
 uint32_t net_rel_sends(const struct net_rel *r, uint32_t seq) {
@@ -228,7 +227,8 @@ void net_rel_unback(struct net_rel *r) { r->rto_ns = base_rto(r); }
 static int probe_tail(struct net_rel *r, uint64_t now, net_rel_emit_fn emit, void *arg) {
   if (!r->srtt_ns || r->probed == r->next_seq) return 0;
   struct net_rel_slot *s = tx_slot(r, r->next_seq - 1);
-  uint64_t rtt = r->cfg->crowded || !r->rtt_min_us ? r->srtt_ns : r->rtt_min_us * 1000ull;
+  int crowded = r->cfg->crowded && *r->cfg->crowded;
+  uint64_t rtt = crowded || !r->rtt_min_us ? r->srtt_ns : r->rtt_min_us * 1000ull;
   uint64_t pto = 2 * rtt + r->cfg->ack_delay_ns;
   if (pto < r->cfg->rto_min_ns) pto = r->cfg->rto_min_ns;
   if (!s->pkt || s->sacked || s->tries != 1 || pto >= r->rto_ns || now - s->sent_ns < pto) return 0;

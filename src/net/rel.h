@@ -40,10 +40,10 @@ struct net_rel_cfg {
   uint64_t dead_ns;      /* nothing acked for this long with packets in flight: the partner is gone */
   uint64_t ack_delay_ns; /* a packet received is acked within this... */
   uint32_t ack_every;    /* ...or at once once this many are not acked */
-  /* The caller's, changed as it goes: its partners may wait for a core
-   * (ranks outnumber cores), so an ack later than the path's shortest
-   * round trip says nothing of a loss (probe_tail). */
-  int crowded;
+  /* The caller's flag, read as it changes (NULL: never): its partners may
+   * wait for a core (ranks outnumber cores), so an ack later than the
+   * path's shortest round trip says nothing of a loss (probe_tail). */
+  const int *crowded;
 };
 #define NET_REL_WINDOW_MAX 4096
 

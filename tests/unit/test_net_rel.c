@@ -521,7 +521,8 @@ static void test_tail_probe(void) {
   /* Crowded: a peer's acks wait for its core; the smoothed round trip. */
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + r.rto_ns, emit, NULL), 0);
   t += r.rto_ns;
-  c.crowded = 1;
+  int crowded = 1;
+  c.crowded = &crowded;
   queue_one(&r, t);
   nline = 0;
   CHECK_EQ(net_rel_timers(&r, t + pto, UINT32_MAX, emit, NULL), 0);
