@@ -23,7 +23,7 @@
 
 #define COUNTERS_KEY 0x666d7863u /* "fmxc" */
 #define SELF_TAG 0x5e1f5e1f00000001ull
-#define LABEL_LEN 64
+#define LABEL_LEN 128 /* the longest counter label, 102 bytes, whole */
 
 static struct {
   bool json, all, self_test, running;

@@ -50,7 +50,8 @@
   X(NET_RESENT, "net: packets resent after a timeout (retransmits)")        \
   X(NET_RESENDS_HELD, "net: timer passes that left resends for the next (a window's worth a pass)") \
   X(NET_GAP_RESENT, "net: packets resent at once on a gap the peer reported") \
-  X(NET_CWND_CUTS, "net: congestion windows halved on a hole a peer reported") \
+  X(NET_CWND_CUTS, "net: congestion windows halved on a hole a peer reported or a resend on the timer") \
+  X(NET_CWND_UNDONE, "net: window cuts undone: the peer got every resend behind them twice") \
   X(NET_EARLY_RESENT, "net: packets sent again before their resend wait (the last as a probe; a CTS our pulls wait for)") \
   X(NET_DUPLICATES, "net: duplicate packets dropped")                      \
   X(NET_EARLY, "net: packets that arrived after a gap (kept until it filled)") \

@@ -78,6 +78,7 @@ static void send_ack(struct fmx_endpoint *ep, struct partner *p) {
   net_hdr_to(ep, p, &h, NET_ACK);
   h.ack = net_rel_ack_value(&np->rel);
   h.len = (uint16_t)net_put_ack(ne->pkt + NET_HDR_LEN, net_rel_sack(&np->rel));
+  h.flags = (uint16_t)(net_rel_dups(&np->rel) << NET_ACK_DUPS_SHIFT);
   net_put_hdr(ne->pkt, &h);
   net_rel_acked(&np->rel);
   net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
@@ -143,7 +144,7 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint8_t *b, uin
     net_pool_put(&ne->pool, b);
     return r;
   }
-  net_rel_acked(&np->rel); /* piggybacked */
+  net_rel_acked_on_data(&np->rel); /* piggybacked */
   if (nh.flags & NET_F_TRAIN)
     net_train_add(ep, p, b, NET_HDR_LEN + len);
   else
@@ -337,6 +338,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   struct net_peer *np = transport_state(p);
   struct emit_arg a = {ep, p};
   np->heard_ns = now;
+  if (pk.h.type == NET_ACK) net_rel_on_dups(&np->rel, pk.u.ack.dups);
   net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
   if (np->pull && np->pull->pulls_unknown)
     net_pull_acked(ep, p, pk.h.type == NET_PULL_REPLY ? pk.u.reply_data.rreq : 0, now);
@@ -383,6 +385,7 @@ static void count_rel(struct fmx_endpoint *ep) {
   c[CNT_NET_GAP_RESENT] += now->gap_resends - seen->gap_resends;
   c[CNT_NET_EARLY_RESENT] += now->early_resends - seen->early_resends;
   c[CNT_NET_CWND_CUTS] += now->cwnd_cuts - seen->cwnd_cuts;
+  c[CNT_NET_CWND_UNDONE] += now->cwnd_undone - seen->cwnd_undone;
   c[CNT_NET_DUPLICATES] += now->dups - seen->dups;
   c[CNT_NET_EARLY] += now->early - seen->early;
   c[CNT_NET_FAR] += now->far - seen->far;

@@ -26,7 +26,7 @@
 /* What the streams of one cfg count, for fmx_counters: one set for them
  * all (a count per stream would be 48 bytes of every idle partner). */
 struct net_rel_counts {
-  uint64_t resent, gap_resends, early_resends, cwnd_cuts, dups, early, far, bad_acks;
+  uint64_t resent, gap_resends, early_resends, cwnd_cuts, cwnd_undone, dups, early, far, bad_acks;
 };
 
 struct net_rel_cfg {
@@ -71,7 +71,16 @@ struct net_rel {
   uint32_t unacked;
   uint64_t unacked_since_ns;
   uint8_t ack_now; /* a duplicate came: our ack may have been lost */
+  uint8_t dups;    /* receiving: duplicates come since our last ack, said in it (net_rel_dups) */
   uint16_t cwnd;   /* sending: the congestion window, packets in flight at most (net_rel_can_send) */
+  /* Sending: the window after its last cut; from it on the window grows
+   * by one packet a window's worth of acks (ca_acked counts toward it),
+   * below it by a packet an ack (0: never cut). */
+  uint16_t ssthresh, ca_acked;
+  /* Sending: the window before the last cut and the resends since that
+   * the peer has not yet said came twice; when it has said so of them
+   * all, the cut was for nothing and is undone (0: nothing to undo). */
+  uint16_t undo_cwnd, undo_resends;
   uint32_t rtt_min_us; /* the shortest round trip measured, in us (at least 1; 0: none yet) */
   struct net_rel_slot *rx; /* rx_cap slots for packets come early, grown as a hole's width needs */
   uint32_t rx_cap;
@@ -80,7 +89,12 @@ struct net_rel {
 _Static_assert(NET_REL_WINDOW_MAX <= UINT16_MAX, "the congestion window fits 16 bits");
 
 /* The congestion window of a new stream: one eager message's train (44
- * packets at MTU 1500) goes whole to a partner we have not lost to. */
+ * packets at MTU 1500) goes whole to a partner we have not lost to. A
+ * hole the peer reports or a resend on the timer halves it (once for what
+ * was in flight then: NewReno's recovery point); it then grows by a
+ * packet a round trip (Reno's congestion avoidance), unless the peer
+ * says that every resend behind the cut came twice (its acks count the
+ * duplicates: net_rel_on_dups), when the cut is undone. */
 #define NET_REL_CWND_FIRST 64
 /* The least: a record and its successor (a hole then shows). */
 #define NET_REL_CWND_MIN 2
@@ -130,6 +144,9 @@ int net_rel_queue(struct net_rel *r, const uint8_t *pkt, size_t len, uint64_t no
  * peer holds. Returns -1 for an ack outside what we sent (counted,
  * ignored). */
 int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now, net_rel_emit_fn emit, void *arg);
+/* An ACK of the peer's says n packets of ours came to it twice since its
+ * last (before the ack it carries is taken: net_rel_on_ack). */
+void net_rel_on_dups(struct net_rel *r, unsigned n);
 /* Resend what timed out, at most max packets, oldest first (the rest at
  * the next call); -ETIMEDOUT once the partner is gone (dead_ns without an
  * ack while packets are in flight), else how many went. */
@@ -160,8 +177,15 @@ int net_rel_ack_due(const struct net_rel *r, uint64_t now);
  * set when seq ack+1+i is held early. */
 uint32_t net_rel_ack_value(const struct net_rel *r);
 uint64_t net_rel_sack(const struct net_rel *r);
-/* Our ack went out (alone or piggybacked). */
+/* The duplicates come since our last ACK, for the next (at most
+ * NET_REL_DUPS_MAX). */
+#define NET_REL_DUPS_MAX 255
+unsigned net_rel_dups(const struct net_rel *r);
+/* Our ack went out: in an ACK, which said net_rel_dups... */
 void net_rel_acked(struct net_rel *r);
+/* ...or on a packet of data, which cannot: an ACK still goes at once if
+ * there are duplicates to say. */
+void net_rel_acked_on_data(struct net_rel *r);
 
 static inline int net_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 

@@ -52,7 +52,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
     return NET_OK;
   }
   if (h->len != body_len[h->type]) return NET_BAD_LENGTH;
-  if (h->flags & ~(h->type == NET_PULL ? NET_F_WIRE : 0)) return NET_BAD_FLAGS;
+  if (h->flags & ~(h->type == NET_PULL ? NET_F_WIRE : h->type == NET_ACK ? NET_ACK_DUPS_MASK : 0)) return NET_BAD_FLAGS;
   switch (h->type) {
     case NET_CONNECT:
       out->u.connect.nic = net_get64(b);
@@ -74,6 +74,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
       break;
     case NET_ACK:
       out->u.ack.sack = net_get64(b);
+      out->u.ack.dups = (h->flags & NET_ACK_DUPS_MASK) >> NET_ACK_DUPS_SHIFT;
       break;
     case NET_PULL:
       out->u.pull.sreq = net_get64(b);

@@ -24,7 +24,7 @@
 
 #define NET_ETHERTYPE 0x86DF
 #define NET_MAGIC 0x4658
-#define NET_VERSION 3 /* 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
+#define NET_VERSION 4 /* 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
 #define NET_HDR_LEN 28
 /* The most one packet's body may hold: a jumbo frame less our header
  * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */
@@ -63,6 +63,11 @@ enum net_type {
  * come from, not at our bulk socket (its answers stopped coming there:
  * net/pull.c, on_wire). The only flag a PULL has. */
 #define NET_F_WIRE 0x0008
+/* NET_ACK flags: how many packets came twice since the sender's last ACK
+ * (at most 4095): resends its timer or a hole it saw made for nothing
+ * (net/rel.h, net_rel_on_dups). The only flags an ACK has. */
+#define NET_ACK_DUPS_SHIFT 4
+#define NET_ACK_DUPS_MASK 0xfff0
 
 /* NET_NACK_NO_MEMORY: the sender gave up on the connection, without
  * memory for what we sent it (a peer that knows no such reason reads it
@@ -101,7 +106,7 @@ struct net_pkt {
      * interface's MTU (0: not said). */
     struct { uint64_t nic, dst_nic; uint32_t key, conn_seq, start_seq, bulk_ip; uint16_t bulk_port, mtu; } connect;
     struct { uint32_t status, conn_seq, start_seq, bulk_ip; uint16_t bulk_port, mtu; } reply;
-    struct { uint64_t sack; } ack;
+    struct { uint64_t sack; unsigned dups; } ack;
     struct { uint32_t reason; } nack;
     struct { uint64_t sreq, rreq; uint32_t frame, first, count; } pull;
     struct { uint64_t rreq; uint32_t index; } reply_data; /* the bytes: body + NET_PULL_REPLY_HDR */

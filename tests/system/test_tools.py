@@ -129,6 +129,17 @@ def test_fmx_counters_self_test():
     assert "rendezvous" in p.stdout
 
 
+def test_fmx_counters_labels_whole():
+    """Every label comes whole, the longest too (they were cut at 63
+    bytes, and a label that outgrew them no longer matched)."""
+    p = run(["fmx_counters", "--json", "--all"])
+    assert p.returncode == 0, p.stderr
+    labels = json.loads(p.stdout)["counters"]
+    assert "channel 0 naps on the net socket for an application away (FMX_NET_PROGRESS), each then a progress " \
+           "pass" in labels, sorted(labels)
+    assert "net: congestion windows halved on a hole a peer reported or a resend on the timer" in labels
+
+
 def test_fmx_perf_bad_input():
     assert run(["fmx_perf", "pingpong", "--sizes", "12Q"]).returncode == 2
     assert run(["fmx_perf", "nonsense"]).returncode == 2

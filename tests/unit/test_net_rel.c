@@ -123,7 +123,7 @@ static void step(struct side *s, int me) {
     size_t len;
     make_data(s, b, &len);
     CHECK_EQ(net_rel_queue(&s->r, b, len, now), 0);
-    net_rel_acked(&s->r); /* the ack rode along */
+    net_rel_acked_on_data(&s->r); /* the ack rode along */
     s->sent++;
     put_on_line(!me, b, len);
   }
@@ -532,8 +532,9 @@ static void test_tail_probe(void) {
   net_rel_fini(&r);
 }
 
-/* The congestion window: NET_REL_CWND_FIRST at first, halved once for
- * the holes of one flight, grown by what is acked up to the window. */
+/* The congestion window: NET_REL_CWND_FIRST at first, grown by what is
+ * acked; halved once for the holes of one flight, then grown by a packet
+ * a window's worth of acks. */
 static void test_cwnd(void) {
   struct net_rel r;
   struct net_rel_cfg c = cfg;
@@ -557,14 +558,16 @@ static void test_cwnd(void) {
   CHECK_EQ(net_rel_on_ack(&r, una, (1ull << 0) | (1ull << 2), t + 61000, emit, NULL), 0);
   CHECK_EQ(r.cwnd, inflight / 2);
   CHECK_EQ(counts.cwnd_cuts, cuts + 1);
-  /* All acked: it grows by as many, up to the configured window. */
+  /* All acked: a packet more for each window's worth. */
+  uint16_t w = r.cwnd;
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 70000, emit, NULL), 0);
-  CHECK_EQ(r.cwnd, inflight / 2 + inflight);
+  CHECK_EQ(r.cwnd, w + 1);
   for (int k = 0; k < 10; k++) {
+    w = r.cwnd;
     while (net_rel_can_send(&r)) queue_one(&r, t);
     CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 80000, emit, NULL), 0);
+    CHECK_EQ(r.cwnd, w + 1);
   }
-  CHECK_EQ(r.cwnd, c.window);
   /* A hole in a later flight cuts again, never below NET_REL_CWND_MIN. */
   for (int k = 0; k < 12; k++) {
     queue_one(&r, t);
@@ -575,6 +578,92 @@ static void test_cwnd(void) {
   }
   CHECK_EQ(counts.cwnd_cuts, cuts + 13);
   nline = 0;
+  net_rel_fini(&r);
+}
+
+/* A resend on the timer cuts the window too, once a flight; the cut is
+ * undone when the peer says every resend behind it came twice (late
+ * acks, not losses), and kept when some did not, or when a probe of ours
+ * (sent twice on purpose) may be what came twice. */
+static void test_cwnd_undo(void) {
+  struct net_rel r;
+  struct net_rel_cfg c = cfg;
+  c.window = 256;
+  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  emit_to = 0;
+  nline = 0;
+  uint64_t t = 1000000, cuts = counts.cwnd_cuts, undone = counts.cwnd_undone;
+  for (int i = 0; i < 16; i++) queue_one(&r, t);
+  /* Nothing acked: all 16 go again on the timer, one cut for them. */
+  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 64, emit, NULL), 16);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 1);
+  CHECK_EQ(r.cwnd, 8);
+  CHECK_EQ(r.ssthresh, 8);
+  /* The peer got 15 of them twice: not enough to undo. */
+  net_rel_on_dups(&r, 15);
+  CHECK_EQ(r.cwnd, 8);
+  CHECK_EQ(counts.cwnd_undone, undone);
+  /* ...then the last: the originals had all come, the cut is undone. */
+  net_rel_on_dups(&r, 1);
+  CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST);
+  CHECK_EQ(counts.cwnd_undone, undone + 1);
+  net_rel_on_dups(&r, 15); /* nothing left to undo */
+  CHECK_EQ(counts.cwnd_undone, undone + 1);
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + c.rto_ns + 1000, emit, NULL), 0);
+
+  /* Lost for real: the cut stays when no ack says a duplicate came. */
+  nline = 0;
+  uint16_t before = r.cwnd;
+  for (int i = 0; i < 4; i++) queue_one(&r, t + 10000000);
+  CHECK_EQ(net_rel_timers(&r, t + 10000000 + 4 * c.rto_ns, 64, emit, NULL), 4);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 2);
+  CHECK(r.cwnd < before);
+  uint16_t cut = r.cwnd;
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 10000000 + 5 * c.rto_ns, emit, NULL), 0);
+  CHECK(r.cwnd <= cut + 1);
+
+  /* Sent early after a cut (a probe, or what a peer's pull waits for):
+   * the peer gets those twice too, unless they were lost. */
+  nline = 0;
+  net_rel_fini(&r);
+  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  for (int i = 0; i < 4; i++) queue_one(&r, t + 20000000);
+  /* The peer holds the fourth: the three before go again, one cut. */
+  CHECK_EQ(net_rel_on_ack(&r, r.una, 1ull << 2, t + 20000000 + 1000, emit, NULL), 0);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 3);
+  cut = r.cwnd;
+  CHECK_EQ(net_rel_resend_before(&r, r.next_seq, 8, emit, NULL), 3);
+  net_rel_on_dups(&r, 5); /* one of the six copies did not come twice: a loss */
+  CHECK_EQ(r.cwnd, cut);
+  net_rel_on_dups(&r, 1);
+  CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST);
+  CHECK_EQ(counts.cwnd_undone, undone + 2);
+  nline = 0;
+  net_rel_fini(&r);
+}
+
+/* The receiver counts the duplicates that come until its next ACK (at
+ * most NET_REL_DUPS_MAX), and acks at once while any is unsaid: an ack
+ * that rides on data cannot say them. */
+static void test_dups_said(void) {
+  struct net_rel r;
+  CHECK_EQ(net_rel_init(&r, &cfg, 10, 100), 0);
+  uint8_t b[NET_HDR_LEN + 1] = {0};
+  CHECK_EQ(net_rel_recv(&r, 100, b, sizeof b, 0), NET_REL_NEW);
+  CHECK_EQ(net_rel_dups(&r), 0);
+  CHECK_EQ(net_rel_recv(&r, 100, b, sizeof b, 0), NET_REL_DUP);
+  CHECK_EQ(net_rel_dups(&r), 1);
+  CHECK(net_rel_ack_due(&r, 0));
+  net_rel_acked_on_data(&r);
+  CHECK(net_rel_ack_due(&r, 0)); /* still unsaid */
+  CHECK_EQ(net_rel_dups(&r), 1);
+  CHECK_EQ(net_rel_recv(&r, 102, b, sizeof b, 0), NET_REL_EARLY);
+  CHECK_EQ(net_rel_recv(&r, 102, b, sizeof b, 0), NET_REL_DUP); /* held early, came again */
+  CHECK_EQ(net_rel_dups(&r), 2);
+  for (int i = 0; i < NET_REL_DUPS_MAX + 40; i++) net_rel_recv(&r, 99, b, sizeof b, 0);
+  CHECK_EQ(net_rel_dups(&r), NET_REL_DUPS_MAX);
+  net_rel_acked(&r);
+  CHECK_EQ(net_rel_dups(&r), 0);
   net_rel_fini(&r);
 }
 
@@ -722,6 +811,21 @@ static void test_wire(void) {
   h = (struct net_hdr){.type = NET_ACK, .len = 8, .flags = 1};
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_FLAGS);
+  /* An ACK's only flags: the duplicates it counts. */
+  h = (struct net_hdr){.type = NET_ACK, .len = 8, .flags = NET_ACK_DUPS_MASK};
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_OK);
+  CHECK_EQ(p.u.ack.dups, 4095);
+  h.flags = 3 << NET_ACK_DUPS_SHIFT;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_OK);
+  CHECK_EQ(p.u.ack.dups, 3);
+  h.flags = 0x0001 | 3 << NET_ACK_DUPS_SHIFT;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_FLAGS);
+  h = (struct net_hdr){.type = NET_NACK, .len = 4, .flags = 1 << NET_ACK_DUPS_SHIFT};
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 4, &p), NET_BAD_FLAGS);
 
   h = (struct net_hdr){.type = NET_ACK, .len = 8};
   net_put_hdr(b, &h);
@@ -733,6 +837,8 @@ static void test_wire(void) {
   b[2] = 1; /* before NET_F_TRAIN: refused, not guessed at */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
   b[2] = 2; /* before NET_F_WIRE: refused */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  b[2] = 3; /* before NET_ACK_DUPS: refused */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
   b[2] = NET_VERSION;
   b[3] = 0;
@@ -823,6 +929,8 @@ int main(void) {
   test_resend_bound();
   test_tail_probe();
   test_cwnd();
+  test_cwnd_undo();
+  test_dups_said();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
   test_dead();
