@@ -24,7 +24,7 @@ static void slot_free(struct net_rel *r, struct net_rel_slot *s) {
  * two (the window rounded up at most), so that seq % cap stays in order
  * across the wrap of the 32-bit seq: with a window of 100, seqs 2^32 - 4
  * and 92, both in flight, shared a slot. */
-static int grow(struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32_t from, uint32_t n) {
+static int grow(struct net_rel_slot **ring, uint16_t *cap, uint32_t need, uint32_t from, uint32_t n) {
   uint32_t c = *cap ? *cap : NET_REL_RING_FIRST;
   while (c < need) c *= 2;
   if (c <= *cap) return 0;
@@ -33,7 +33,7 @@ static int grow(struct net_rel_slot **ring, uint32_t *cap, uint32_t need, uint32
   for (uint32_t i = 0; i < n; i++) nr[(from + i) % c] = (*ring)[(from + i) % *cap];
   free(*ring);
   *ring = nr;
-  *cap = c;
+  *cap = (uint16_t)c; /* at most the window rounded up: a 16-bit count (rel.h) */
   return 0;
 }
 
@@ -94,9 +94,11 @@ static void cwnd_cut(struct net_rel *r, uint32_t seq) {
   }
   uint32_t half = (r->next_seq - r->una) / 2;
   if (half > r->cwnd / 2u) half = r->cwnd / 2u;
+  if (half < NET_REL_CWND_MIN) half = NET_REL_CWND_MIN;
   r->undo_cwnd = r->cwnd;
+  r->undo_ssthresh = r->ssthresh;
   r->undo_resends = 1;
-  r->cwnd = (uint16_t)(half < NET_REL_CWND_MIN ? NET_REL_CWND_MIN : half);
+  r->cwnd = (uint16_t)(half < r->cfg->window ? half : r->cfg->window);
   r->ssthresh = r->cwnd;
   r->ca_acked = 0;
   r->recover = r->next_seq;
@@ -122,9 +124,13 @@ void net_rel_on_dups(struct net_rel *r, unsigned n) {
    * undone in a run, the loop as fast as with no cut on the timer (1.29
    * s against 1.30); 1.75 s with the cuts kept. */
   if (r->cwnd < r->undo_cwnd) r->cwnd = r->undo_cwnd;
-  r->ssthresh = r->cwnd;
+  r->ssthresh = r->undo_ssthresh;
   r->ca_acked = 0;
   r->undo_cwnd = 0;
+  /* Its recovery is over: a hole or a timeout from now on is news, and
+   * cuts again (the copies still on their way may then count toward that
+   * cut: the count, not which packets). */
+  r->recover = r->una;
   r->cfg->counts->cwnd_undone++;
 }
 

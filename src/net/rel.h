@@ -63,30 +63,33 @@ struct net_rel {
   uint64_t rto_ns;   /* the current wait, backed off */
   uint64_t srtt_ns, rttvar_ns; /* round trips of packets acked at their first send (RFC 6298); 0: none yet */
   uint64_t progress_ns; /* when una last moved, or the first packet went out after an idle time */
-  struct net_rel_slot *tx; /* tx_cap slots (a ring by seq), grown as packets in flight need, up to the window */
-  uint32_t tx_cap;
+  /* tx_cap slots (a ring by seq), grown as packets in flight need, up to
+   * the window rounded up to a power of two (rx_cap likewise) */
+  struct net_rel_slot *tx;
+  uint16_t tx_cap;
+  uint16_t cwnd;     /* the congestion window, packets in flight at most (net_rel_can_send) */
   uint32_t probed;   /* next_seq when the last packet was last sent again as a probe (net_rel_timers) */
   /* receiving */
   uint32_t expect; /* the next seq to deliver: the ack we send */
   uint32_t unacked;
   uint64_t unacked_since_ns;
-  uint8_t ack_now; /* a duplicate came: our ack may have been lost */
-  uint8_t dups;    /* receiving: duplicates come since our last ack, said in it (net_rel_dups) */
-  uint16_t cwnd;   /* sending: the congestion window, packets in flight at most (net_rel_can_send) */
+  uint16_t ack_now : 1; /* a duplicate or a hole came: ack at once */
+  uint16_t dups : 15;   /* duplicates come since our last ACK, said in the next (net_rel_dups) */
   /* Sending: the window after its last cut; from it on the window grows
    * by one packet a window's worth of acks (ca_acked counts toward it),
-   * below it by a packet an ack (0: never cut). */
+   * below it by a packet an ack (0: never cut, slow start). */
   uint16_t ssthresh, ca_acked;
-  /* Sending: the window before the last cut and the resends since that
-   * the peer has not yet said came twice; when it has said so of them
-   * all, the cut was for nothing and is undone (0: nothing to undo). */
-  uint16_t undo_cwnd, undo_resends;
+  /* Sending: the window and ssthresh before the last cut, and the copies
+   * sent again since that the peer has not yet said came twice; when it
+   * has said so of as many, the cut is undone (undo_cwnd 0: nothing to
+   * undo). */
+  uint16_t undo_cwnd, undo_ssthresh, undo_resends;
   uint32_t rtt_min_us; /* the shortest round trip measured, in us (at least 1; 0: none yet) */
   struct net_rel_slot *rx; /* rx_cap slots for packets come early, grown as a hole's width needs */
-  uint32_t rx_cap;
+  uint16_t rx_cap;
   uint32_t recover; /* next_seq at the window's last cut: holes below it are that cut's */
 };
-_Static_assert(NET_REL_WINDOW_MAX <= UINT16_MAX, "the congestion window fits 16 bits");
+_Static_assert(NET_REL_WINDOW_MAX <= UINT16_MAX / 2, "windows, rings and counts of a window fit 16 bits");
 
 /* The congestion window of a new stream: one eager message's train (44
  * packets at MTU 1500) goes whole to a partner we have not lost to. A
@@ -121,15 +124,12 @@ void net_rel_fini(struct net_rel *r);
 static inline void net_rel_rx_start(struct net_rel *r, uint32_t rx_start) { r->expect = rx_start; }
 
 /* Sending. Room for one more packet in the congestion window? It starts
- * at NET_REL_CWND_FIRST, halves on a hole the peer reports (once for what
- * was in flight then: new packets wait until half the flight is acked),
- * and grows by every packet acked up to the configured window (the ack
- * that fills the hole gives back all it acks). Neither a
- * timeout (where ranks outnumber cores most are a peer off its core) nor
- * a lower threshold for slow growth (Reno's: with halos eager across 8
- * namespaced hosts on 2 cores, the rare holes that reordering across
- * the train's two sockets shows kept the windows small, LAMMPS 4%
- * slower) shrinks it further. */
+ * at NET_REL_CWND_FIRST and grows by every packet acked up to the
+ * configured window (slow start); it halves on a hole the peer reports or
+ * a resend on the timer (once for what was in flight then: new packets
+ * wait until half the flight is acked), and then grows by a packet a
+ * window's worth of acks, unless the peer's duplicate counts undo the cut
+ * (net_rel_on_dups). */
 int net_rel_can_send(const struct net_rel *r);
 /* Keep the packet of seq next_seq (len bytes, in a buffer of cfg.pool)
  * until it is acked, counted as sent at now: 0 (the buffer is the
@@ -179,7 +179,7 @@ uint32_t net_rel_ack_value(const struct net_rel *r);
 uint64_t net_rel_sack(const struct net_rel *r);
 /* The duplicates come since our last ACK, for the next (at most
  * NET_REL_DUPS_MAX). */
-#define NET_REL_DUPS_MAX 255
+#define NET_REL_DUPS_MAX 4095
 unsigned net_rel_dups(const struct net_rel *r);
 /* Our ack went out: in an ACK, which said net_rel_dups... */
 void net_rel_acked(struct net_rel *r);

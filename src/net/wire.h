@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The net transport's packet format, version 1 (docs/protocol.md has it
+ * The net transport's packet format, version 4 (docs/protocol.md has it
  * byte by byte). The same bytes travel as the payload of a raw Ethernet
  * frame (EtherType NET_ETHERTYPE) or of a UDP datagram. Every field is in
  * network byte order; nothing here is a C struct laid over the wire: the
@@ -8,7 +8,7 @@
  * packet it refuses says why (enum net_bad), for the counters.
  *
  *   0  u16 magic 0x4658 ("FX")      12 u32 src_session
- *   2  u8  version (1)              16 u32 seq (DATA: per partner; else 0)
+ *   2  u8  version (4)              16 u32 seq (DATA: per partner; else 0)
  *   3  u8  type (enum net_type)     20 u32 ack (next seq the sender expects)
  *   4  u16 dst_ep                   24 u16 len (body bytes after the header)
  *   6  u16 src_ep                   26 u16 flags

@@ -50,8 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (net_parse(pkt, len, &p) == NET_OK) {
       if (p.body < pkt + NET_HDR_LEN || p.body + p.h.len > pkt + len) abort(); /* the body lies inside */
       uint32_t una = r.una;
+      if (p.h.type == NET_ACK) net_rel_on_dups(&r, p.u.ack.dups);
       net_rel_on_ack(&r, p.h.ack, p.h.type == NET_ACK ? p.u.ack.sack : 0, now, emit, NULL);
-      if (net_seq_lt(r.una, una) || r.next_seq - r.una > cfg.window) abort();
+      if (net_seq_lt(r.una, una) || r.next_seq - r.una > cfg.window || !r.cwnd || r.cwnd > cfg.window) abort();
       struct proto_hdr rec;
       if (p.h.type == NET_DATA && net_get_record(p.body, p.h.len, &rec) == 0 &&
           (size_t)NET_RECORD_HDR + rec.len != p.h.len)

@@ -98,7 +98,9 @@ static void arrive(struct side *s, int me, const struct pkt *k) {
   struct net_pkt p;
   CHECK_EQ(net_parse(k->b, k->len, &p), NET_OK);
   emit_to = !me;
+  if (p.h.type == NET_ACK) net_rel_on_dups(&s->r, p.u.ack.dups);
   net_rel_on_ack(&s->r, p.h.ack, p.h.type == NET_ACK ? p.u.ack.sack : 0, now, emit, NULL);
+  CHECK(s->r.cwnd >= 1 && s->r.cwnd <= s->r.cfg->window);
   if (p.h.type != NET_DATA) return;
   int rc = net_rel_recv(&s->r, p.h.seq, k->b, k->len, now);
   CHECK(rc > 0);
@@ -129,7 +131,8 @@ static void step(struct side *s, int me) {
   }
   if (net_rel_ack_due(&s->r, now)) {
     uint8_t b[NET_HDR_LEN + 8];
-    struct net_hdr h = {.type = NET_ACK, .dst_ep = 1, .src_ep = 2, .ack = net_rel_ack_value(&s->r), .len = 8};
+    struct net_hdr h = {.type = NET_ACK, .dst_ep = 1, .src_ep = 2, .ack = net_rel_ack_value(&s->r), .len = 8,
+                        .flags = (uint16_t)(net_rel_dups(&s->r) << NET_ACK_DUPS_SHIFT)};
     net_put_hdr(b, &h);
     net_put_ack(b + NET_HDR_LEN, net_rel_sack(&s->r));
     net_rel_acked(&s->r);
@@ -611,7 +614,7 @@ static void test_cwnd_undo(void) {
   CHECK_EQ(counts.cwnd_undone, undone + 1);
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + c.rto_ns + 1000, emit, NULL), 0);
 
-  /* Lost for real: the cut stays when no ack says a duplicate came. */
+  /* Lost for real: the cut stays while fewer came twice than went again. */
   nline = 0;
   uint16_t before = r.cwnd;
   for (int i = 0; i < 4; i++) queue_one(&r, t + 10000000);
@@ -619,6 +622,9 @@ static void test_cwnd_undo(void) {
   CHECK_EQ(counts.cwnd_cuts, cuts + 2);
   CHECK(r.cwnd < before);
   uint16_t cut = r.cwnd;
+  net_rel_on_dups(&r, 3);
+  CHECK_EQ(r.cwnd, cut);
+  CHECK_EQ(counts.cwnd_undone, undone + 1);
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 10000000 + 5 * c.rto_ns, emit, NULL), 0);
   CHECK(r.cwnd <= cut + 1);
 
@@ -638,6 +644,40 @@ static void test_cwnd_undo(void) {
   net_rel_on_dups(&r, 1);
   CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST);
   CHECK_EQ(counts.cwnd_undone, undone + 2);
+  nline = 0;
+  net_rel_fini(&r);
+}
+
+/* After an undo, a hole in what is still in flight is news: it cuts
+ * again (its recovery point moved to what is acked). A window of 1 stays
+ * 1 whatever cuts it. */
+static void test_cwnd_after_undo(void) {
+  struct net_rel r;
+  struct net_rel_cfg c = cfg;
+  c.window = 256;
+  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  emit_to = 0;
+  nline = 0;
+  uint64_t t = 1000000, cuts = counts.cwnd_cuts;
+  for (int i = 0; i < 16; i++) queue_one(&r, t);
+  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 4); /* 4 of the 16 due: one cut */
+  CHECK_EQ(counts.cwnd_cuts, cuts + 1);
+  net_rel_on_dups(&r, 4);
+  CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST);
+  CHECK_EQ(r.ssthresh, 0); /* slow start again: it was never cut for a loss */
+  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 4); /* the next 4 due: a cut of its own */
+  CHECK_EQ(counts.cwnd_cuts, cuts + 2);
+  CHECK(r.cwnd < NET_REL_CWND_FIRST);
+  nline = 0;
+  net_rel_fini(&r);
+
+  c.window = 1;
+  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  queue_one(&r, t);
+  CHECK(!net_rel_can_send(&r));
+  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 1);
+  CHECK_EQ(r.cwnd, 1);
+  CHECK(!net_rel_can_send(&r));
   nline = 0;
   net_rel_fini(&r);
 }
@@ -930,6 +970,7 @@ int main(void) {
   test_tail_probe();
   test_cwnd();
   test_cwnd_undo();
+  test_cwnd_after_undo();
   test_dups_said();
   test_clean();
   for (uint64_t seed = 1; seed <= 5; seed++) test_lossy(seed * 0x9E3779B97F4A7C15ull);
