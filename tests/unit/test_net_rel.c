@@ -535,16 +535,23 @@ static void test_tail_probe(void) {
   net_rel_fini(&r);
 }
 
+/* A stream of its own configuration (c: the caller's, outliving it), a
+ * window of `window`, its packets to side 0 of an empty line. */
+static void open_stream(struct net_rel *r, struct net_rel_cfg *c, uint32_t window) {
+  *c = cfg;
+  c->window = window;
+  CHECK_EQ(net_rel_init(r, c, 10, 1), 0);
+  emit_to = 0;
+  nline = 0;
+}
+
 /* The congestion window: NET_REL_CWND_FIRST at first, grown by what is
  * acked; halved once for the holes of one flight, then grown by a packet
  * a window's worth of acks. */
 static void test_cwnd(void) {
   struct net_rel r;
-  struct net_rel_cfg c = cfg;
-  c.window = 256;
-  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
-  emit_to = 0;
-  nline = 0;
+  struct net_rel_cfg c;
+  open_stream(&r, &c, 256);
   uint64_t t = 1000000, cuts = counts.cwnd_cuts;
   for (int i = 0; i < NET_REL_CWND_FIRST; i++) queue_one(&r, t);
   CHECK(!net_rel_can_send(&r));
@@ -590,11 +597,8 @@ static void test_cwnd(void) {
  * (sent twice on purpose) may be what came twice. */
 static void test_cwnd_undo(void) {
   struct net_rel r;
-  struct net_rel_cfg c = cfg;
-  c.window = 256;
-  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
-  emit_to = 0;
-  nline = 0;
+  struct net_rel_cfg c;
+  open_stream(&r, &c, 256);
   uint64_t t = 1000000, cuts = counts.cwnd_cuts, undone = counts.cwnd_undone;
   for (int i = 0; i < 16; i++) queue_one(&r, t);
   /* Nothing acked: all 16 go again on the timer, one cut for them. */
@@ -632,7 +636,7 @@ static void test_cwnd_undo(void) {
    * the peer gets those twice too, unless they were lost. */
   nline = 0;
   net_rel_fini(&r);
-  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  open_stream(&r, &c, 256);
   for (int i = 0; i < 4; i++) queue_one(&r, t + 20000000);
   /* The peer holds the fourth: the three before go again, one cut. */
   CHECK_EQ(net_rel_on_ack(&r, r.una, 1ull << 2, t + 20000000 + 1000, emit, NULL), 0);
@@ -653,11 +657,8 @@ static void test_cwnd_undo(void) {
  * 1 whatever cuts it. */
 static void test_cwnd_after_undo(void) {
   struct net_rel r;
-  struct net_rel_cfg c = cfg;
-  c.window = 256;
-  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
-  emit_to = 0;
-  nline = 0;
+  struct net_rel_cfg c;
+  open_stream(&r, &c, 256);
   uint64_t t = 1000000, cuts = counts.cwnd_cuts;
   for (int i = 0; i < 16; i++) queue_one(&r, t);
   CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 4); /* 4 of the 16 due: one cut */
@@ -671,8 +672,7 @@ static void test_cwnd_after_undo(void) {
   nline = 0;
   net_rel_fini(&r);
 
-  c.window = 1;
-  CHECK_EQ(net_rel_init(&r, &c, 10, 1), 0);
+  open_stream(&r, &c, 1);
   queue_one(&r, t);
   CHECK(!net_rel_can_send(&r));
   CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 1);
