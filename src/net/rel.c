@@ -80,6 +80,13 @@ static void cwnd_grow(struct net_rel *r, uint32_t n) {
   r->cwnd = (uint16_t)(w < r->cfg->window ? w : r->cfg->window);
 }
 
+/* A copy of a packet sent again while a cut may be undone (a resend of its
+ * recovery, a probe, what a peer's pull waits for): the peer gets it twice
+ * too unless the first was lost. */
+static void count_copy(struct net_rel *r) {
+  if (r->undo_cwnd && r->undo_resends < UINT16_MAX) r->undo_resends++;
+}
+
 /* Packet seq is resent, for a hole the peer reported at it or on the
  * timer: the window halves, once for what was in flight at the last cut
  * (NewReno's recovery point). Eager messages of 32 KiB from 7 namespaced
@@ -89,7 +96,7 @@ static void cwnd_grow(struct net_rel *r, uint32_t n) {
  * says they all came twice, nothing was lost (net_rel_on_dups). */
 static void cwnd_cut(struct net_rel *r, uint32_t seq) {
   if (net_seq_lt(seq, r->recover)) {
-    if (r->undo_cwnd && r->undo_resends < UINT16_MAX) r->undo_resends++;
+    count_copy(r);
     return;
   }
   uint32_t half = (r->next_seq - r->una) / 2;
@@ -103,12 +110,6 @@ static void cwnd_cut(struct net_rel *r, uint32_t seq) {
   r->ca_acked = 0;
   r->recover = r->next_seq;
   r->cfg->counts->cwnd_cuts++;
-}
-
-/* A copy sent on purpose before its wait (a probe, what a peer's pull
- * waits for) after a cut: the peer gets it twice too unless it was lost. */
-static void sent_early(struct net_rel *r) {
-  if (r->undo_cwnd && r->undo_resends < UINT16_MAX) r->undo_resends++;
 }
 
 void net_rel_on_dups(struct net_rel *r, unsigned n) {
@@ -186,7 +187,7 @@ static void resend(struct net_rel *r, struct net_rel_slot *s, uint64_t now, net_
  * queue's: 8 MB behind a 1 Gb/s uplink, up to 362 records resent by the
  * timer in 64 messages against 96-137 without the probes. */
 static void send_early(struct net_rel *r, struct net_rel_slot *s, net_rel_emit_fn emit, void *arg) {
-  sent_early(r);
+  count_copy(r);
   net_patch_ack(s->pkt, r->expect);
   emit(arg, s->pkt, s->len);
   r->cfg->counts->early_resends++;

@@ -92,12 +92,8 @@ struct net_rel {
 _Static_assert(NET_REL_WINDOW_MAX <= UINT16_MAX / 2, "windows, rings and counts of a window fit 16 bits");
 
 /* The congestion window of a new stream: one eager message's train (44
- * packets at MTU 1500) goes whole to a partner we have not lost to. A
- * hole the peer reports or a resend on the timer halves it (once for what
- * was in flight then: NewReno's recovery point); it then grows by a
- * packet a round trip (Reno's congestion avoidance), unless the peer
- * says that every resend behind the cut came twice (its acks count the
- * duplicates: net_rel_on_dups), when the cut is undone. */
+ * packets at MTU 1500) goes whole to a partner we have not lost to (how
+ * it moves: net_rel_can_send). */
 #define NET_REL_CWND_FIRST 64
 /* The least: a record and its successor (a hole then shows). */
 #define NET_REL_CWND_MIN 2
