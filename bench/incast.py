@@ -95,6 +95,7 @@ COUNTERS = {"timer_resends": "net: packets resent after a timeout (retransmits)"
 # The receiver's scheduler (host 0's; the senders' are 0): events, then gauges read at the end.
 GRANTS = {"grants": "net: blocks granted: asked by the receiver for the first time",
           "cuts": "net: budget halved on a loss (a gap in a pull's answers)",
+          "dcuts": "net: budget cut on a queue's delay (the network's wait beyond its shortest)",
           "resets": "net: budget back to its floor (a block asked again on a timer)",
           "budget": "net: budget: bytes that may be on their way to us (now)",
           "bdp": "net: bandwidth-delay product measured, bytes (now)"}
@@ -109,7 +110,7 @@ def counters(build):
         if x.startswith("{"):
             c = json.loads(x).get("counters", {})
             for k, label in both.items():
-                tot[k] += c.get(label[:63], 0)  # fmx_counters' labels are at most 63 characters
+                tot[k] += c.get(label, 0)
     return tot
 
 
@@ -187,13 +188,13 @@ def render(data):
         rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "timer_resends" in r]
         if rs:
             out.append("| %d | %s |" % (k, " | ".join(med([r.get(c, 0) for r in rs], "%d") for c in COUNTERS)))
-    out += ["", "fmx's receiver (host 0): blocks granted, budget cuts on a loss and resets on a silence per run; its "
-            "budget and measured bandwidth-delay product at the end (bytes): median (range)", "",
-            "| senders | grants | cuts | resets | budget | BDP |", "|---:|---:|---:|---:|---:|---:|"]
+    out += ["", "fmx's receiver (host 0): blocks granted, budget cuts on a loss and on a queue's delay and resets on "
+            "a silence per run; its budget and measured bandwidth-delay product at the end (bytes): median (range)", "",
+            "| senders | grants | cuts | delay cuts | resets | budget | BDP |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for k in data["senders"]:
         rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "grants" in r]
         if rs:
-            out.append("| %d | %s |" % (k, " | ".join(med([r[c] for r in rs], "%d") for c in GRANTS)))
+            out.append("| %d | %s |" % (k, " | ".join(med([r.get(c, 0) for r in rs], "%d") for c in GRANTS)))
     if any("idle_p50_us" in r for r in data["runs"]):
         out += ["", "8 B ping-pong between host 0 and one more host through the same port, half round trip (us): "
                 "before the senders start (unloaded) and while they send (loaded), median (range) over reps", "",

@@ -78,12 +78,14 @@
   X(NET_GRANTS, "net: blocks granted: asked by the receiver for the first time")          \
   X(NET_GRANT_WAITS, "net: blocks granted late: they waited for room in the budget") \
   X(NET_GRANT_CUTS, "net: budget halved on a loss (a gap in a pull's answers)") \
+  X(NET_GRANT_DELAY_CUTS, "net: budget cut on a queue's delay (the network's wait beyond its shortest)") \
   X(NET_GRANT_TAILS, "net: tail drops read from one partner (the end of a run lost)") \
   X(NET_GRANT_PROBES, "net: runs asked beyond the budget: nothing came for 2 round trips") \
   X(NET_GRANT_RESETS, "net: budget back to its floor (a block asked again on a timer)") \
   X(NET_GRANT_BUDGET, "net: budget: bytes that may be on their way to us (now)") \
   X(NET_GRANT_BDP, "net: bandwidth-delay product measured, bytes (now)") \
   X(NET_GRANT_QUEUE, "net: queue estimate: bytes on their way beyond the BDP (most)") \
+  X(NET_GRANT_QDELAY, "net: queue's delay in front of us, ns: the network's wait beyond its shortest (most)") \
   X(NET_QUERIES_ANSWERED, "net: host queries answered (discovery)") \
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
   X(NET_TRAINS, "net: GSO trains of an eager message's fragments (one send each)") \

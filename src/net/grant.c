@@ -20,21 +20,26 @@ static void rotate(struct net_grant *g, uint64_t now) {
   if (now - g->epoch_ns < NET_GRANT_EPOCH_NS) return;
   int both = now - g->epoch_ns >= 2 * NET_GRANT_EPOCH_NS;
   g->rtt_min_ns[1] = both ? 0 : g->rtt_min_ns[0];
+  g->net_min_ns[1] = both ? 0 : g->net_min_ns[0];
   g->rate[1] = both ? 0 : g->rate[0];
   g->rtt_min_ns[0] = 0;
+  g->net_min_ns[0] = 0;
   g->rate[0] = 0;
   g->epoch_ns = now;
 }
 
-uint64_t net_grant_rtt_min(const struct net_grant *g) {
-  uint64_t a = g->rtt_min_ns[0], b = g->rtt_min_ns[1];
-  return !a ? b : !b ? a : min64(a, b);
-}
+/* The least of a window pair, 0 where neither has one. */
+static uint64_t least(const uint64_t w[2]) { return !w[0] ? w[1] : !w[1] ? w[0] : min64(w[0], w[1]); }
+
+uint64_t net_grant_rtt_min(const struct net_grant *g) { return least(g->rtt_min_ns); }
+
+uint64_t net_grant_net_min(const struct net_grant *g) { return least(g->net_min_ns); }
 
 static uint64_t rate_max(const struct net_grant *g) { return max64(g->rate[0], g->rate[1]); }
 
 uint64_t net_grant_bdp(const struct net_grant *g) {
-  return (uint64_t)((unsigned __int128)rate_max(g) * net_grant_rtt_min(g) / 1000000000u);
+  uint64_t wait = net_grant_net_min(g);
+  return (uint64_t)((unsigned __int128)rate_max(g) * (wait ? wait : net_grant_rtt_min(g)) / 1000000000u);
 }
 
 uint64_t net_grant_drain_ns(const struct net_grant *g) {
@@ -109,9 +114,36 @@ void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now) {
   g->srtt_ns = g->srtt_ns ? g->srtt_ns - g->srtt_ns / 8 + ns / 8 : ns;
 }
 
+uint64_t net_grant_delay_target(const struct net_grant *g) {
+  uint64_t r = rate_max(g);
+  return r ? (uint64_t)((unsigned __int128)net_grant_floor(g) * 1000000000u / r) : 0;
+}
+
+int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
+  rotate(g, now);
+  if (!ns) ns = 1;
+  if (!g->net_min_ns[0] || ns < g->net_min_ns[0]) g->net_min_ns[0] = ns;
+  uint64_t q = ns - net_grant_net_min(g), target = net_grant_delay_target(g);
+  g->qdelay_ns = q;
+  /* Once a round trip: what was asked before a cut comes through the queue
+   * it found. */
+  if (!target || q <= target || (g->cut_ns && now - g->cut_ns < g->srtt_ns)) return 0;
+  if (!g->lossy_ns || now - g->lossy_ns >= NET_GRANT_LOSSY_NS) return 0;
+  uint64_t floor = net_grant_floor(g);
+  if (g->budget <= floor) return 0;
+  uint64_t cut = (uint64_t)((unsigned __int128)g->budget * (q - target) / q);
+  g->lost_at = g->budget;
+  g->budget = max64(g->budget - min64(cut, g->budget / 2), floor);
+  g->thresh = g->budget;
+  g->grown = 0;
+  g->cut_ns = now;
+  g->delay_cuts++;
+  return 1;
+}
+
 /* One cut per episode: frames asked before the last cut that were lost
  * were lost to the budget it cut (NewReno's recovery point, in time). */
-int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
+static int halve(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
   if (asked_ns <= g->cut_ns && g->cut_ns) return 0;
   g->lost_at = g->budget;
   g->budget = max64(g->budget / 2, net_grant_floor(g));
@@ -122,8 +154,14 @@ int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
   return 1;
 }
 
+int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
+  g->lossy_ns = now;
+  return halve(g, asked_ns, now);
+}
+
+/* A silence is not a queue's loss (a sender off its core is silent too). */
 int net_grant_silence(struct net_grant *g, int again, uint64_t asked_ns, uint64_t now) {
-  if (!again) return net_grant_lost(g, asked_ns, now);
+  if (!again) return halve(g, asked_ns, now);
   uint64_t floor = net_grant_floor(g);
   g->lost_at = g->budget;
   g->thresh = max64(g->budget / 2, floor);

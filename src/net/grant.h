@@ -20,12 +20,25 @@
  * so that a lost one shows by those behind it and not by a timer) nor
  * above the cap (the share of the socket's buffer the pulls may fill).
  *
+ * A queue's delay cuts it too, before anything is lost. The wait between
+ * asking a run and its first frame, less the time its sender held the
+ * PULL (its kernel's stamp of the PULL's arrival to its answer; ours of
+ * the answer's: wire.h), is the network's alone, whoever waited for a
+ * core; beyond the shortest such wait it is a queue on the way. Past the
+ * target, the time the port takes to send the floor's bytes at the rate
+ * measured, the budget is cut by the share of the delay beyond it (Swift's
+ * multiplicative decrease, at most half), once a round trip. Only on a
+ * path that drops: within NET_GRANT_LOSSY_NS of a loss read as a queue's.
+ * Where none is, the wait beyond the shortest is the hosts' own kernels
+ * moving the bytes (two namespaces on veth: tens of microseconds at 4
+ * GB/s), which a smaller budget would only slow.
+ *
  * It measures the bandwidth-delay product (the most bytes per second that
- * came over a millisecond or more, times the shortest wait between asking
- * a run and its first frame) and reports it, with the queue it implies
- * (fmx_counters). It does not steer by it: where ranks outnumber cores the
- * shortest wait includes a sender's wait for a core, and a floor at that
- * BDP let 15 senders overflow a 64 KB port (docs/protocol.md).
+ * came over a millisecond or more, times the network's shortest wait) and
+ * reports it, with the queue it implies (fmx_counters). It is not a floor:
+ * where senders wait for cores the bytes asked include those a sender
+ * holds, and a floor at the wait's BDP let 15 senders overflow a 64 KB port
+ * (docs/protocol.md).
  *
  * Its own state and the clock as arguments: no socket, no endpoint
  * (tests/unit/test_net_grant.c drives it on a made-up clock, with a
@@ -55,7 +68,10 @@ struct net_grant {
   uint64_t srtt_ns;   /* the wait for a run's first frame, smoothed */
   uint64_t span_ns;   /* the delivery sample under way began (0: none) */
   uint64_t span_bytes;
-  uint64_t cuts, resets;
+  uint64_t net_min_ns[2]; /* the network's shortest wait (net_grant_delay), windowed as rtt_min_ns */
+  uint64_t qdelay_ns;     /* the queue's delay last measured */
+  uint64_t lossy_ns;      /* a loss read as a queue's last came (0: none yet) */
+  uint64_t cuts, resets, delay_cuts;
 };
 
 /* Windows of the measured minimum and maximum: a path that changes is
@@ -83,6 +99,17 @@ void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now);
  * newest of them asked at asked_ns. 1 when the budget was cut: the first
  * loss of an episode. */
 int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now);
+/* How long a loss read as a queue's makes a queue's delay count: two
+ * windows of the measured minimum. */
+#define NET_GRANT_LOSSY_NS (2 * NET_GRANT_EPOCH_NS)
+/* A run asked once had its first frame come after `ns` of the network's
+ * (the wait less its sender's hold). 1 when it cut the budget: the delay
+ * beyond the shortest is past net_grant_delay_target, on a path that
+ * dropped lately. */
+int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now);
+/* The queue's delay allowed: the floor's bytes at the rate measured (0
+ * until a rate is: no cut). */
+uint64_t net_grant_delay_target(const struct net_grant *g);
 /* The frames in a row at the end of a run whose loss, with a frame of
  * the run come, reads as a queue's: 0.1^4 of runs at 10% random loss. */
 #define NET_GRANT_TAIL 4
@@ -107,7 +134,11 @@ int net_grant_silence(struct net_grant *g, int again, uint64_t asked_ns, uint64_
 /* The shortest wait between asking a run and its first frame, windowed
  * (0 until one is seen). */
 uint64_t net_grant_rtt_min(const struct net_grant *g);
-/* The bandwidth-delay product measured (0 until both are seen). */
+/* The network's shortest wait, windowed (0 until one is seen). */
+uint64_t net_grant_net_min(const struct net_grant *g);
+/* The bandwidth-delay product measured: the rate times the network's
+ * shortest wait, or the shortest wait where no sender said its hold (0
+ * until both are seen). */
 uint64_t net_grant_bdp(const struct net_grant *g);
 /* How long what is on its way takes to come at the rate measured (0
  * until a rate is): a run asked last waits behind it. */

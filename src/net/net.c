@@ -217,6 +217,7 @@ void net_stamps_want(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
   ne->stamps_quiet = 0;
   net_sock_stamps(&ne->sock, 1);
+  if (ne->bulk_own) net_sock_stamps(&ne->bsock, 1);
 }
 
 static void gro_quiet_packet(struct fmx_endpoint *ep, struct net_ep *ne) {
@@ -345,7 +346,7 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   switch (pk.h.type) {
     case NET_DATA: on_data(ep, p, &pk, bulk, deliver, now); break;
     case NET_PULL: net_pull_on_pull(ep, p, &pk, rx->at_ns); break;
-    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk, bulk, now); break;
+    case NET_PULL_REPLY: net_pull_on_reply(ep, p, &pk, bulk, rx->at_ns, now); break;
     default: break;
   }
 }
@@ -481,8 +482,11 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   ne->skipped = 0;
   ne->look = 0;
   int got = drain(ep, &ne->sock, 0, deliver);
-  if (ne->sock.stamps > 0 && !ne->exporting && (ne->stamps_quiet += (uint32_t)got) >= NET_GRO_QUIET)
+  if ((ne->sock.stamps > 0 || ne->bsock.stamps > 0) && !ne->exporting && !ne->pulling &&
+      (ne->stamps_quiet += (uint32_t)got) >= NET_GRO_QUIET) {
     net_sock_stamps(&ne->sock, 0);
+    net_sock_stamps(&ne->bsock, 0);
+  }
   /* The bulk socket while we pull, and after a train's head came
    * (net_bulk_due; a pass that finds nothing there counts down). */
   if (net_bulk_due(ep)) {

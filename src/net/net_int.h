@@ -111,7 +111,7 @@ struct net_ep {
   uint32_t trains_due;      /* passes left that read the bulk socket for trains announced (NET_TRAIN_PASSES) */
   uint32_t trains_waiting;  /* partners whose train's head came and not the packet after it (net_peer.train_wait) */
   uint32_t exporting;       /* transfers partners pull from us */
-  uint32_t stamps_quiet;    /* datagrams on sock with no export left (its stamps go off at NET_GRO_QUIET) */
+  uint32_t stamps_quiet;    /* datagrams on sock with no export nor pull left (stamps go off at NET_GRO_QUIET) */
   /* An eager message's fragments on their way out as one GSO send (net.c):
    * the packets, as their partner's rel slots keep them (nothing frees
    * those between a batch's pushes), every one seg bytes but the last. */
@@ -251,9 +251,10 @@ void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
  * socket takes GSO trains whole until NET_GRO_QUIET other packets come
  * with neither (net.c). */
 void net_gro_want(struct fmx_endpoint *ep);
-/* A transfer to be pulled from us began: our wire socket stamps arrivals
- * (pull_send.c reads a PULL's), until NET_GRO_QUIET datagrams came there
- * with none left. */
+/* A transfer to be pulled from us, or one we pull, began: both our
+ * sockets stamp arrivals (pull_send.c reads a PULL's, pull.c an answer's),
+ * until NET_GRO_QUIET datagrams came to the wire socket with neither
+ * left. */
 void net_stamps_want(struct fmx_endpoint *ep);
 
 /* train.c: an eager message's fragments as one GSO send. */
@@ -315,7 +316,8 @@ void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x);
  * (0: none). */
 uint64_t net_pull_exports_heard(struct net_peer *np);
 /* A frame pk answering our pull came, to our bulk socket (bulk) or our wire's. */
-void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now);
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t at_ns,
+                       uint64_t now);
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 /* The receiver's scheduler, once per timer pass: a probe after a silence,
  * then what the budget has room for. */

@@ -46,6 +46,7 @@
 struct pull_block {
   uint64_t missing; /* bit i: frame i of the block was asked and has not come */
   uint64_t asked_ns; /* when a run of it was last asked */
+  uint64_t timed_ns; /* when the run its next first frame answers was asked (heard) */
   uint32_t asked;   /* the request stamp (its partner's) it was last asked with; 0: never */
   uint32_t oldest;  /* the stamp of the oldest request of it with frames on their way */
   uint16_t again;   /* asked more than once: its time says nothing of the line */
@@ -285,7 +286,8 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     if (!blk->missing) {
       if (!pl->open) pl->heard_ns = now; /* a pull that waited for its turn was not silent */
       pl->open++;
-      blk->heard = 0; /* its first frame times the line */
+      blk->heard = 0; /* its first frame times the line: an answer to this run, whatever runs of it follow */
+      blk->timed_ns = now;
       blk->oldest = blk->asked;
     }
     blk->missing |= run_mask(in, n);
@@ -405,7 +407,21 @@ static void ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now) 
     if (pl->blk[b].missing) ask_block(np, pl, b, ASK_TIMER, now);
 }
 
-void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t now) {
+/* The first answer to a run asked once came (its kernel's stamp at_ns),
+ * its sender having held our PULL for what `hold` says (wire.h): the rest
+ * of the wait is the network's, there and back, and what it takes beyond
+ * the shortest is a queue's (net_grant_delay). */
+static void answer_timed(struct fmx_endpoint *ep, struct net_grant *g, uint32_t hold, uint64_t asked_ns, uint64_t at_ns,
+                         uint64_t now) {
+  uint64_t held, came = net_stamp_now(at_ns, now);
+  if (!came || came < asked_ns || !net_hold_get(hold, &held) || held > came - asked_ns) return;
+  if (net_grant_delay(g, came - asked_ns - held, now)) TRANSPORT_CNT(ep, NET_GRANT_DELAY_CUTS);
+  if (g->qdelay_ns > transport_ep(ep)->bulk->counters[CNT_NET_GRANT_QDELAY])
+    TRANSPORT_SET(ep, NET_GRANT_QDELAY, g->qdelay_ns);
+}
+
+void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t at_ns,
+                       uint64_t now) {
   struct net_peer *np = transport_state(p);
   if (!np->pull) {
     TRANSPORT_CNT(ep, NET_LATE); /* nothing was ever pulled from it: a forged answer */
@@ -458,7 +474,10 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   net_grant_came(g, had, now);
   if (!pl->blk[b].heard) {
     pl->blk[b].heard = 1;
-    if (!pl->blk[b].again) net_grant_rtt(g, now - pl->blk[b].asked_ns, now);
+    if (!pl->blk[b].again) {
+      net_grant_rtt(g, now - pl->blk[b].timed_ns, now);
+      answer_timed(ep, g, pk->h.seq, pl->blk[b].timed_ns, at_ns, now);
+    }
   }
   if (!(pl->blk[b].missing &= ~bit)) {
     block_timed(np, &pl->blk[b], now);
@@ -494,8 +513,10 @@ static int pull_recv_start(void *arg, struct bulk_xfer *x) {
   }
   list_add_tail(&np->pull->pulls, &pl->node);
   net_ep(np->ep)->pulling++;
-  /* Its answers may come as GSO trains to our own socket (the UDP wire). */
+  /* Its answers may come as GSO trains to our own socket (the UDP wire),
+   * and their arrivals time the network (answer_timed). */
   net_gro_want(np->ep);
+  net_stamps_want(np->ep);
   return 0;
 }
 

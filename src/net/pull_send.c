@@ -231,6 +231,12 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
   struct net_hdr h;
   net_hdr_to(ep, p, &h, NET_PULL_REPLY);
   h.ack = net_rel_ack_value(&np->rel);
+  /* How long we held its PULL (wire.h): the receiver takes our wait for
+   * a core off what it measures. */
+  if (run->at_ns) {
+    uint64_t t = sys_now_ns();
+    h.seq = net_hold_put(t > run->at_ns ? t - run->at_ns : 0);
+  }
   uint32_t tried = 0;
   for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++, tried++) {
     uint64_t off = (uint64_t)i * frame;
@@ -343,14 +349,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   struct net_pull_run run = {p, pk->u.pull.sreq, pk->u.pull.frame, pk->u.pull.first, pk->u.pull.count,
                              (pk->h.flags & NET_F_WIRE) != 0, at_ns};
   uint64_t now = sys_now_ns();
-  if (at_ns) {
-    /* The stamp's clock (CLOCK_REALTIME) may be stepped: only the PULL's
-     * age is read from it, at once. One from the future is no older than
-     * now; one from before we started is not believed (nothing of either
-     * is skipped). */
-    uint64_t wall = sys_wall_ns(), age = at_ns < wall ? wall - at_ns : 0;
-    run.at_ns = age < now ? now - age : 0;
-  }
+  run.at_ns = net_stamp_now(at_ns, now); /* one from before we started is not believed: nothing is skipped */
   if (!e) {
     /* Ended already (asked again late), not ours, or before its CTS: kept
      * only from a partner with its pull state (taken at the first record

@@ -12,6 +12,7 @@
 
 #include "base/config.h"
 #include "net/wire.h"
+#include "platform/sys.h"
 #include "platform/topo.h"
 
 int net_sock_open_wire(struct net_sock *s, const struct net_iface *ifc, uint32_t eid, const struct net_wire *w) {
@@ -85,6 +86,12 @@ uint64_t net_sock_stamp(const struct net_sock *s, int i) {
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
   }
   return 0;
+}
+
+uint64_t net_stamp_now(uint64_t at_ns, uint64_t now) {
+  if (!at_ns) return 0;
+  uint64_t wall = sys_wall_ns(), age = at_ns < wall ? wall - at_ns : 0;
+  return age < now ? now - age : 0;
 }
 
 int net_sock_gro(struct net_sock *s, int on) {

@@ -145,6 +145,11 @@ uint32_t net_sock_rcvbuf(const struct net_sock *s);
 int net_sock_stamps(struct net_sock *s, int on);
 /* Entry i of the last receive's arrival (0: no stamp). */
 uint64_t net_sock_stamp(const struct net_sock *s, int i);
+/* A stamp (net_rx.at_ns) on sys_now_ns's clock, now being that clock's
+ * time: the stamp's clock (CLOCK_REALTIME) may be stepped, so only its age
+ * is read from it, at once. One from the future came now; 0 for none, and
+ * for one older than now's clock. */
+uint64_t net_stamp_now(uint64_t at_ns, uint64_t now);
 /* The last receive took all it could (a batch, or a GRO batch of trains):
  * more may wait in the socket. */
 static inline int net_sock_more(const struct net_sock *s) { return s->rxq && s->rxq->full; }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The net transport's packet format, version 4 (docs/protocol.md has it
+ * The net transport's packet format, version 5 (docs/protocol.md has it
  * byte by byte). The same bytes travel as the payload of a raw Ethernet
  * frame (EtherType NET_ETHERTYPE) or of a UDP datagram. Every field is in
  * network byte order; nothing here is a C struct laid over the wire: the
@@ -8,7 +8,7 @@
  * packet it refuses says why (enum net_bad), for the counters.
  *
  *   0  u16 magic 0x4658 ("FX")      12 u32 src_session
- *   2  u8  version (4)              16 u32 seq (DATA: per partner; else 0)
+ *   2  u8  version (5)              16 u32 seq (DATA: per partner; PULL_REPLY: the hold; else 0)
  *   3  u8  type (enum net_type)     20 u32 ack (next seq the sender expects)
  *   4  u16 dst_ep                   24 u16 len (body bytes after the header)
  *   6  u16 src_ep                   26 u16 flags
@@ -24,7 +24,7 @@
 
 #define NET_ETHERTYPE 0x86DF
 #define NET_MAGIC 0x4658
-#define NET_VERSION 4 /* 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
+#define NET_VERSION 5 /* 4: no hold in PULL_REPLY; 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
 #define NET_HDR_LEN 28
 /* The most one packet's body may hold: a jumbo frame less our header
  * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */
@@ -68,6 +68,19 @@ enum net_type {
  * (net/rel.h, net_rel_on_dups). The only flags an ACK has. */
 #define NET_ACK_DUPS_SHIFT 4
 #define NET_ACK_DUPS_MASK 0xfff0
+
+/* A NET_PULL_REPLY's seq: how long its sender held the PULL it answers,
+ * from the PULL's arrival (its kernel's stamp) to this answer's send, in
+ * ns plus one; 0: not known (no stamp), UINT32_MAX: 4.29 s or more. The
+ * receiver takes it off the wait it measures, and what is left is the
+ * network's (net/grant.h, net_grant_delay): no clock is shared. */
+static inline uint32_t net_hold_put(uint64_t ns) { return ns >= UINT32_MAX - 1 ? UINT32_MAX : (uint32_t)ns + 1; }
+/* The hold a seq says: 1 and *ns, or 0 when not known. */
+static inline int net_hold_get(uint32_t seq, uint64_t *ns) {
+  if (seq == 0 || seq == UINT32_MAX) return 0;
+  *ns = seq - 1u;
+  return 1;
+}
 
 /* NET_NACK_NO_MEMORY: the sender gave up on the connection, without
  * memory for what we sent it (a peer that knows no such reason reads it

@@ -31,6 +31,7 @@ PULLED = "large messages pulled from another host"
 GRANTS = "net: blocks granted: asked by the receiver for the first time"
 TAILS = "net: tail drops read from one partner (the end of a run lost)"
 REASKED = "net: pulled frames asked for again (lost or late)"
+QDELAY = "net: queue's delay in front of us, ns: the network's wait beyond its shortest (most)"
 MSGS = 8  # per pair across the uplink: enough for budgets that read no loss to reach their caps
 
 
@@ -65,7 +66,10 @@ def test_incast_through_shallow_port(tmp_path):
     traffic went through the shaped port, not around it), and dropped at
     most 1 in 16 of them (the budget keeps the port's queue near what it
     holds: 0.6-3.4% across runs on a noisy 2-core VM; each sender asking
-    its 4 messages at once dropped 0.77 frames per frame sent)."""
+    its 4 messages at once dropped 0.77 frames per frame sent). Host 0
+    measured the network's wait: both ends stamped (the PULL's arrival at
+    the senders, carried back as their hold, and the answers' at host 0),
+    and a queue's delay came of it."""
     hosts = Bridge(4)
     try:
         res, counters, sent, dropped = through_port(tmp_path, hosts,
@@ -76,6 +80,7 @@ def test_incast_through_shallow_port(tmp_path):
         assert res["bytes"] == 3 * 6 * (1 << 20), res
         assert sent * 1500 >= res["bytes"], (sent, dropped, res)
         assert dropped * 16 <= sent, (sent, dropped, counters)
+        assert max(c.get(QDELAY, 0) for c in counters) > 0, counters
     finally:
         hosts.close()
 

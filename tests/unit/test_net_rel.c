@@ -880,6 +880,16 @@ static void test_wire(void) {
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
   b[2] = 3; /* before NET_ACK_DUPS: refused */
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  b[2] = 4; /* before a PULL_REPLY's hold: refused */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  /* A PULL_REPLY's hold: ns + 1, 0 not known, saturated not believed. */
+  uint64_t held = 7;
+  CHECK_EQ(net_hold_put(0), 1);
+  CHECK(net_hold_get(net_hold_put(123456), &held) && held == 123456);
+  CHECK(!net_hold_get(0, &held) && held == 123456);
+  CHECK_EQ(net_hold_put(5000000000ull), UINT32_MAX);
+  CHECK(!net_hold_get(net_hold_put(5000000000ull), &held));
+  CHECK(net_hold_get(UINT32_MAX - 1, &held) && held == UINT32_MAX - 2);
   b[2] = NET_VERSION;
   b[3] = 0;
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_TYPE);
