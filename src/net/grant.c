@@ -127,7 +127,8 @@ int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
   g->qdelay_ns = q;
   /* Once a round trip: what was asked before a cut comes through the queue
    * it found. */
-  if (!target || q <= target || (g->cut_ns && now - g->cut_ns < g->srtt_ns)) return 0;
+  uint64_t last = max64(g->cut_ns, g->delay_cut_ns);
+  if (!target || q <= target || (last && now - last < g->srtt_ns)) return 0;
   if (!g->lossy_ns || now - g->lossy_ns >= NET_GRANT_LOSSY_NS) return 0;
   uint64_t floor = net_grant_floor(g);
   if (g->budget <= floor) return 0;
@@ -136,17 +137,21 @@ int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
   g->budget = max64(g->budget - min64(cut, g->budget / 2), floor);
   g->thresh = g->budget;
   g->grown = 0;
-  g->cut_ns = now;
+  g->delay_cut_ns = now;
+  g->delay_from = g->lost_at;
   g->delay_cuts++;
   return 1;
 }
 
 /* One cut per episode: frames asked before the last cut that were lost
- * were lost to the budget it cut (NewReno's recovery point, in time). */
+ * were lost to the budget it cut (NewReno's recovery point, in time). A
+ * cut on a queue's delay is no loss's: what was asked before it and lost
+ * halves the budget it cut, not the one it left (one cut, the larger). */
 static int halve(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
   if (asked_ns <= g->cut_ns && g->cut_ns) return 0;
-  g->lost_at = g->budget;
-  g->budget = max64(g->budget / 2, net_grant_floor(g));
+  uint64_t from = g->delay_cut_ns && asked_ns <= g->delay_cut_ns ? g->delay_from : g->budget;
+  g->lost_at = from;
+  g->budget = min64(g->budget, max64(from / 2, net_grant_floor(g)));
   g->thresh = g->budget;
   g->grown = 0;
   g->cut_ns = now;

@@ -31,7 +31,9 @@
  * path that drops: within NET_GRANT_LOSSY_NS of a loss read as a queue's.
  * Where none is, the wait beyond the shortest is the hosts' own kernels
  * moving the bytes (two namespaces on veth: tens of microseconds at 4
- * GB/s), which a smaller budget would only slow.
+ * GB/s), which a smaller budget would only slow. Such a cut is no
+ * loss's episode: a loss of what was asked before it halves the budget it
+ * began from (one cut, the larger of the two).
  *
  * It measures the bandwidth-delay product (the most bytes per second that
  * came over a millisecond or more, times the network's shortest wait) and
@@ -59,7 +61,9 @@ struct net_grant {
   uint64_t probe;    /* the step past lost_at */
   uint64_t inflight; /* bytes asked and not come */
   uint64_t grown;    /* bytes come toward the next step */
-  uint64_t cut_ns;   /* the last cut: what was asked before it and lost is of its episode */
+  uint64_t cut_ns;   /* the last cut on a loss: what was asked before it and lost is of its episode */
+  uint64_t delay_cut_ns; /* the last cut on a queue's delay (net_grant_delay) */
+  uint64_t delay_from;   /* the budget that cut began from */
   uint64_t came_ns;  /* when bytes last came */
   /* Measured: windowed, the current window and the one before. */
   uint64_t rtt_min_ns[2];
@@ -127,9 +131,10 @@ static inline int net_grant_tail(uint64_t missing, unsigned lo, unsigned hi) {
   uint64_t tail = ((1ull << NET_GRANT_TAIL) - 1) << (hi - NET_GRANT_TAIL);
   return (missing & tail) == tail && (run & ~missing) != 0;
 }
-/* Nothing came from anyone for a whole wait: a loss the first time (1
- * when it cut), back to the floor when it was already silent (again != 0;
- * 2). */
+/* Nothing came from anyone for a whole wait: a cut as for a loss the
+ * first time (1 when it cut), back to the floor when it was already silent
+ * (again != 0; 2). Not a queue's loss (a sender off its core is silent
+ * too): a queue's delay does not count after it (net_grant_delay). */
 int net_grant_silence(struct net_grant *g, int again, uint64_t asked_ns, uint64_t now);
 /* The shortest wait between asking a run and its first frame, windowed
  * (0 until one is seen). */

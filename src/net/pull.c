@@ -54,6 +54,7 @@ struct pull_block {
   uint8_t lo, hi;   /* the frames of the last run asked of it (one PULL): lo..hi-1 */
   uint8_t wire;     /* how its last run was asked (enum ask_way) */
   uint8_t tried;    /* a run of it was asked as a try (ASK_BULK_TRY), maybe asked again since */
+  uint8_t tlo, thi; /* the frames of the run timed_ns is of */
 };
 
 /* How a run was asked (send_pull): at our bulk socket, on the wire while
@@ -286,8 +287,10 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
     if (!blk->missing) {
       if (!pl->open) pl->heard_ns = now; /* a pull that waited for its turn was not silent */
       pl->open++;
-      blk->heard = 0; /* its first frame times the line: an answer to this run, whatever runs of it follow */
+      blk->heard = 0; /* its first frame times the line, one of this run's, whatever runs of it follow */
       blk->timed_ns = now;
+      blk->tlo = (uint8_t)in;
+      blk->thi = (uint8_t)(in + n);
       blk->oldest = blk->asked;
     }
     blk->missing |= run_mask(in, n);
@@ -413,7 +416,10 @@ static void ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now) 
  * the shortest is a queue's (net_grant_delay). */
 static void answer_timed(struct fmx_endpoint *ep, struct net_grant *g, uint32_t hold, uint64_t asked_ns, uint64_t at_ns,
                          uint64_t now) {
-  uint64_t held, came = net_stamp_now(at_ns, now);
+  /* Both clocks read together: `now` was read before the datagram's
+   * earlier packets were taken. A GSO train has one stamp, its head's: the
+   * first frame of a run is its train's. */
+  uint64_t held, came = net_stamp_now(at_ns, sys_now_ns());
   if (!came || came < asked_ns || !net_hold_get(hold, &held) || held > came - asked_ns) return;
   if (net_grant_delay(g, came - asked_ns - held, now)) TRANSPORT_CNT(ep, NET_GRANT_DELAY_CUTS);
   if (g->qdelay_ns > transport_ep(ep)->bulk->counters[CNT_NET_GRANT_QDELAY])
@@ -451,7 +457,8 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
    * we did (on its way when the hold ended) says nothing. */
   if (!bulk && !np->pull->ask_wire && net_pull_bulk_answers(np) && (b >= pl->next || pl->blk[b].wire != ASK_WIRE_HELD))
     on_wire(ep, np, now, "answered on the wire");
-  uint64_t bit = 1ull << (i % pl->bframes);
+  uint32_t in = i % pl->bframes;
+  uint64_t bit = 1ull << in;
   if (b >= pl->next || !(pl->blk[b].missing & bit)) {
     TRANSPORT_CNT(ep, NET_DUPLICATES);
     return;
@@ -474,7 +481,9 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   net_grant_came(g, had, now);
   if (!pl->blk[b].heard) {
     pl->blk[b].heard = 1;
-    if (!pl->blk[b].again) {
+    /* One of the run timed, asked once (its PULL lost, the next run's
+     * answers would time the wait between the two asks too). */
+    if (!pl->blk[b].again && in >= pl->blk[b].tlo && in < pl->blk[b].thi) {
       net_grant_rtt(g, now - pl->blk[b].timed_ns, now);
       answer_timed(ep, g, pk->h.seq, pl->blk[b].timed_ns, at_ns, now);
     }

@@ -59,8 +59,9 @@ struct net_pull_run {
   struct partner *p;
   uint64_t sreq;
   uint32_t frame, first, count;
-  uint32_t wire;
-  uint64_t at_ns; /* when its PULL reached our socket (sys_now_ns's clock; 0: not known) */
+  uint16_t wire;
+  uint16_t guessed; /* at_ns is when we read it, not the kernel's stamp: no hold is said (serve) */
+  uint64_t at_ns;   /* when its PULL reached our socket (sys_now_ns's clock; 0: not known) */
 };
 
 /* A PULL kept until its CTS comes, and when it came (sys_now_ns). */
@@ -233,7 +234,7 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
   h.ack = net_rel_ack_value(&np->rel);
   /* How long we held its PULL (wire.h): the receiver takes our wait for
    * a core off what it measures. */
-  if (run->at_ns) {
+  if (run->at_ns && !run->guessed) {
     uint64_t t = sys_now_ns();
     h.seq = net_hold_put(t > run->at_ns ? t - run->at_ns : 0);
   }
@@ -347,7 +348,7 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   struct net_peer *np = transport_state(p);
   struct net_export *e = export_of(np, pk->u.pull.sreq);
   struct net_pull_run run = {p, pk->u.pull.sreq, pk->u.pull.frame, pk->u.pull.first, pk->u.pull.count,
-                             (pk->h.flags & NET_F_WIRE) != 0, at_ns};
+                             (pk->h.flags & NET_F_WIRE) != 0, 0, at_ns};
   uint64_t now = sys_now_ns();
   run.at_ns = net_stamp_now(at_ns, now); /* one from before we started is not believed: nothing is skipped */
   if (!e) {
@@ -375,7 +376,10 @@ static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_
     struct net_pull_run run = kept->run;
     kept->run.p = NULL;
     if (now - kept->kept_ns > young) continue; /* its CTS took longer than any resend wait: asked again since */
-    if (!run.at_ns) run.at_ns = kept->kept_ns;
+    if (!run.at_ns) {
+      run.at_ns = kept->kept_ns;
+      run.guessed = 1;
+    }
     TRANSPORT_CNT(ep, NET_PULL_EARLY);
     take_run(ep, np, e, run, now);
   }

@@ -90,6 +90,91 @@ static void basics(void) {
   CHECK_EQ(g.budget, 100000);
 }
 
+/* A rate sample of `bytes` over 1.2 ms ending at *t (and *t moved on). */
+static void sample_rate(struct net_grant *g, uint64_t bytes, uint64_t *t) {
+  net_grant_asked(g, bytes, *t);
+  net_grant_came(g, bytes, *t + 1200 * US);
+  *t += 1200 * US;
+}
+
+/* The queue's delay (net_grant_delay): no cut before a rate is measured,
+ * nor without a loss read as a queue's within NET_GRANT_LOSSY_NS (a
+ * silence is none), nor at the target or under it; past it a cut by the
+ * delay's share beyond the target, at most half, once a round trip, never
+ * below the floor; and such a cut opens no loss episode. */
+static void delays(void) {
+  struct net_grant g;
+  uint64_t t = 1000 * US;
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  CHECK_EQ(net_grant_lost(&g, t - 1, t), 1);
+  CHECK_EQ(net_grant_delay(&g, 5000 * US, t + 10 * US), 0); /* no rate yet: no target */
+  CHECK_EQ(net_grant_delay_target(&g), 0);
+
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  net_grant_rtt(&g, 100 * US, t);
+  sample_rate(&g, 65507, &t); /* 54.6 MB/s */
+  for (int i = 0; i < 3; i++) {
+    net_grant_asked(&g, g.budget, t);
+    net_grant_came(&g, g.budget, t + 10 * US);
+  }
+  uint64_t target = net_grant_delay_target(&g), path = 50 * US, b0 = g.budget;
+  CHECK(target > 500 * US && target < 700 * US); /* the floor's 32 KiB at 54.6 MB/s */
+  CHECK(b0 >= 8 * net_grant_floor(&g));
+  CHECK_EQ(net_grant_delay(&g, path, t), 0); /* the path */
+  CHECK_EQ(net_grant_delay(&g, path + 2 * target, t + US), 0); /* no loss yet */
+  CHECK_EQ(g.budget, b0);
+  CHECK_EQ(g.qdelay_ns, 2 * target);
+  CHECK_EQ(net_grant_silence(&g, 0, t, t + 2 * US), 1); /* halved, as for a loss, but no queue's */
+  t += 2 * US;
+  b0 = g.budget;
+  CHECK_EQ(net_grant_delay(&g, path + 2 * target, t + g.srtt_ns), 0);
+  CHECK_EQ(g.budget, b0);
+
+  t += g.srtt_ns;
+  CHECK_EQ(net_grant_lost(&g, t - 1, t), 1); /* a queue's loss: the delay counts now */
+  uint64_t b1 = g.budget, lost = t;
+  CHECK_EQ(net_grant_delay(&g, path + target, t + g.srtt_ns), 0); /* at the target */
+  CHECK_EQ(net_grant_delay(&g, path + 2 * target, t + g.srtt_ns / 2), 0); /* within a round trip of the cut */
+  t += g.srtt_ns;
+  CHECK_EQ(net_grant_delay(&g, path + 4 * target, t), 1); /* 3/4 beyond: half at most */
+  CHECK_EQ(g.budget, b1 / 2);
+  CHECK_EQ(g.delay_cuts, 1);
+  CHECK_EQ(net_grant_delay(&g, path + 4 * target, t + g.srtt_ns / 2), 0); /* once a round trip */
+  t += g.srtt_ns;
+  uint64_t b2 = g.budget;
+  CHECK_EQ(net_grant_delay(&g, path + 5 * target / 4, t), 1); /* a fifth of the delay beyond: a fifth */
+  CHECK(g.budget >= b2 - b2 / 5 - 1 && g.budget <= b2 - b2 / 5 + 1);
+  /* A loss of what was asked after the loss's cut and before the delay's:
+   * a new episode, the budget the delay cut began from halved (b2 / 2),
+   * not the one it left. */
+  CHECK_EQ(net_grant_lost(&g, lost + 1, t + 1), 1);
+  CHECK_EQ(g.budget, b2 / 2 > net_grant_floor(&g) ? b2 / 2 : net_grant_floor(&g));
+  CHECK_EQ(net_grant_lost(&g, t, t + 2), 0); /* of its episode */
+  t += 2;
+  /* Never below the floor. */
+  for (int i = 0; i < 20; i++) {
+    t += g.srtt_ns;
+    net_grant_delay(&g, path + 8 * target, t);
+    CHECK(g.budget >= net_grant_floor(&g));
+  }
+  CHECK_EQ(g.budget, net_grant_floor(&g));
+  CHECK_EQ(net_grant_delay(&g, path + 8 * target, t + g.srtt_ns), 0);
+
+  /* Past NET_GRANT_LOSSY_NS with no loss: the delay is the hosts' again. */
+  t = lost + NET_GRANT_LOSSY_NS + 10 * US;
+  sample_rate(&g, 65507, &t);
+  for (int i = 0; i < 4; i++) {
+    net_grant_asked(&g, g.budget, t);
+    net_grant_came(&g, g.budget, t + 10 * US);
+  }
+  b0 = g.budget;
+  CHECK(net_grant_delay_target(&g) > 0);
+  CHECK(b0 > net_grant_floor(&g));
+  CHECK_EQ(net_grant_delay(&g, path, t + 20 * US), 0);
+  CHECK_EQ(net_grant_delay(&g, path + 8 * target, t + 30 * US), 0);
+  CHECK_EQ(g.budget, b0);
+}
+
 /* ---- a port ---------------------------------------------------------- */
 
 #define PORT_NS_PER_FRAME 11456ull /* (1432 + 60 B of headers) at 1 Gb/s: 125 B/us */
@@ -284,6 +369,7 @@ static void tails(void) {
 
 int main(void) {
   basics();
+  delays();
   tails();
   /* 3, 15 and 1,000 senders of 1 MiB, 64 KiB and 16 KiB into one port. */
   const struct {
@@ -300,10 +386,12 @@ int main(void) {
       if (delay) CHECK(dropped_late == 0 && maxq_late < PORT_FRAMES);
     }
     /* Senders that wait for cores (a held run comes as a burst on top of
-     * the others): reading the delay loses no more, nor moves less. */
+     * the others, and its bytes count on their way while held): reading
+     * the delay drops fewer, for a little less of the port (its cuts come
+     * while held bytes are out). */
     double loss_only = incast(cases[i].k, cases[i].bytes, 0, 1);
     uint64_t loss_only_dropped = dropped;
-    CHECK(incast(cases[i].k, cases[i].bytes, 1, 1) >= loss_only - 0.01);
+    CHECK(incast(cases[i].k, cases[i].bytes, 1, 1) >= loss_only - 0.03);
     CHECK(dropped <= loss_only_dropped);
   }
   CHECK_DONE("test_net_grant");
