@@ -125,6 +125,10 @@ int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
   if (!g->net_min_ns[0] || ns < g->net_min_ns[0]) g->net_min_ns[0] = ns;
   uint64_t q = ns - net_grant_net_min(g), target = net_grant_delay_target(g);
   g->qdelay_ns = q;
+  /* Smoothed as a round trip is (RFC 6298's 1/8): a queue stands, where a
+   * frame that waited for a bridge's or a kernel's turn on a core is one
+   * sample. */
+  q = g->qsmooth_ns = g->qsmooth_ns ? g->qsmooth_ns - g->qsmooth_ns / 8 + q / 8 : q;
   /* Once a round trip: what was asked before a cut comes through the queue
    * it found. */
   uint64_t last = max64(g->cut_ns, g->delay_cut_ns);

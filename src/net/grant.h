@@ -24,7 +24,9 @@
  * asking a run and its first frame, less the time its sender held the
  * PULL (its kernel's stamp of the PULL's arrival to its answer; ours of
  * the answer's: wire.h), is the network's alone, whoever waited for a
- * core; beyond the shortest such wait it is a queue on the way. Past the
+ * core; beyond the shortest such wait it is a queue on the way, smoothed
+ * as a round trip is (a frame that waited for a bridge's or a kernel's
+ * turn on a core is one sample; a queue stands). Past the
  * target, the time the port takes to send the floor's bytes at the rate
  * measured, the budget is cut by the share of the delay beyond it (Swift's
  * multiplicative decrease, at most half), once a round trip. Only on a
@@ -74,6 +76,7 @@ struct net_grant {
   uint64_t span_bytes;
   uint64_t net_min_ns[2]; /* the network's shortest wait (net_grant_delay), windowed as rtt_min_ns */
   uint64_t qdelay_ns;     /* the queue's delay last measured */
+  uint64_t qsmooth_ns;    /* and smoothed (what a cut reads) */
   uint64_t lossy_ns;      /* a loss read as a queue's last came (0: none yet) */
   uint64_t cuts, resets, delay_cuts;
 };
