@@ -90,6 +90,7 @@
   X(NET_PROBES, "net: probes sent to a partner we wait for (keepalive)")    \
   X(NET_TRAINS, "net: GSO trains of an eager message's fragments (one send each)") \
   X(NET_GRO_SWITCHES, "net: UDP receive GRO switched on (pull, train) or off (a while)") \
+  X(NET_STAMP_SWITCHES, "net: arrival stamps switched on (a pull either way) or off (a while)") \
   X(UNEXP_HANDLER, "messages shown to the unexpected-message handler")     \
   X(BULK_ALIASED, "large receives moved by ring, not a kernel copy, for 4K aliasing") \
   X(CLASS_TRIALS, "medium or rendezvous: trials of the other for a size class (receiver)") \

@@ -216,8 +216,9 @@ void net_gro_want(struct fmx_endpoint *ep) {
 void net_stamps_want(struct fmx_endpoint *ep) {
   struct net_ep *ne = net_ep(ep);
   ne->stamps_quiet = 0;
-  net_sock_stamps(&ne->sock, 1);
-  if (ne->bulk_own) net_sock_stamps(&ne->bsock, 1);
+  int on = net_sock_stamps(&ne->sock, 1);
+  if (ne->bulk_own) on |= net_sock_stamps(&ne->bsock, 1);
+  if (on) TRANSPORT_CNT(ep, NET_STAMP_SWITCHES);
 }
 
 static void gro_quiet_packet(struct fmx_endpoint *ep, struct net_ep *ne) {
@@ -483,10 +484,9 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   ne->look = 0;
   int got = drain(ep, &ne->sock, 0, deliver);
   if ((ne->sock.stamps > 0 || ne->bsock.stamps > 0) && !ne->exporting && !ne->pulling &&
-      (ne->stamps_quiet += (uint32_t)got) >= NET_GRO_QUIET) {
-    net_sock_stamps(&ne->sock, 0);
-    net_sock_stamps(&ne->bsock, 0);
-  }
+      (ne->stamps_quiet += (uint32_t)got) >= NET_GRO_QUIET &&
+      (net_sock_stamps(&ne->sock, 0) | net_sock_stamps(&ne->bsock, 0)))
+    TRANSPORT_CNT(ep, NET_STAMP_SWITCHES);
   /* The bulk socket while we pull, and after a train's head came
    * (net_bulk_due; a pass that finds nothing there counts down). */
   if (net_bulk_due(ep)) {

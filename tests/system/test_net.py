@@ -102,6 +102,23 @@ def test_udp_gro_only_while_pulling(pair1500):
     assert switches and switches[0] >= 3, out
 
 
+@pytest.mark.parametrize("wire", ["raw", "udp"])
+def test_stamps_only_while_pulling(pair1500, wire):
+    """Arrivals are stamped by the kernel (SO_TIMESTAMPNS: the kernel then
+    reads its clock for every packet the host receives) only while a
+    transfer is pulled either way: the receiver times the network with
+    them, the sender its hold of each PULL. Small messages, pulled ones,
+    small ones again (stamps go off after 64 packets with no pull), pulled
+    again: every byte checked, and each side switched its stamps on and
+    off, then on again (the raw wire's receive ring stamps anyway: there
+    the bulk socket switches)."""
+    out = perf(pair1500, "pingpong", "8,1M,8,1M", {"FMX_NET_WIRE": wire}, iters=100, extra=("--counters",),
+               want_err=True)
+    assert len(rows(out)) == 4, out
+    for rank in (0, 1):
+        assert counter(out, rank, "net: arrival stamps switched on") >= 3, out
+
+
 TRAINS = "net: GSO trains of an eager message's fragments"
 TRAIN_READS = "net: reads of the bulk socket for the rest of a train"
 
