@@ -107,11 +107,20 @@ void net_grant_forget(struct net_grant *g, uint64_t bytes) {
   if (!g->inflight) g->span_ns = 0;
 }
 
-void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now) {
+/* A wait measured (at least 1 ns) into the current window of its
+ * minimum `w`: the wait. */
+static uint64_t sample(struct net_grant *g, uint64_t w[2], uint64_t ns, uint64_t now) {
   rotate(g, now);
   if (!ns) ns = 1;
-  if (!g->rtt_min_ns[0] || ns < g->rtt_min_ns[0]) g->rtt_min_ns[0] = ns;
-  g->srtt_ns = g->srtt_ns ? g->srtt_ns - g->srtt_ns / 8 + ns / 8 : ns;
+  if (!w[0] || ns < w[0]) w[0] = ns;
+  return ns;
+}
+
+/* Smoothed as a round trip is (RFC 6298's 1/8). */
+static uint64_t smooth(uint64_t avg, uint64_t x) { return avg ? avg - avg / 8 + x / 8 : x; }
+
+void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now) {
+  g->srtt_ns = smooth(g->srtt_ns, sample(g, g->rtt_min_ns, ns, now));
 }
 
 uint64_t net_grant_delay_target(const struct net_grant *g) {
@@ -120,15 +129,12 @@ uint64_t net_grant_delay_target(const struct net_grant *g) {
 }
 
 int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
-  rotate(g, now);
-  if (!ns) ns = 1;
-  if (!g->net_min_ns[0] || ns < g->net_min_ns[0]) g->net_min_ns[0] = ns;
+  ns = sample(g, g->net_min_ns, ns, now);
   uint64_t q = ns - net_grant_net_min(g), target = net_grant_delay_target(g);
   g->qdelay_ns = q;
-  /* Smoothed as a round trip is (RFC 6298's 1/8): a queue stands, where a
-   * frame that waited for a bridge's or a kernel's turn on a core is one
-   * sample. */
-  q = g->qsmooth_ns = g->qsmooth_ns ? g->qsmooth_ns - g->qsmooth_ns / 8 + q / 8 : q;
+  /* Smoothed: a queue stands, where a frame that waited for a bridge's or a
+   * kernel's turn on a core is one sample. */
+  q = g->qsmooth_ns = smooth(g->qsmooth_ns, q);
   /* Once a round trip: what was asked before a cut comes through the queue
    * it found. */
   uint64_t last = max64(g->cut_ns, g->delay_cut_ns);
@@ -142,7 +148,6 @@ int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
   g->thresh = g->budget;
   g->grown = 0;
   g->delay_cut_ns = now;
-  g->delay_from = g->lost_at;
   g->delay_cuts++;
   return 1;
 }
@@ -153,7 +158,10 @@ int net_grant_delay(struct net_grant *g, uint64_t ns, uint64_t now) {
  * halves the budget it cut, not the one it left (one cut, the larger). */
 static int halve(struct net_grant *g, uint64_t asked_ns, uint64_t now) {
   if (asked_ns <= g->cut_ns && g->cut_ns) return 0;
-  uint64_t from = g->delay_cut_ns && asked_ns <= g->delay_cut_ns ? g->delay_from : g->budget;
+  /* Past the episode's check, a delay cut after asked_ns is the last cut
+   * of all (a loss's or a silence's since would have ended there), and
+   * lost_at is where it began. */
+  uint64_t from = g->delay_cut_ns && asked_ns <= g->delay_cut_ns ? g->lost_at : g->budget;
   g->lost_at = from;
   g->budget = min64(g->budget, max64(from / 2, net_grant_floor(g)));
   g->thresh = g->budget;

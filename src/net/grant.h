@@ -64,8 +64,7 @@ struct net_grant {
   uint64_t inflight; /* bytes asked and not come */
   uint64_t grown;    /* bytes come toward the next step */
   uint64_t cut_ns;   /* the last cut on a loss: what was asked before it and lost is of its episode */
-  uint64_t delay_cut_ns; /* the last cut on a queue's delay (net_grant_delay) */
-  uint64_t delay_from;   /* the budget that cut began from */
+  uint64_t delay_cut_ns; /* the last cut on a queue's delay (net_grant_delay; lost_at: where it began) */
   uint64_t came_ns;  /* when bytes last came */
   /* Measured: windowed, the current window and the one before. */
   uint64_t rtt_min_ns[2];

@@ -166,7 +166,7 @@ static void delays(void) {
   /* A loss of what was asked after the loss's cut and before the delay's:
    * a new episode, the budget the delay cut began from halved, not the
    * one it left. */
-  b2 = g.delay_from;
+  b2 = g.lost_at; /* where the delay cut began */
   CHECK_EQ(net_grant_lost(&g, lost + 1, t), 1);
   CHECK_EQ(g.budget, b2 / 2 > net_grant_floor(&g) ? b2 / 2 : net_grant_floor(&g));
   CHECK_EQ(net_grant_lost(&g, t - 1, t + 1), 0); /* of its episode */
