@@ -10,6 +10,7 @@ direction from the second bridge to the first: two switches whose hosts
 share one link (oversubscription). Torn down by close(), which a failed
 setup calls too."""
 import os
+import random
 import re
 import subprocess
 
@@ -19,6 +20,29 @@ DEV = "fxeth0"
 
 def sh(*argv, check=True):
     return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
+
+
+def veth(a, ns_a, b, ns_b):
+    """A veth pair, end a moved into namespace ns_a and end b into ns_b,
+    each end keeping a kernel interface index below 32768. Made in this
+    namespace, a device takes this namespace's next index, which only grows:
+    on a machine up for days it passes 32768, and Debian's PMIx (Open MPI
+    4.1's mpirun) then fails with "The PMIx server's listener thread failed
+    to start" on that interface. So each end is given a free small index;
+    a move keeps it, unless the namespace moved to has it already, which
+    then gives one of its own (small: its count starts at 1)."""
+    used = {int(x.split(":", 1)[0]) for x in sh("ip", "-o", "link").stdout.splitlines() if x[:1].isdigit()}
+    free = [i for i in range(1000, 32000) if i not in used]
+    for _ in range(20):
+        ia, ib = random.sample(free, 2)
+        made = sh("ip", "link", "add", a, "index", str(ia), "type", "veth", "peer", "name", b, "index", str(ib),
+                  check=False)
+        if made.returncode == 0:
+            break
+    else:
+        raise subprocess.CalledProcessError(made.returncode, made.args, made.stdout, made.stderr)
+    sh("ip", "link", "set", a, "netns", ns_a)
+    sh("ip", "link", "set", b, "netns", ns_b)
 
 
 class Hosts:
@@ -47,18 +71,15 @@ class Hosts:
             sh("ip", "netns", "add", self.br2)
             sh("ip", "-n", self.br2, "link", "add", "br0", "type", "bridge")
             sh("ip", "-n", self.br2, "link", "set", "br0", "up")
-            sh("ip", "link", "add", self.up + "a", "type", "veth", "peer", "name", self.up + "b")
+            veth(self.up + "a", self.br, self.up + "b", self.br2)
             for br, end in ((self.br, "a"), (self.br2, "b")):
-                sh("ip", "link", "set", self.up + end, "netns", br)
                 sh("ip", "-n", br, "link", "set", self.up + end, "master", "br0", "up")
         for i, ns in enumerate(self.ns):
             br = self.br if i < self.split else self.br2
             dev, port = "fxv%d%s" % (i, tag), self.ports[i]
             sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", port)
-            sh("ip", "link", "set", dev, "netns", ns)
+            veth(dev, ns, port, br)
             sh("ip", "-n", ns, "link", "set", "dev", dev, "name", DEV)
-            sh("ip", "link", "set", port, "netns", br)
             sh("ip", "-n", br, "link", "set", port, "master", "br0", "up")
             sh("ip", "-n", ns, "addr", "add", "%s.%d/24" % (SUBNET, i + 1), "dev", DEV)
             sh("ip", "-n", ns, "link", "set", DEV, "up")

@@ -45,6 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
+from hosts import veth  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K, M = 1 << 10, 1 << 20
@@ -77,9 +78,8 @@ class Hosts:
         self.close()
         sh("ip", "netns", "add", self.a)
         sh("ip", "netns", "add", self.b)
-        sh("ip", "link", "add", self.va, "type", "veth", "peer", "name", self.vb)
+        veth(self.va, self.a, self.vb, self.b)
         for ns, dev, ip in ((self.a, self.va, IP_A), (self.b, self.vb, IP_B)):
-            sh("ip", "link", "set", dev, "netns", ns)
             sh("ip", "-n", ns, "addr", "add", ip + "/24", "brd", "+", "dev", dev)
             sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
             sh("ip", "-n", ns, "link", "set", "lo", "up")

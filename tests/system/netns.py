@@ -5,11 +5,15 @@ ranks in them. Names are unique per test run; every run is bounded."""
 import os
 import re
 import subprocess
+import sys
 import time
 
 import pytest
 
 from sysutil import BUILD
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
+from hosts import veth  # noqa: E402  (the bench's beds make theirs the same way)
 
 PERF = os.path.join(BUILD, "fmx_perf")
 SYS = os.path.join(BUILD, "tests", "fmx_sys")
@@ -28,9 +32,7 @@ class Pair:
         self.va, self.vb = "fva" + tag, "fvb" + tag
         sh("ip", "netns", "add", self.a)
         sh("ip", "netns", "add", self.b)
-        sh("ip", "link", "add", self.va, "type", "veth", "peer", "name", self.vb)
-        sh("ip", "link", "set", self.va, "netns", self.a)
-        sh("ip", "link", "set", self.vb, "netns", self.b)
+        veth(self.va, self.a, self.vb, self.b)
         for ns, dev, ip in ((self.a, self.va, "10.99.7.1/24"), (self.b, self.vb, "10.99.7.2/24")):
             sh("ip", "-n", ns, "addr", "add", ip, "brd", "+", "dev", dev)
             sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
@@ -69,9 +71,7 @@ class Chain:
             sh("ip", "netns", "add", ns)
             sh("ip", "-n", ns, "link", "set", "lo", "up")
         for ns, dev, peer in ((self.a, self.va, self.fa), (self.b, self.vb, self.fb)):
-            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer)
-            sh("ip", "link", "set", dev, "netns", ns)
-            sh("ip", "link", "set", peer, "netns", self.m)
+            veth(dev, ns, peer, self.m)
         for ns, dev, ip in ((self.a, self.va, "10.99.9.1/24"), (self.b, self.vb, "10.99.9.2/24"),
                             (self.m, self.fa, None), (self.m, self.fb, None)):
             if ip:
@@ -108,9 +108,7 @@ class Bridge:
         for i, ns in enumerate(self.ns):
             dev, port = self.devs[i], self.ports[i]
             sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", port)
-            sh("ip", "link", "set", dev, "netns", ns)
-            sh("ip", "link", "set", port, "netns", self.br)
+            veth(dev, ns, port, self.br)
             sh("ip", "-n", self.br, "link", "set", port, "master", "br0")
             sh("ip", "-n", self.br, "link", "set", port, "mtu", str(mtu), "up")
             sh("ip", "-n", ns, "addr", "add", "10.99.8.%d/24" % (i + 1), *(("brd", "+") if brd else ()), "dev", dev)
