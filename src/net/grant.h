@@ -101,7 +101,7 @@ void net_grant_came(struct net_grant *g, uint64_t bytes, uint64_t now);
 void net_grant_forget(struct net_grant *g, uint64_t bytes);
 /* A run asked once saw its first frame `ns` after it was asked. */
 void net_grant_rtt(struct net_grant *g, uint64_t ns, uint64_t now);
-/* Frames lost that the caller reads as a queue's (pull.c, crowded), the
+/* Frames lost that the caller reads as a queue's (pull.c, net_pull_crowded), the
  * newest of them asked at asked_ns. 1 when the budget was cut: the first
  * loss of an episode. */
 int net_grant_lost(struct net_grant *g, uint64_t asked_ns, uint64_t now);

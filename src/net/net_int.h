@@ -151,14 +151,14 @@ struct net_pull_peer {
    * before. */
   uint8_t ask_wire;
   uint8_t wire_logged; /* FMX-NET-BULK-SILENT was said of it (once a partner) */
-  uint8_t wire_probe;  /* our next PULL asks for its answer on the wire (pull.c, net_pull_timers) */
+  uint8_t wire_probe;  /* our next PULL asks for its answer on the wire (pull_timer.c, net_pull_timers) */
   uint64_t wire_until_ns;
   uint32_t wire_holds;
   /* While we ask on the wire: when a PULL last asked at our bulk socket
    * instead (pull.c, send_pull): its answer there ends the hold. */
   uint64_t bulk_try_ns;
   uint32_t pulls_begun;  /* our pulls from it begun and not ended */
-  uint32_t pulls_silent; /* those its timer found silent (pull.c, silence) */
+  uint32_t pulls_silent; /* those its timer found silent (pull.c, net_pull_silence) */
   uint32_t pulls_unknown; /* those whose CTS it has not acked yet (pull.c, net_pull_acked) */
 };
 
@@ -209,7 +209,7 @@ static inline int net_bulk_due(struct fmx_endpoint *ep) {
 /* net.c */
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len);
 /* Our packets to p before seq `upto` that are not acked go again now, at
- * most NET_RESEND_BEFORE_MAX of them (pull.c: its sender drops our PULLs
+ * most NET_RESEND_BEFORE_MAX of them (pull_timer.c: its sender drops our PULLs
  * until our CTS comes). */
 #define NET_RESEND_BEFORE_MAX 8
 void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto);
@@ -318,6 +318,7 @@ uint64_t net_pull_exports_heard(struct net_peer *np);
 /* A frame pk answering our pull came, to our bulk socket (bulk) or our wire's. */
 void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct net_pkt *pk, int bulk, uint64_t at_ns,
                        uint64_t now);
+/* pull_timer.c: the pulls' timers. */
 int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now);
 /* The receiver's scheduler, once per timer pass: a probe after a silence,
  * then what the budget has room for. */

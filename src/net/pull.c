@@ -5,7 +5,9 @@
  * drives it through what each partner lends (struct bulk_conn, its pull
  * ops below).
  *
- * The sender's side, its answers paced, is pull_send.c's.
+ * The sender's side, its answers paced, is pull_send.c's; the receiver's
+ * timers (asking again after a silence, failing a silent sender) are
+ * pull_timer.c's, and what the receiver's two files share pull_int.h's.
  *
  * The receiver cuts the message into frames (the bytes one packet carries)
  * and the frames into blocks (at most 64 frames and 64 KiB of packets, so
@@ -40,60 +42,15 @@
 #include "base/log.h"
 #include "bulk/engine.h"
 #include "net/net_int.h"
+#include "net/pull_int.h"
 #include "platform/copy.h"
 #include "platform/sys.h"
-
-struct pull_block {
-  uint64_t missing; /* bit i: frame i of the block was asked and has not come */
-  uint64_t asked_ns; /* when a run of it was last asked */
-  uint64_t timed_ns; /* when the run its next first frame answers was asked (heard) */
-  uint32_t asked;   /* the request stamp (its partner's) it was last asked with; 0: never */
-  uint32_t oldest;  /* the stamp of the oldest request of it with frames on their way */
-  uint16_t again;   /* asked more than once: its time says nothing of the line */
-  uint16_t heard;   /* a frame came since its last run was asked with nothing else of it on its way */
-  uint8_t lo, hi;   /* the frames of the last run asked of it (one PULL): lo..hi-1 */
-  uint8_t wire;     /* how its last run was asked (enum ask_way) */
-  uint8_t tried;    /* a run of it was asked as a try (ASK_BULK_TRY), maybe asked again since */
-  uint8_t tlo, thi; /* the frames of the run timed_ns is of */
-};
 
 /* How a run was asked (send_pull): at our bulk socket, on the wire while
  * its sender answers there (ask_wire), on the wire once to see whether it
  * answers there (wire_probe), or at our bulk socket while on the wire, to
  * see whether the bulk answers come again. */
 enum ask_way { ASK_BULK, ASK_WIRE_HELD, ASK_WIRE_PROBE, ASK_BULK_TRY };
-
-/* A transfer we pull (receiver). */
-struct net_pull {
-  struct list_node node;     /* in its partner's pulls */
-  struct list_node gnode;    /* in the endpoint's granting, while frames are left to ask */
-  int queued;
-  struct net_peer *np;
-  struct bulk_xfer *x;
-  uint64_t unasked;          /* bytes never asked */
-  uint64_t out;              /* bytes asked that have not come */
-  int waited;                /* its next run waits for room in the budget */
-  uint32_t frame;            /* bytes per frame */
-  uint32_t nframes, bframes; /* frames, frames per block */
-  uint32_t nblocks;
-  uint32_t next;             /* the blocks asked from, whole or in part */
-  uint32_t nextf;            /* the first frame never asked */
-  uint32_t low;              /* every block before it is complete */
-  uint32_t open;             /* blocks with frames asked that have not come */
-  uint32_t per;              /* bytes of an answer's packet */
-  int started;
-  uint64_t heard_ns;         /* when a frame last came (or the pull began) */
-  uint32_t silences;         /* re-asks in a row with nothing heard between them (backoff) */
-  uint64_t reasked_ns;       /* when its timer last asked again */
-  uint64_t asked_ns;         /* when we last asked for anything */
-  /* The sender knows of it once our packets before cts_seq (its CTS among
-   * them) are acked: until then it keeps our PULLs for it, the last so
-   * many, or drops them (pull_send.c, net_pull_acked). */
-  uint32_t cts_seq;
-  uint8_t known;
-  uint8_t kicks;             /* its CTS sent again so many waits in a row (doubling the wait) */
-  struct pull_block *blk;
-};
 
 /* ---- the receiver ------------------------------------------------------- */
 
@@ -127,7 +84,7 @@ static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, 
 }
 
 /* A pull's silent waits in a row become n (its partner counts the silent). */
-static void silence(struct net_peer *np, struct net_pull *pl, uint32_t n) {
+void net_pull_silence(struct net_peer *np, struct net_pull *pl, uint32_t n) {
   np->pull->pulls_silent += (n > 0) - (pl->silences > 0);
   pl->silences = n;
 }
@@ -137,8 +94,6 @@ static uint64_t run_mask(uint32_t first, uint32_t n) { return (n == 64 ? ~0ull :
 
 /* Why a block is asked again (ask_block). */
 enum { ASK_GAP, ASK_TIMER };
-
-static uint64_t pull_wait(const struct net_peer *np);
 
 /* While we ask on the wire, a run every two waits goes to our bulk socket
  * all the same: should its answer come there, the bulk socket works
@@ -155,7 +110,7 @@ static enum ask_way ask_way(struct net_peer *np, uint64_t now) {
     return ASK_WIRE_PROBE;
   }
   if (!pp->ask_wire) return ASK_BULK;
-  if (now - pp->bulk_try_ns < 2 * pull_wait(np)) return ASK_WIRE_HELD;
+  if (now - pp->bulk_try_ns < 2 * net_pull_wait(np)) return ASK_WIRE_HELD;
   pp->bulk_try_ns = now;
   return ASK_BULK_TRY;
 }
@@ -247,7 +202,7 @@ static void unqueue_pull(struct net_pull *pl) {
  * its way, or as a probe, a run goes whatever the budget; a partner that
  * answers on our wire socket has no more on its way than that socket's
  * share. */
-static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
+void net_pull_grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
   struct net_ep *ne = net_ep(ep);
   struct net_grant *g = &ne->grant;
   int asked = 0;
@@ -315,7 +270,7 @@ static void grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
  * port). From one partner alone only a tail drop is (tail_dropped): a
  * lossy line or a filter drops a frame here and there, and a lost PULL
  * loses a whole run; asking less would not help there. */
-static int crowded(const struct net_ep *ne) { return ne->senders >= 2; }
+int net_pull_crowded(const struct net_ep *ne) { return ne->senders >= 2; }
 
 /* The last run asked of block b lost its end to a queue (net/grant.h). */
 static int tail_dropped(const struct net_pull *pl, uint32_t b) {
@@ -336,9 +291,9 @@ static int way_bulk(const struct net_peer *np, uint8_t way) {
  * whatever an earlier request to the same partner, for any of its pulls,
  * asked to come the same way and still misses was lost (the sender
  * answers its requests in order). The budget is cut when the loss is a
- * queue's (crowded, or a tail drop). */
+ * queue's (net_pull_crowded, or a tail drop). */
 static void ask_lost(struct net_peer *np, uint32_t stamp, int bulk, uint64_t now) {
-  int lost = 0, crowd = crowded(net_ep(np->ep)), tail = 0;
+  int lost = 0, crowd = net_pull_crowded(net_ep(np->ep)), tail = 0;
   uint64_t asked = 0; /* the newest ask of what was lost */
   struct list_node *pos;
   list_for_each(pos, &np->pull->pulls) {
@@ -375,7 +330,7 @@ static void ask_lost(struct net_peer *np, uint32_t stamp, int bulk, uint64_t now
  * FMX_NET_RTO_MAX_US (a sender that waits for a core answers late, and is
  * not asked again for it: rel.c, base_rto); FMX_NET_RTO_US, the first
  * guess, until a block is timed. */
-static uint64_t pull_wait(const struct net_peer *np) {
+uint64_t net_pull_wait(const struct net_peer *np) {
   uint64_t rto = fmx_cfg.net_rto_us * 1000ull, most = fmx_cfg.net_rto_max_us * 1000ull,
            least = net_ep(np->ep)->rto_min_ns;
   if (!np->pull->srtt_ns) return rto;
@@ -405,7 +360,7 @@ static void now_known(struct net_peer *np, struct net_pull *pl) {
 }
 
 /* Ask again, after a wait, for all that pl misses. */
-static void ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now) {
+void net_pull_ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now) {
   for (uint32_t b = pl->low; b < pl->next; b++)
     if (pl->blk[b].missing) ask_block(np, pl, b, ASK_TIMER, now);
 }
@@ -474,7 +429,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   TRANSPORT_ADD(ep, BULK_PULL_BYTES, n);
   pl->heard_ns = now;
   if (!pl->known) now_known(np, pl); /* answered: it knows of the pull */
-  silence(np, pl, 0);
+  net_pull_silence(np, pl, 0);
   struct net_grant *g = &net_ep(ep)->grant;
   uint64_t had = n < pl->out ? n : pl->out;
   pl->out -= had;
@@ -496,7 +451,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
   /* The frame answers a request no older than the block's oldest on its
    * way (which one, its runs do not say). */
   ask_lost(np, pl->blk[b].oldest, bulk, now);
-  grant(ep, now, 0);
+  net_pull_grant(ep, now, 0);
 }
 
 static int pull_recv_start(void *arg, struct bulk_xfer *x) {
@@ -543,7 +498,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     if (!pl->known) np->pull->pulls_unknown++;
     if (!np->pull->pulls_begun++) net_ep(np->ep)->senders++;
     queue_pull(net_ep(np->ep), pl);
-    grant(np->ep, now, 0);
+    net_pull_grant(np->ep, now, 0);
     net_arm_timers(net_ep(np->ep), np, now);
   }
   return x->done == x->want ? BULK_DONE : BULK_MORE;
@@ -551,7 +506,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
 
 /* Whether pl's sender knows of it (its CTS acked, the packets before it
  * too). */
-static int pull_known(struct net_peer *np, struct net_pull *pl) {
+int net_pull_known(struct net_peer *np, struct net_pull *pl) {
   if (!pl->known && !net_seq_lt(np->rel.una, pl->cts_seq)) now_known(np, pl);
   return pl->known;
 }
@@ -572,9 +527,9 @@ void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t answere
     struct net_pull *pl = list_entry(pos, struct net_pull, node);
     /* Only one its timer found silent: the first answers carry the
      * CTS's ack themselves. */
-    if (!pl->started || pl->known || !pull_known(np, pl) || !pl->reasked_ns || pl->x->id == answered) continue;
+    if (!pl->started || pl->known || !net_pull_known(np, pl) || !pl->reasked_ns || pl->x->id == answered) continue;
     pl->kicks = 0;
-    silence(np, pl, 0);
+    net_pull_silence(np, pl, 0);
     if (net_pull_bulk_answers(np) && !np->pull->ask_wire) {
       /* Its answers come to our bulk socket, this ack came on the wire:
        * the sender may have answered the PULLs it kept already, behind
@@ -586,135 +541,15 @@ void net_pull_acked(struct fmx_endpoint *ep, struct partner *p, uint64_t answere
       continue;
     }
     TRANSPORT_CNT(ep, NET_PULL_CTS_ACKED);
-    ask_missing(np, pl, now);
+    net_pull_ask_missing(np, pl, now);
     pl->reasked_ns = pl->asked_ns = now;
   }
-}
-
-/* The partner said nothing of a pull for FMX_NET_TIMEOUT_MS: gone. */
-static int silent(struct fmx_endpoint *ep, struct partner *p, uint64_t since, uint64_t now, const char *what) {
-  if (now - since < fmx_cfg.net_timeout_ms * 1000000ull) return 0;
-  TRANSPORT_CNT(ep, NET_TIMEOUTS);
-  log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx %s for %llu ms: gone", transport_ep(ep)->eid,
-           transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic, what,
-           (unsigned long long)fmx_cfg.net_timeout_ms);
-  transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_UNREACHABLE);
-  return 1;
-}
-
-void net_pull_tick(struct fmx_endpoint *ep, uint64_t now) {
-  /* Room a failed partner's pulls left; and when nothing came for two
-   * round trips while bytes are on their way, one run whatever the
-   * budget: a probe, whose frames show what was lost before it (a lost
-   * PULL, a tail) sooner than a timer would, when the lost hold the whole
-   * budget. */
-  struct net_ep *ne = net_ep(ep);
-  struct net_grant *gr = &ne->grant;
-  uint64_t rt = 2 * gr->srtt_ns;
-  int probe = gr->inflight && rt && now - gr->came_ns >= rt && gr->came_ns > ne->grant_probe_ns; /* one a silence */
-  if (probe) ne->grant_probe_ns = now;
-  grant(ep, now, probe);
-}
-
-/* The pulls' timers: ask again what is missing after a silence; a sender
- * that sends nothing we pull, or a receiver that pulls nothing of what it
- * matched, for FMX_NET_TIMEOUT_MS is gone. 1 while pulls are pending
- * (either way), 0 when none, -1 when the partner failed. */
-int net_pull_timers(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
-  struct net_peer *np = transport_state(p);
-  struct list_node *pos;
-  if (!np->pull) return net_pull_serve(ep, now); /* no record either way yet: no pull */
-  if (np->pull->ask_wire && now >= np->pull->wire_until_ns) np->pull->ask_wire = 0; /* our bulk socket again */
-  /* Its receiver may serve other senders first (shortest remaining
-   * first): anything it sends says it is there. */
-  uint64_t heard = net_pull_exports_heard(np);
-  if (heard && silent(ep, p, heard > np->heard_ns ? heard : np->heard_ns, now, "pulled nothing it matched")) return -1;
-  int waiting = net_pull_serve(ep, now); /* our answers that wait for room (any partner's) */
-  list_for_each(pos, &np->pull->pulls) {
-    struct net_pull *pl = list_entry(pos, struct net_pull, node);
-    if (!pl->started || !pl->open) continue; /* nothing asked: it waits for its turn */
-    if (silent(ep, p, pl->heard_ns, now, "sent nothing we pulled")) return -1;
-    /* Backed off while nothing comes: doubled at each silent wait. */
-    uint64_t last = pl->heard_ns > pl->asked_ns ? pl->heard_ns : pl->asked_ns;
-    /* What the others have on their way comes first at the port. */
-    struct net_grant *g = &net_ep(ep)->grant;
-    uint64_t wait = pull_wait(np), most = fmx_cfg.net_rto_max_us * 1000ull;
-    /* A pull alone: what it misses was lost once nothing came for twice
-     * the shortest round trip (a timer step at least: the timers tell no
-     * shorter wait; not the streams' floor, the peer's ack delay, which a
-     * PULL's answer never waits) and what is on its way; the block time
-     * measured under load (srtt + 4 rttvar, 0.7-1.3 ms here) is far longer
-     * than a lost tail's wait needs. With other pulls, theirs may come
-     * first: their own sender, pacing, SRPT; and where ranks outnumber
-     * cores, the sender may wait for one. */
-    if (net_ep(ep)->pulling == 1 && !transport_ep(ep)->crowded) {
-      uint64_t quick = 2 * net_grant_rtt_min(g), least = net_ep(ep)->timer_step;
-      if (quick < least) quick = least;
-      if (quick < wait) wait = quick;
-    }
-    wait += net_grant_drain_ns(g);
-    for (uint32_t k = 0; k < pl->silences + pl->kicks && wait < most; k++) wait *= 2;
-    if (wait > most) wait = most;
-    if (now - last < wait) continue;
-    if (!pull_known(np, pl)) {
-      /* Its sender cannot answer what we ask until our CTS comes: the CTS (and
-       * what is missed before it) goes again now, not at the stream's
-       * resend wait (srtt + 4 rttvar: 60 ms seen, the round trips measured
-       * behind the peer's own answers); no silence, and each such wait
-       * twice the one before (a partner off its core acks late); once it
-       * is acked, net_pull_acked asks again. */
-      net_resend_before(ep, p, pl->cts_seq);
-      if (pl->kicks < 16) pl->kicks++;
-      pl->reasked_ns = pl->asked_ns = now;
-      continue;
-    }
-    uint64_t asked = 0;
-    int crowd = crowded(net_ep(ep)); /* before the asks below */
-    /* Asked again twice already, the second time after the budget went
-     * back to its floor (two silences), and nothing of it came since: the
-     * first run of this ask is to be answered on the wire. Should that
-     * answer come there, and not the others at our bulk socket, the
-     * partner answers and its bulk answers are lost: it answers on the
-     * wire from then on (net_pull_on_reply). A partner off its core for
-     * those waits answers the first asks when it is back, and not this
-     * one (pull_send.c): its bulk answers go on. A queue that overflowed
-     * lets the floor's runs through; after one silence alone, a shaped
-     * uplink's congestion put 1 run in 10 of
-     * test_pairs_across_a_shaped_uplink on the wire. */
-    if (pl->silences >= 2 && pl->heard_ns <= pl->reasked_ns && net_pull_bulk_answers(np) && !np->pull->ask_wire)
-      np->pull->wire_probe = 1;
-    for (uint32_t b = pl->low; b < pl->next; b++)
-      if (pl->blk[b].missing && pl->blk[b].asked_ns > asked) asked = pl->blk[b].asked_ns;
-    ask_missing(np, pl, now);
-    /* Others' bytes still came meanwhile: the path works, and this is a
-     * loss at the tail of what we asked (or a slow sender); else silence.
-     * From one sender alone the budget stays. */
-    if (crowd) {
-      if (now - g->came_ns < wait) {
-        if (net_grant_lost(g, asked, now)) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
-      } else {
-        int r = net_grant_silence(g, pl->silences > 0, asked, now);
-        if (r == 2) TRANSPORT_CNT(ep, NET_GRANT_RESETS);
-        else if (r == 1) TRANSPORT_CNT(ep, NET_GRANT_CUTS);
-      }
-    }
-    silence(np, pl, pl->heard_ns > pl->reasked_ns ? 0 : pl->silences + 1);
-    if (pl->silences == 1) {
-      /* Silent: what it was asked leaves the budget (it comes uncounted,
-       * if it comes), and the others go first (grant). */
-      net_grant_forget(g, pl->out);
-      pl->out = 0;
-    }
-    pl->reasked_ns = now;
-    pl->asked_ns = now;
-  }
-  return !list_empty(&np->pull->pulls) || !list_empty(&np->pull->exports) || waiting;
 }
 
 /* ---- both --------------------------------------------------------------- */
 
 static void pull_free(struct net_peer *np, struct net_pull *pl) {
-  silence(np, pl, 0);
+  net_pull_silence(np, pl, 0);
   if (pl->started && !pl->known) np->pull->pulls_unknown--;
   list_del(&pl->node);
   unqueue_pull(pl);
@@ -739,7 +574,7 @@ static void drop(struct net_peer *np, const struct bulk_xfer *x) {
 static void pull_end(void *arg, struct bulk_xfer *x) {
   struct net_peer *np = arg;
   drop(np, x);
-  grant(np->ep, sys_now_ns(), 0); /* what it had on its way is room now */
+  net_pull_grant(np->ep, sys_now_ns(), 0); /* what it had on its way is room now */
 }
 
 static const struct bulk_pull_ops pull_ops = {

@@ -10,7 +10,7 @@
  * PULLs came (as the socket would have sent them: a receiver whose answers
  * stopped while another's went would read a silence and ask again; and
  * it reads answers that overtake an earlier PULL's as a loss), and goes at
- * the next look: the next PULL, or a partner's timer (pull.c,
+ * the next look: the next PULL, or a partner's timer (pull_timer.c,
  * net_pull_timers). A PULL asked again while the first ask waits takes its
  * place (one answer). The queue grows by doubling up to
  * NET_PULL_QUEUED_MAX runs; a PULL that finds it full is dropped, and its
