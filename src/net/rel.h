@@ -87,6 +87,7 @@ struct net_rel {
   uint32_t rtt_min_us; /* the shortest round trip measured, in us (at least 1; 0: none yet) */
   struct net_rel_slot *rx; /* rx_cap slots for packets come early, grown as a hole's width needs */
   uint16_t rx_cap;
+  uint8_t frto; /* the timer sent the oldest packet again alone; the next ack says whether more was lost */
   uint32_t recover; /* next_seq at the window's last cut: holes below it are that cut's */
 };
 _Static_assert(NET_REL_WINDOW_MAX <= UINT16_MAX / 2, "windows, rings and counts of a window fit 16 bits");
@@ -143,9 +144,9 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
 /* An ACK of the peer's says n packets of ours came to it twice since its
  * last (before the ack it carries is taken: net_rel_on_ack). */
 void net_rel_on_dups(struct net_rel *r, unsigned n);
-/* Resend what timed out, at most max packets, oldest first (the rest at
- * the next call); -ETIMEDOUT once the partner is gone (dead_ns without an
- * ack while packets are in flight), else how many went. */
+/* Resend the oldest packet that timed out, alone (max 0: none), or probe
+ * the tail; -ETIMEDOUT once the partner is gone (dead_ns without an ack
+ * while packets are in flight), else how many went (0 or 1). */
 int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_fn emit, void *arg);
 /* The packets before seq upto not acked (nor held by the peer) go again
  * now, at most max: the caller knows one of them is missed. Their send

@@ -304,10 +304,14 @@ static void test_rings(void) {
   for (uint32_t i = 1; i < 20; i++) CHECK_EQ(net_rel_sends(&r, 0xfffffff0u + i), 1);
   CHECK_EQ(net_rel_on_ack(&r, 0xfffffff0u + 10, 0, 0, emit, NULL), 0);
   for (uint32_t i = 10; i < 20; i++) CHECK_EQ(net_rel_sends(&r, 0xfffffff0u + i), 1);
-  /* The resends after the growth are the packets queued with those seqs. */
+  /* The resends after the growth are the packets queued with those seqs:
+   * the oldest alone on the timer, the rest (what the halved window
+   * allows) once its ack says they were lost too. */
   emit_to = 0;
   nline = 0;
-  CHECK_EQ(net_rel_timers(&r, cfg.rto_ns, 100, emit, NULL), 10);
+  CHECK_EQ(net_rel_timers(&r, cfg.rto_ns, 100, emit, NULL), 1);
+  CHECK_EQ(net_rel_on_ack(&r, 0xfffffff0u + 11, 0, cfg.rto_ns + 1, emit, NULL), 0);
+  CHECK_EQ(nline, 1 + 5);
   for (int i = 0; i < nline; i++) CHECK_EQ(line[i].b[NET_HDR_LEN], 10 + i);
   nline = 0;
   /* Early packets 3 then 40 ahead of a hole at 0xfffffffa: the ring grows
@@ -346,8 +350,9 @@ static void test_rings(void) {
   }
   CHECK_EQ(net_rel_ring_bytes(&r), 128 * sizeof(struct net_rel_slot));
   nline = 0;
-  CHECK_EQ(net_rel_timers(&r, cfg.rto_ns, 100, emit, NULL), 100);
-  CHECK_EQ(nline, 100);
+  CHECK_EQ(net_rel_timers(&r, cfg.rto_ns, 100, emit, NULL), 1);
+  CHECK_EQ(net_rel_on_ack(&r, 0xffffffffu - 2, 0, cfg.rto_ns + 1, emit, NULL), 0);
+  CHECK_EQ(nline, 1 + 50);
   for (int i = 0; i < nline; i++) CHECK_EQ(line[i].b[NET_HDR_LEN], i);
   nline = 0;
   net_rel_fini(&r);
@@ -413,23 +418,26 @@ static void test_close_helpers(void) {
   uint64_t t = 0;
   for (int i = 0; i < 5; i++) {
     t += r.rto_ns;
-    CHECK_EQ(net_rel_timers(&r, t, UINT32_MAX, emit, NULL), 2);
+    CHECK_EQ(net_rel_timers(&r, t, UINT32_MAX, emit, NULL), 1); /* the oldest alone */
   }
   CHECK_EQ(net_rel_sends(&r, 100), 6);
-  CHECK_EQ(net_rel_sends(&r, 101), 6);
+  CHECK_EQ(net_rel_sends(&r, 101), 1);
   CHECK(r.rto_ns > cfg.rto_ns); /* backed off */
   net_rel_unback(&r);
   CHECK_EQ(r.rto_ns, cfg.rto_ns); /* nothing measured: the first guess */
   CHECK_EQ(net_rel_on_ack(&r, 101, 0, t, emit, NULL), 0);
   CHECK_EQ(net_rel_sends(&r, 100), 0); /* acked */
-  CHECK_EQ(net_rel_sends(&r, 101), 6);
+  CHECK_EQ(net_rel_sends(&r, 101), 2); /* it alone acked: the other was lost too, and went at once */
   CHECK_EQ(net_rel_sends(&r, 99), 0);
   CHECK_EQ(net_rel_sends(&r, 102), 0);
   net_rel_fini(&r);
 }
 
-/* A timer pass bounded: at most max resends, oldest first, the wait not
- * backed off until all that was due went. */
+/* A timer pass bounded: the oldest packet due, alone, and alone again at
+ * each backed-off timeout while no ack comes (F-RTO); none with max 0. An
+ * ack of more than that packet (the peer had the rest: its acks were
+ * late) sends nothing more; an ack of it alone sends the rest that timed
+ * out, what the halved window allows. */
 static void test_resend_bound(void) {
   struct net_rel r;
   CHECK_EQ(net_rel_init(&r, &cfg, 0, 0), 0);
@@ -438,18 +446,37 @@ static void test_resend_bound(void) {
   emit_to = 0;
   nline = 0;
   uint64_t t = r.rto_ns, rto = r.rto_ns;
-  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 4);
-  CHECK_EQ(nline, 4);
-  CHECK_EQ(net_rel_sends(&r, 3), 2);
-  CHECK_EQ(net_rel_sends(&r, 4), 1);
-  CHECK_EQ(r.rto_ns, rto); /* not all went: no backoff yet */
-  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 4);
-  CHECK_EQ(net_rel_sends(&r, 7), 2);
-  CHECK_EQ(r.rto_ns, rto);
-  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 2); /* the last two: now backed off */
-  CHECK_EQ(net_rel_sends(&r, 9), 2);
+  CHECK_EQ(net_rel_timers(&r, t, 0, emit, NULL), 0);
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 1);
+  CHECK_EQ(nline, 1);
+  CHECK_EQ(net_rel_sends(&r, 0), 2);
+  CHECK_EQ(net_rel_sends(&r, 1), 1);
   CHECK_EQ(r.rto_ns, 2 * rto);
   CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 0); /* nothing due again yet */
+  t += 2 * rto;
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 1); /* the oldest again, alone */
+  CHECK_EQ(net_rel_sends(&r, 0), 3);
+  CHECK_EQ(net_rel_sends(&r, 1), 1);
+  CHECK_EQ(r.rto_ns, 4 * rto);
+  /* Late acks: the peer had all ten. */
+  CHECK_EQ(net_rel_on_ack(&r, 10, 0, t + 1000, emit, NULL), 0);
+  CHECK_EQ(nline, 2);
+  CHECK(net_rel_idle(&r));
+  /* Lost: ten more, the oldest's ack alone says the rest went too. */
+  t += rto;
+  uint32_t n = 0;
+  for (; net_rel_can_send(&r); n++) CHECK_EQ(net_rel_queue(&r, b, sizeof b, t), 0);
+  CHECK(n >= 4);
+  t += r.rto_ns;
+  CHECK_EQ(net_rel_timers(&r, t, 4, emit, NULL), 1);
+  uint32_t w = r.cwnd, again = n - 1 < w ? n - 1 : w;
+  CHECK(again >= 1);
+  CHECK_EQ(net_rel_on_ack(&r, 11, 0, t + 1000, emit, NULL), 0);
+  CHECK_EQ((uint32_t)nline, 3 + again);
+  for (uint32_t seq = 11; seq < 10 + n; seq++) CHECK_EQ(net_rel_sends(&r, seq), seq < 11 + again ? 2u : 1u);
+  /* ...and an ack that moves by one with no timeout behind it sends nothing. */
+  CHECK_EQ(net_rel_on_ack(&r, 12, 0, t + 2000, emit, NULL), 0);
+  CHECK_EQ((uint32_t)nline, 3 + again);
   nline = 0;
   net_rel_fini(&r);
 }
@@ -507,9 +534,10 @@ static void test_tail_probe(void) {
   CHECK_EQ(counts.resent, resent);
   CHECK_EQ(net_rel_sends(&r, r.next_seq - 1), 1); /* its first send's count and time stay */
   CHECK_EQ(net_rel_timers(&r, t + pto + 1000, UINT32_MAX, emit, NULL), 0); /* once a flight */
-  /* At the resend wait all three go (the probe's wait ran from the first send). */
-  CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, UINT32_MAX, emit, NULL), 3);
-  CHECK_EQ(counts.resent, resent + 3);
+  /* At the resend wait the oldest goes, alone (the probe's wait ran from the first send). */
+  CHECK_EQ(net_rel_timers(&r, t + r.rto_ns, UINT32_MAX, emit, NULL), 1);
+  CHECK_EQ(line_seq(1), r.una);
+  CHECK_EQ(counts.resent, resent + 1);
   /* Before a seq: not acked, not held by the peer (SACK), at most max. */
   nline = 0;
   uint32_t una = r.una;
@@ -524,6 +552,8 @@ static void test_tail_probe(void) {
   /* Crowded: a peer's acks wait for its core; the smoothed round trip. */
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + r.rto_ns, emit, NULL), 0);
   t += r.rto_ns;
+  pto_crowded = 2 * r.srtt_ns + c.ack_delay_ns; /* the probe's first send timed a round trip (Karn) */
+  CHECK(pto < pto_crowded && pto_crowded < r.rto_ns);
   int crowded = 1;
   c.crowded = &crowded;
   queue_one(&r, t);
@@ -601,32 +631,40 @@ static void test_cwnd_undo(void) {
   open_stream(&r, &c, 256);
   uint64_t t = 1000000, cuts = counts.cwnd_cuts, undone = counts.cwnd_undone;
   for (int i = 0; i < 16; i++) queue_one(&r, t);
-  /* Nothing acked: all 16 go again on the timer, one cut for them. */
-  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 64, emit, NULL), 16);
+  /* Nothing acked: the oldest goes again alone on the timer, one cut,
+   * and again at the backed-off wait, within the same cut. */
+  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 64, emit, NULL), 1);
   CHECK_EQ(counts.cwnd_cuts, cuts + 1);
   CHECK_EQ(r.cwnd, 8);
   CHECK_EQ(r.ssthresh, 8);
-  /* The peer got 15 of them twice: not enough to undo. */
-  net_rel_on_dups(&r, 15);
+  CHECK_EQ(net_rel_timers(&r, t + 3 * c.rto_ns, 64, emit, NULL), 1);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 1);
+  /* The peer got one of them twice: not enough to undo. */
+  net_rel_on_dups(&r, 1);
   CHECK_EQ(r.cwnd, 8);
   CHECK_EQ(counts.cwnd_undone, undone);
-  /* ...then the last: the originals had all come, the cut is undone. */
+  /* ...then the other: the originals had all come, the cut is undone. */
   net_rel_on_dups(&r, 1);
   CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST);
   CHECK_EQ(counts.cwnd_undone, undone + 1);
   net_rel_on_dups(&r, 15); /* nothing left to undo */
   CHECK_EQ(counts.cwnd_undone, undone + 1);
-  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + c.rto_ns + 1000, emit, NULL), 0);
+  CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 3 * c.rto_ns + 1000, emit, NULL), 0);
 
-  /* Lost for real: the cut stays while fewer came twice than went again. */
+  /* Lost for real: the oldest's ack alone sends the other three, and the
+   * cut stays while fewer came twice than went again. */
   nline = 0;
   uint16_t before = r.cwnd;
   for (int i = 0; i < 4; i++) queue_one(&r, t + 10000000);
-  CHECK_EQ(net_rel_timers(&r, t + 10000000 + 4 * c.rto_ns, 64, emit, NULL), 4);
+  CHECK_EQ(net_rel_timers(&r, t + 10000000 + 4 * c.rto_ns, 64, emit, NULL), 1);
   CHECK_EQ(counts.cwnd_cuts, cuts + 2);
   CHECK(r.cwnd < before);
   uint16_t cut = r.cwnd;
-  net_rel_on_dups(&r, 3);
+  CHECK_EQ(net_rel_on_ack(&r, r.una + 1, 0, t + 10000000 + 4 * c.rto_ns + 1000, emit, NULL), 0);
+  int again = cut < 3 ? cut : 3; /* what the cut window allows */
+  CHECK_EQ(nline, 1 + again);
+  CHECK_EQ(counts.cwnd_cuts, cuts + 2);
+  net_rel_on_dups(&r, (unsigned)again);
   CHECK_EQ(r.cwnd, cut);
   CHECK_EQ(counts.cwnd_undone, undone + 1);
   CHECK_EQ(net_rel_on_ack(&r, r.next_seq, 0, t + 10000000 + 5 * c.rto_ns, emit, NULL), 0);
@@ -661,12 +699,12 @@ static void test_cwnd_after_undo(void) {
   open_stream(&r, &c, 256);
   uint64_t t = 1000000, cuts = counts.cwnd_cuts;
   for (int i = 0; i < 16; i++) queue_one(&r, t);
-  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 4); /* 4 of the 16 due: one cut */
+  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 1); /* the oldest of the 16 due: one cut */
   CHECK_EQ(counts.cwnd_cuts, cuts + 1);
-  net_rel_on_dups(&r, 4);
+  net_rel_on_dups(&r, 1);
   CHECK_EQ(r.cwnd, NET_REL_CWND_FIRST);
   CHECK_EQ(r.ssthresh, 0); /* slow start again: it was never cut for a loss */
-  CHECK_EQ(net_rel_timers(&r, t + c.rto_ns, 4, emit, NULL), 4); /* the next 4 due: a cut of its own */
+  CHECK_EQ(net_rel_timers(&r, t + 3 * c.rto_ns, 4, emit, NULL), 1); /* due again: a cut of its own */
   CHECK_EQ(counts.cwnd_cuts, cuts + 2);
   CHECK(r.cwnd < NET_REL_CWND_FIRST);
   nline = 0;
