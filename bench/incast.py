@@ -15,7 +15,9 @@ Peers, all through Debian's Open MPI 4.1:
 Each run gives rank 0's goodput (bytes over the time from the barrier to
 its last completion), the frames the port sent and dropped (tc -s), and,
 for fmx, its ranks' resends by timer and by gap and the pulled frames asked
-for again (fmx_counters --running, read while the ranks wait at the end).
+for again (fmx_counters --running, read while the ranks wait at the end),
+and its resends by timer in the steady state: after each sender's first 8
+bytes reached its receiver (read while the ranks wait there too).
 Reps interleave the peers; tables give the median (range), and fmx's
 goodput over each peer's, paired per rep.
 
@@ -115,11 +117,14 @@ def counters(build):
 
 
 def run_one(build, how, hosts, work, argv):
-    """One run; the ranks wait at the end (--hold) while fmx's counters are read."""
-    hold = os.path.join(work, "hold")
-    if os.path.exists(hold):
-        os.unlink(hold)
-    cmd, env = mpirun(build, how, hosts, work, argv + ["--hold", hold])
+    """One run; the ranks wait after each sender's first 8 bytes to its
+    receiver (--hold-start) and at the end (--hold) while fmx's counters
+    are read: the timer's resends after the start are the steady state's."""
+    hold, start = os.path.join(work, "hold"), os.path.join(work, "start")
+    for f in (hold, start):
+        if os.path.exists(f):
+            os.unlink(f)
+    cmd, env = mpirun(build, how, hosts, work, argv + ["--hold", hold, "--hold-start", start])
     e = dict(os.environ)
     e.update(env)
     sent0, drop0 = hosts.port_stats(hosts.bottleneck)
@@ -127,9 +132,13 @@ def run_one(build, how, hosts, work, argv):
     p = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=err, text=True)
     probing = "--probe" in argv
     try:
-        line, probe, seen = "", "", []
+        line, probe, seen, at_start = "", "", [], None
         for x in p.stdout:  # mpirun's own lines may come first; rank 0's and the prober's in either order
-            if x.startswith("{") and '"incast-probe"' in x:
+            if x.startswith("{") and '"incast-start"' in x:
+                at_start = counters(build) if how == "fmx" else {}
+                with open(start, "w"):
+                    pass
+            elif x.startswith("{") and '"incast-probe"' in x:
                 probe = x
             elif x.startswith("{"):
                 line = x
@@ -141,6 +150,8 @@ def run_one(build, how, hosts, work, argv):
         rec = {"frames": sent1 - sent0, "dropped": drop1 - drop0}
         if line and how == "fmx":
             rec.update(counters(build))
+            if at_start is not None:
+                rec["timer_steady"] = rec["timer_resends"] - at_start["timer_resends"]
         with open(hold, "w"):
             pass
         out, _ = p.communicate(timeout=300)
@@ -181,13 +192,15 @@ def render(data):
             g = [r["goodput_MBps"] for r in rs]
             d = [r["dropped"] / max(1, r["frames"]) for r in rs]
             out.append("| %d | %s | %s | %.2f | %s |" % (k, label, med(g), statistics.median(g) / PORT_MBPS, med(d)))
-    out += ["", "fmx's resends and pulled frames asked for again, all ranks, per run: median (range)", "",
-            "| senders | resent by timer | resent on a gap | pulled frames asked again | pulls paced by senders |",
-            "|---:|---:|---:|---:|---:|"]
+    out += ["", "fmx's resends and pulled frames asked for again, all ranks, per run: median (range); by the timer "
+            "in all, and in the steady state (after each sender's first 8 bytes reached its receiver)", "",
+            "| senders | resent by timer | of them in the steady state | resent on a gap | pulled frames asked again |"
+            " pulls paced by senders |", "|---:|---:|---:|---:|---:|---:|"]
     for k in data["senders"]:
         rs = [r for r in data["runs"] if r["k"] == k and r["peer"] == "fmx" and "timer_resends" in r]
         if rs:
-            out.append("| %d | %s |" % (k, " | ".join(med([r.get(c, 0) for r in rs], "%d") for c in COUNTERS)))
+            cols = ["timer_resends", "timer_steady"] + [c for c in COUNTERS if c != "timer_resends"]
+            out.append("| %d | %s |" % (k, " | ".join(med([r.get(c, 0) for r in rs], "%d") for c in cols)))
     out += ["", "fmx's receiver (host 0): blocks granted, budget cuts on a loss and on a queue's delay and resets on "
             "a silence per run; its budget and measured bandwidth-delay product at the end (bytes): median (range)", "",
             "| senders | grants | cuts | delay cuts | resets | budget | BDP |", "|---:|---:|---:|---:|---:|---:|---:|"]

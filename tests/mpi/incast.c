@@ -6,7 +6,7 @@
  * reduction of large vectors). Rank 0 keeps --window receives posted per
  * sender and checks every byte.
  *
- *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--pairs] [--hold PATH]
+ *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--pairs] [--hold PATH] [--hold-start PATH]
  *
  * --pairs: not many to one but pairs: rank n/2+i sends to rank i (n even),
  * every pair at once; across a shared uplink (the senders on one switch,
@@ -23,6 +23,11 @@
  * --hold PATH: once the line is printed, every rank waits (sleeping, at
  * most 60 s) until PATH exists before it finalizes: the bench and the test
  * read the ranks' endpoint counters meanwhile (fmx_counters --running).
+ * --hold-start PATH: first every sender sends 8 bytes to its receiver (the
+ * connections are made and a round trip or so measured), then rank 0
+ * prints {"app":"incast-start"} and every rank waits as with --hold until
+ * PATH exists: the counters read meanwhile are the start's, and what they
+ * count after it is the steady state's.
  * Prints one JSON line from rank 0: the senders, the bytes received, the
  * time from the barrier before the first send to rank 0's last completion,
  * the goodput (MB/s, 10^6 bytes) and the bytes that came wrong (0).
@@ -39,7 +44,7 @@
 struct opts {
   long size;
   int msgs, window, probe, pairs;
-  const char *hold;
+  const char *hold, *hold_start;
 };
 
 #define PING_TAG 1000001 /* above any message number */
@@ -54,6 +59,10 @@ static int parse(int argc, char **argv, struct opts *o) {
     if (i + 1 >= argc) return -1;
     if (strcmp(argv[i], "--hold") == 0) {
       o->hold = argv[++i];
+      continue;
+    }
+    if (strcmp(argv[i], "--hold-start") == 0) {
+      o->hold_start = argv[++i];
       continue;
     }
     long v = strtol(argv[i + 1], NULL, 0);
@@ -206,6 +215,35 @@ static void answer_idle(const struct opts *o, int prober) {
   }
 }
 
+/* Sleep until path exists (at most 60 s). */
+static void hold_for(const char *path) {
+  for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* --hold-start: each sender's 8 bytes to its receiver, then the hold. */
+static void hold_start(const struct opts *o, int rank, int nsend) {
+  uint64_t x = 0;
+  if (o->pairs && rank < nsend) {
+    MPI_Recv(&x, 8, MPI_BYTE, rank + nsend, PING_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (o->pairs) {
+    MPI_Send(&x, 8, MPI_BYTE, rank - nsend, PING_TAG, MPI_COMM_WORLD);
+  } else if (rank == 0) {
+    for (int r = 1; r <= nsend; r++) MPI_Recv(&x, 8, MPI_BYTE, r, PING_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (rank <= nsend) {
+    MPI_Send(&x, 8, MPI_BYTE, 0, PING_TAG, MPI_COMM_WORLD);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("{\"app\":\"incast-start\"}\n");
+    fflush(stdout);
+  }
+  hold_for(o->hold_start);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -216,11 +254,12 @@ int main(int argc, char **argv) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W] [--probe N (N>=3 ranks)] "
-              "[--pairs (N even, no --probe)] [--hold PATH]\n");
+              "[--pairs (N even, no --probe)] [--hold PATH] [--hold-start PATH]\n");
     MPI_Finalize();
     return 2;
   }
   int nsend = o.pairs ? size / 2 : size - 1 - (o.probe > 0);
+  if (o.hold_start) hold_start(&o, rank, nsend);
   if (o.probe && rank == 0) answer_idle(&o, size - 1);
   long wrong = 0, got = 0;
   int rc = 0;
@@ -257,10 +296,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  for (int i = 0; o.hold && i < 6000 && access(o.hold, F_OK) != 0; i++) {
-    struct timespec ts = {0, 10000000};
-    nanosleep(&ts, NULL);
-  }
+  if (o.hold) hold_for(o.hold);
   MPI_Finalize();
   return rank == 0 && wrong ? 1 : 0;
 }
