@@ -20,8 +20,9 @@
  * and prints a second JSON line: the half round trips' p50, p99 and max for
  * both (us), and how many of each.
  *
- * --hold PATH: once the line is printed, every rank waits (sleeping, at
- * most 60 s) until PATH exists before it finalizes: the bench and the test
+ * --hold PATH: once the line is printed, every rank waits (sleeping, a
+ * probe for messages every millisecond, at most 60 s) until PATH exists
+ * before it finalizes: the bench and the test
  * read the ranks' endpoint counters meanwhile (fmx_counters --running).
  * --hold-start PATH: first every sender sends 8 bytes to its receiver (the
  * connections are made and a round trip or so measured), then rank 0
@@ -215,10 +216,15 @@ static void answer_idle(const struct opts *o, int prober) {
   }
 }
 
-/* Sleep until path exists (at most 60 s). */
+/* Wait until path exists (at most 60 s), probing for messages every
+ * millisecond between sleeps: the MPI's progress runs, so what the ranks
+ * sent last is acked while the counters are read, and no transport
+ * resends it by the timer for want of an ack from a sleeping peer. */
 static void hold_for(const char *path) {
-  for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++) {
-    struct timespec ts = {0, 10000000};
+  for (int i = 0; i < 60000 && access(path, F_OK) != 0; i++) {
+    int flag;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
 }
