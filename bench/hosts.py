@@ -37,12 +37,18 @@ def veth(a, ns_a, b, ns_b):
         ia, ib = random.sample(free, 2)
         made = sh("ip", "link", "add", a, "index", str(ia), "type", "veth", "peer", "name", b, "index", str(ib),
                   check=False)
-        if made.returncode == 0:
+        # Another caller took an index meanwhile: draw again; any other error is the answer.
+        if made.returncode == 0 or "exists" not in made.stderr or sh("ip", "link", "show", a, check=False).returncode == 0:
             break
-    else:
+    if made.returncode != 0:
         raise subprocess.CalledProcessError(made.returncode, made.args, made.stdout, made.stderr)
-    sh("ip", "link", "set", a, "netns", ns_a)
-    sh("ip", "link", "set", b, "netns", ns_b)
+    try:
+        sh("ip", "link", "set", a, "netns", ns_a)
+        sh("ip", "link", "set", b, "netns", ns_b)
+    except subprocess.SubprocessError:
+        sh("ip", "link", "del", a, check=False)  # the pair with it, where it still is here
+        sh("ip", "-n", ns_a, "link", "del", a, check=False)
+        raise
 
 
 class Hosts:

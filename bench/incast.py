@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
@@ -131,6 +132,8 @@ def run_one(build, how, hosts, work, argv):
     err = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the job runs
     p = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=err, text=True)
     probing = "--probe" in argv
+    watchdog = threading.Timer(600, p.kill)  # a job that hangs before its lines ends the read with EOF
+    watchdog.start()
     try:
         line, probe, seen, at_start = "", "", [], None
         for x in p.stdout:  # mpirun's own lines may come first; rank 0's and the prober's in either order
@@ -156,6 +159,7 @@ def run_one(build, how, hosts, work, argv):
             pass
         out, _ = p.communicate(timeout=300)
     finally:
+        watchdog.cancel()
         if p.poll() is None:
             p.kill()
             p.wait()

@@ -453,10 +453,13 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
 }
 
 /* The partners whose timers are due, each taken off the wheel and put
- * back at its next look. A pass resends at most one window's packets
- * (FMX_NET_WINDOW) across all of them: with many partners losing at once
- * (a port that overflowed) the rest go at the next pass, so that no
- * progress call turns into a storm; the partners left go first then. */
+ * back at its next look. A pass resends one packet a partner at most
+ * (net_rel_timers), and at most one window's packets (FMX_NET_WINDOW)
+ * across all of them: with many partners losing at once (a port that
+ * overflowed) the rest go at the next pass, so that no progress call
+ * turns into a storm; the partners left go first then. (The rest of a
+ * flight whose lone resend's ack says it was lost goes with that ack,
+ * at most the partner's window: net_rel_on_ack.) */
 static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
   struct net_ep *ne = net_ep(ep);
   uint32_t budget = (uint32_t)fmx_cfg.net_window;

@@ -228,6 +228,9 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
     r->cfg->counts->bad_acks++; /* older than what was acked (reordered: harmless) or beyond what we sent */
     return -1;
   }
+  /* The timer sent the oldest packet again alone (net_rel_timers): what
+   * this ack says is news of the flight before it. */
+  int timed = r->frto;
   if (ack != r->una) {
     uint32_t from = r->una;
     const struct net_rel_slot *last = tx_slot(r, ack - 1);
@@ -259,7 +262,9 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
   }
   if (!sack) return 0;
   /* The peer holds packets after a hole: mark them, resend the holes
-   * below the last one once each (the timer covers a resend lost too). */
+   * below the last one once each; after a timeout, again those whose
+   * resend is a resend wait old (lost too: the timer would only have
+   * sent them one a timeout). */
   uint32_t inflight = r->next_seq - r->una, top = 0;
   for (uint32_t i = 0; i < 64 && i + 1 < inflight; i++)
     if (sack >> i & 1) {
@@ -268,7 +273,7 @@ int net_rel_on_ack(struct net_rel *r, uint32_t ack, uint64_t sack, uint64_t now,
     }
   for (uint32_t i = 0; i < top; i++) {
     struct net_rel_slot *s = tx_slot(r, ack + i);
-    if (s->pkt && !s->sacked && !s->gap_resent) {
+    if (s->pkt && !s->sacked && (!s->gap_resent || (timed && now - s->sent_ns >= base_rto(r)))) {
       s->gap_resent = 1;
       r->cfg->counts->gap_resends++;
       cwnd_cut(r, ack + i);
@@ -338,6 +343,7 @@ int net_rel_timers(struct net_rel *r, uint64_t now, uint32_t max, net_rel_emit_f
     struct net_rel_slot *s = tx_slot(r, seq);
     if (!s->pkt || s->sacked || now - s->sent_ns < r->rto_ns) continue;
     r->frto = 1;
+    r->probed = r->next_seq; /* no tail probe in this flight on top: the backoff lifts its bar */
     cwnd_cut(r, seq);
     resend(r, s, now, emit, arg);
     r->rto_ns = r->rto_ns * 2 > r->cfg->rto_max_ns ? r->cfg->rto_max_ns : r->rto_ns * 2;

@@ -21,7 +21,7 @@
  * both (us), and how many of each.
  *
  * --hold PATH: once the line is printed, every rank waits (sleeping, a
- * probe for messages every millisecond, at most 60 s) until PATH exists
+ * probe for messages every millisecond, about 60 s at most) until PATH exists
  * before it finalizes: the bench and the test
  * read the ranks' endpoint counters meanwhile (fmx_counters --running).
  * --hold-start PATH: first every sender sends 8 bytes to its receiver (the
@@ -216,8 +216,8 @@ static void answer_idle(const struct opts *o, int prober) {
   }
 }
 
-/* Wait until path exists (at most 60 s), probing for messages every
- * millisecond between sleeps: the MPI's progress runs, so what the ranks
+/* Wait until path exists (at most 60,000 sleeps of a millisecond), probing
+ * for messages between them: the MPI's progress runs, so what the ranks
  * sent last is acked while the counters are read, and no transport
  * resends it by the timer for want of an ack from a sleeping peer. */
 static void hold_for(const char *path) {

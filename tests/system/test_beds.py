@@ -83,7 +83,7 @@ def test_beds_keep_interface_indexes_small(tmp_path):
         batch = tmp_path / "batch"
         batch.write_text("".join("link add q%d group 77 type ifb\n" % i for i in range(PAST)))
         made = run(["ip", "-n", outer, "-batch", str(batch)], timeout=300)
-        if made.returncode != 0 and "ifb" in made.stderr:
+        if made.returncode != 0 and ("ifb" in made.stderr or "Unknown device type" in made.stderr):
             pytest.skip("this kernel makes no ifb device: " + made.stderr[-200:])
         assert made.returncode == 0, made.stderr[-500:]
         assert run(["ip", "-n", outer, "link", "del", "group", "77"], timeout=300).returncode == 0

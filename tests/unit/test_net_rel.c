@@ -690,6 +690,35 @@ static void test_cwnd_undo(void) {
   net_rel_fini(&r);
 }
 
+/* Holes resent on a gap and lost again: the timer sends the oldest alone,
+ * and the ack of it that still names a packet held beyond sends the other
+ * holes again at once (they are a resend wait old), not one a timeout;
+ * no tail probe rides on the lone resend. */
+static void test_sack_after_timeout(void) {
+  struct net_rel r;
+  struct net_rel_cfg c;
+  open_stream(&r, &c, 256);
+  uint64_t t = 1000000;
+  for (int i = 0; i < 6; i++) queue_one(&r, t);
+  uint32_t una = r.una;
+  /* The peer holds the sixth: the five before go again on the gap. */
+  CHECK_EQ(net_rel_on_ack(&r, una, 1ull << 4, t + 1000, emit, NULL), 0);
+  CHECK_EQ(nline, 5);
+  /* ...and are lost again. The timer: the oldest alone. */
+  nline = 0;
+  CHECK_EQ(net_rel_timers(&r, t + 1000 + c.rto_ns, UINT32_MAX, emit, NULL), 1);
+  CHECK_EQ(line_seq(0), una);
+  CHECK_EQ(net_rel_timers(&r, t + 1000 + c.rto_ns + 1, UINT32_MAX, emit, NULL), 0); /* no probe on top */
+  /* Its ack, the sixth still held: the four holes between go at once. */
+  CHECK_EQ(net_rel_on_ack(&r, una + 1, 1ull << 3, t + 2000 + c.rto_ns, emit, NULL), 0);
+  CHECK_EQ(nline, 1 + 4);
+  for (int i = 1; i < nline; i++) CHECK_EQ(line_seq(i), una + (uint32_t)i);
+  for (uint32_t k = 1; k < 5; k++) CHECK_EQ(net_rel_sends(&r, una + k), 3);
+  CHECK_EQ(net_rel_sends(&r, una + 5), 1);
+  nline = 0;
+  net_rel_fini(&r);
+}
+
 /* After an undo, a hole in what is still in flight is news: it cuts
  * again (its recovery point moved to what is acked). A window of 1 stays
  * 1 whatever cuts it. */
@@ -1015,6 +1044,7 @@ int main(void) {
   test_measured_rto();
   test_close_helpers();
   test_resend_bound();
+  test_sack_after_timeout();
   test_tail_probe();
   test_cwnd();
   test_cwnd_undo();
