@@ -37,8 +37,11 @@ def veth(a, ns_a, b, ns_b):
         ia, ib = random.sample(free, 2)
         made = sh("ip", "link", "add", a, "index", str(ia), "type", "veth", "peer", "name", b, "index", str(ib),
                   check=False)
-        # Another caller took an index meanwhile: draw again; any other error is the answer.
-        if made.returncode == 0 or "exists" not in made.stderr or sh("ip", "link", "show", a, check=False).returncode == 0:
+        if made.returncode == 0:
+            break
+        # "exists" for a name that is free: another caller took an index meanwhile, draw again; any other
+        # error is the answer.
+        if "exists" not in made.stderr or sh("ip", "link", "show", a, check=False).returncode == 0:
             break
     if made.returncode != 0:
         raise subprocess.CalledProcessError(made.returncode, made.args, made.stdout, made.stderr)

@@ -5,15 +5,12 @@ ranks in them. Names are unique per test run; every run is bounded."""
 import os
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
 from sysutil import BUILD
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
-from hosts import veth  # noqa: E402  (the bench's beds make theirs the same way)
+from hosts import veth  # (bench/, on the path by sysutil) the bench's beds make theirs the same way
 
 PERF = os.path.join(BUILD, "fmx_perf")
 SYS = os.path.join(BUILD, "tests", "fmx_sys")

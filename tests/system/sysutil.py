@@ -4,12 +4,16 @@ from it (or any program) with extra environment and a timeout that turns a
 hang into a failure."""
 import os
 import subprocess
+import sys
 
 # No discovery broadcast on the host's own interfaces (test_net turns it on
 # inside the namespaces it makes).
 os.environ.setdefault("FMX_NET_DISCOVER_MS", "0")
 
 BUILD = os.environ.get("FMX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+# The benches' modules (bench/hosts.py's beds, bench/crowd.py, ...), which tests import.
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
+sys.path.insert(0, BENCH)
 
 
 def run(argv, env=None, timeout=300):

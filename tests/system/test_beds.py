@@ -10,15 +10,13 @@ its own, builds every bed there, and starts mpirun on one of them."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
-from sysutil import run
+from sysutil import BENCH, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench")
 MPIRUN = shutil.which("mpirun.openmpi")
 PAST = 32800  # devices made (and deleted) first: the namespace's count of indexes passes 32767
 

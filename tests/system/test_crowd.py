@@ -7,16 +7,13 @@ and a quarter of them vanishing (their process killed) fails only what
 was sent to them (as root; skipped otherwise)."""
 import os
 import shutil
-import sys
 
 import pytest
 
 from sysutil import BUILD
 from test_ofi import sanitized
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
-import crowd  # noqa: E402
-from hosts import Hosts  # noqa: E402
+import crowd  # bench/, on the path by sysutil
+from hosts import Hosts
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"),
                                 reason="network namespaces need root and iproute2")

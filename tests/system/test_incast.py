@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -151,8 +150,6 @@ def test_pairs_across_a_shaped_uplink(tmp_path):
     (net_grant_tail; counted): 0.19-0.23 dropped per frame sent. Read by no receiver, the budgets grew to their caps and
     the link dropped 1.41-1.55.
     Torn down after: no namespace of the bed is left."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                    "bench"))
     from hosts import DEV, SUBNET, Hosts
     tag = "t%d" % (os.getpid() % 10000)
     hosts = Hosts(4, tag, split=2)
