@@ -11,9 +11,10 @@
  * made on each side with the two first seqs, so both streams start where
  * the other expects. Two endpoints that connect to each other at once make
  * one partner each: the one made for the peer's CONNECT starts at the seq
- * our own CONNECT announced. A CONNECT from a known session with the same
- * first seq is a resend, answered again; with another, or from a new
- * session (the peer restarted), the old partner fails and a new one is made.
+ * our own CONNECT announced, and ends our connect. A CONNECT from a known
+ * session with the same first seq is a resend, answered again; with
+ * another, or from a new session (the peer restarted), the old partner
+ * fails and a new one is made.
  */
 #include <errno.h>
 #include <poll.h>
@@ -94,6 +95,18 @@ static fmx_return_t peer_status(uint32_t s) {
 /* Our blocking connect to (nic, eid) waits for its answer. */
 static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
   return ne->pend.busy && ne->pend.status < 0 && ne->pend.nic == nic && ne->pend.eid == eid;
+}
+
+/* The peer's CONNECT crossed our blocking connect to it, and made p: that
+ * connect is done, as a dial is (dial_done), and its CONNECT goes no
+ * more. Resent after p fails (the peer dropped it), it would find no
+ * partner there and make one whose first seq is not the one the peer's
+ * first answer gave us: two streams that never meet, each resent for
+ * ever into the other's "beyond the window". */
+static void pend_crossed(struct net_ep *ne, uint64_t nic, uint32_t eid, struct partner *p) {
+  if (!pend_for(ne, nic, eid)) return;
+  ne->pend.p = p;
+  ne->pend.status = FMX_SUCCESS;
 }
 
 /* Its next look: the next CONNECT, or the deadline if sooner. */
@@ -256,6 +269,7 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
     dial_done(ep, q, pk->h.src_session, pk->u.connect.start_seq, &to, pk->u.connect.bulk_ip,
               pk->u.connect.bulk_port, pk->u.connect.mtu);
     send_reply(ep, pk, &to, 0, ((struct net_peer *)transport_state(q))->start);
+    pend_crossed(ne, nic, pk->h.src_ep, q); /* a blocking connect that shared the dial's CONNECT */
     return;
   }
   if (q) {
@@ -281,6 +295,7 @@ void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const str
   net_peer_link(ep, p, pk->u.connect.bulk_ip, pk->u.connect.bulk_port, pk->u.connect.mtu);
   TRANSPORT_CNT(ep, CONNECT_OK);
   send_reply(ep, pk, &to, 0, start);
+  if (crossing) pend_crossed(ne, nic, pk->h.src_ep, p);
 }
 
 void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
