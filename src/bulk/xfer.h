@@ -69,13 +69,13 @@ struct bulk_peer {
   int pidfd;        /* -1 when none: its death is seen another way */
   uint32_t eid;     /* its endpoint id (messages, region cache keys) */
   int cpu;          /* its CPU from the handshake (a hint), -1 unknown */
-  int is_self;      /* our own endpoint */
-  int same_process; /* another endpoint of this process (or ourselves) */
-  int cma_ok;       /* process_vm_readv/writev work on it (its probe) */
   int cma_errno;    /* why not, when a system call said so (0: none) */
+  uint8_t is_self;      /* our own endpoint */
+  uint8_t same_process; /* another endpoint of this process (or ourselves) */
+  uint8_t cma_ok;       /* process_vm_readv/writev work on it (its probe) */
+  /* The engines' own (and tab, xmem). */
+  int8_t level;         /* topology level shared with us (enum topo_level), from the first transfer */
   const char *cma_reason; /* why (not), a constant string: a partner keeps no text of its own */
-  /* The engines' own. */
-  int level;                 /* topology level shared with us (enum topo_level), from the first transfer */
   struct bulk_tables *tab;   /* what they learn of it, taken at its first transfer (NULL before, for a peer on
                               * another host, and where memory lacked); bulk_peer_fini frees it */
   struct region_cache *xmem; /* its fmx_mem_alloc regions mapped here (region/region.c) */

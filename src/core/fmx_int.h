@@ -24,12 +24,12 @@ struct partner {
    * transport/transport.h. */
   struct transport_peer t;
   uint32_t index;
-  int failing; /* ep_partner_fail is draining its rings */
+  uint8_t failing;    /* ep_partner_fail is draining its rings */
+  uint8_t reaped;     /* gone and released: the slot is free (ep_partner_reap) */
+  uint32_t polled_at; /* its place in ep->polled (its transport polls each partner), else UINT32_MAX */
   struct proto_peer pp; /* the protocol's: its transport (pp.tp), queue, messages in flight */
   void *tpd;            /* its transport's private state (tp->partner_size bytes) */
   void *user_context;
-  int reaped;  /* gone and released: the slot is free (ep_partner_reap) */
-  uint32_t polled_at;       /* its place in ep->polled (its transport polls each partner), else UINT32_MAX */
   struct list_node backlog; /* on ep->backlog while its queue holds records (linked: node.next != NULL) */
   /* What the bulk engines know of it (t.bulk points here): cold, and
    * large, after the fields read per message. */

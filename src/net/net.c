@@ -76,11 +76,11 @@ static void send_ack(struct fmx_endpoint *ep, struct partner *p) {
   struct net_peer *np = transport_state(p);
   struct net_hdr h;
   net_hdr_to(ep, p, &h, NET_ACK);
-  h.ack = net_rel_ack_value(&np->rel);
-  h.len = (uint16_t)net_put_ack(ne->pkt + NET_HDR_LEN, net_rel_sack(&np->rel));
-  h.flags = (uint16_t)(net_rel_dups(&np->rel) << NET_ACK_DUPS_SHIFT);
+  h.ack = net_rel_ack_value(np->rel);
+  h.len = (uint16_t)net_put_ack(ne->pkt + NET_HDR_LEN, net_rel_sack(np->rel));
+  h.flags = (uint16_t)(net_rel_dups(np->rel) << NET_ACK_DUPS_SHIFT);
   net_put_hdr(ne->pkt, &h);
-  net_rel_acked(&np->rel);
+  net_rel_acked(np->rel);
   net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
 }
 
@@ -134,17 +134,17 @@ static int send_data(struct fmx_endpoint *ep, struct partner *p, uint8_t *b, uin
   struct net_peer *np = transport_state(p);
   struct net_hdr nh;
   net_hdr_to(ep, p, &nh, NET_DATA);
-  nh.seq = np->rel.next_seq;
-  nh.ack = net_rel_ack_value(&np->rel);
+  nh.seq = np->rel->next_seq;
+  nh.ack = net_rel_ack_value(np->rel);
   nh.len = len;
   nh.flags = net_train_can(ne, np, net_max_payload(p)) ? flags | NET_F_TRAIN : flags;
   net_put_hdr(b, &nh);
-  int r = net_rel_keep(&np->rel, b, NET_HDR_LEN + len, now);
+  int r = net_rel_keep(np->rel, b, NET_HDR_LEN + len, now);
   if (r < 0) {
     net_pool_put(&ne->pool, b);
     return r;
   }
-  net_rel_acked_on_data(&np->rel); /* piggybacked */
+  net_rel_acked_on_data(np->rel); /* piggybacked */
   if (nh.flags & NET_F_TRAIN)
     net_train_add(ep, p, b, NET_HDR_LEN + len);
   else
@@ -158,12 +158,13 @@ static int net_push(struct fmx_endpoint *ep, struct partner *p, const struct pro
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   if (h->len > net_max_payload(p)) return -EINVAL;
-  if (np->dial || !net_rel_can_send(&np->rel)) return -EAGAIN; /* its handshake first, or room */
-  if (net_pull_attach(np) < 0) return -ENOMEM;
+  if (np->dial) return -EAGAIN; /* its handshake first */
+  if (net_peer_live(ne, np) < 0) return -ENOMEM;
+  if (!net_rel_can_send(np->rel)) return -EAGAIN; /* room */
   uint8_t *b = net_pool_get(&ne->pool);
   if (!b) return -ENOMEM;
   if (h->type == PROTO_CLOSE) {
-    np->close_seq = np->rel.next_seq;
+    np->close_seq = np->rel->next_seq;
     np->close_sent = 1;
   }
   net_put_record(b + NET_HDR_LEN, h);
@@ -244,7 +245,7 @@ static void train_head(struct net_ep *ne, struct net_peer *np, uint32_t seq) {
 
 /* np's stream delivered up to rel.expect: its train came whole? */
 static void train_came(struct net_ep *ne, struct net_peer *np) {
-  if (!np->train_wait || !net_seq_lt(np->train_next, np->rel.expect)) return;
+  if (!np->train_wait || !net_seq_lt(np->train_next, np->rel->expect)) return;
   np->train_wait = 0;
   ne->trains_waiting--;
 }
@@ -259,17 +260,14 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
   } else {
     gro_quiet_packet(ep, ne);
   }
-  /* Its first record takes its pull state; without memory the packet is
-   * not taken, as if lost (sent again). */
-  if (pk->h.len && net_pull_attach(np) < 0) return;
-  int r = net_rel_recv(&np->rel, pk->h.seq, pk->body, pk->h.len, now);
+  int r = net_rel_recv(np->rel, pk->h.seq, pk->body, pk->h.len, now);
   net_arm_timers(ne, np, now); /* its ack is due */
   int gone = 0;
   if (r == NET_REL_NEW) {
     gone = deliver_body(ep, p, deliver, pk->body, pk->h.len);
     size_t len;
     uint8_t *b;
-    while (!gone && (b = net_rel_pop(&np->rel, &len)) != NULL) {
+    while (!gone && (b = net_rel_pop(np->rel, &len)) != NULL) {
       gone = deliver_body(ep, p, deliver, b, len);
       net_pool_put(&ne->pool, b);
     }
@@ -340,8 +338,13 @@ static void on_packet(struct fmx_endpoint *ep, const uint8_t *buf, size_t len, c
   struct net_peer *np = transport_state(p);
   struct emit_arg a = {ep, p};
   np->heard_ns = now;
-  if (pk.h.type == NET_ACK) net_rel_on_dups(&np->rel, pk.u.ack.dups);
-  net_rel_on_ack(&np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
+  /* Its first record takes its stream and pull state; without memory the
+   * packet is not taken, as if lost (sent again). Nothing else comes
+   * before a record either way (a late ack of a session's earlier
+   * connection: dropped). */
+  if (!np->pull && (pk.h.type != NET_DATA || net_peer_live(net_ep(ep), np) < 0)) return;
+  if (pk.h.type == NET_ACK) net_rel_on_dups(np->rel, pk.u.ack.dups);
+  net_rel_on_ack(np->rel, pk.h.ack, pk.h.type == NET_ACK ? pk.u.ack.sack : 0, now, emit, &a);
   if (np->pull && np->pull->pulls_unknown)
     net_pull_acked(ep, p, pk.h.type == NET_PULL_REPLY ? pk.u.reply_data.rreq : 0, now);
   switch (pk.h.type) {
@@ -396,7 +399,7 @@ static void count_rel(struct fmx_endpoint *ep) {
 
 void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto) {
   struct emit_arg a = {ep, p};
-  net_rel_resend_before(&((struct net_peer *)transport_state(p))->rel, upto, NET_RESEND_BEFORE_MAX, emit, &a);
+  net_rel_resend_before(((struct net_peer *)transport_state(p))->rel, upto, NET_RESEND_BEFORE_MAX, emit, &a);
 }
 
 /* A partner leaves the count of those alive (it failed, or is released). */
@@ -415,7 +418,7 @@ static void uncount(struct net_ep *ne, struct net_peer *np) {
 static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, uint32_t *budget) {
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
-  if (transport_peer(p)->state != PARTNER_ALIVE || !np->rel_ok) {
+  if (transport_peer(p)->state != PARTNER_ALIVE) {
     uncount(ne, np);
     return;
   }
@@ -423,8 +426,9 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
     if (!net_dial_timer(ep, p, now)) uncount(ne, np);
     return;
   }
+  if (!np->rel) return; /* it only connected: nothing to time */
   struct emit_arg a = {ep, p};
-  int sent = net_rel_timers(&np->rel, now, *budget, emit, &a);
+  int sent = net_rel_timers(np->rel, now, *budget, emit, &a);
   if (sent == -ETIMEDOUT) {
     TRANSPORT_CNT(ep, NET_TIMEOUTS);
     log_warn("FMX-NET-TIMEOUT", "endpoint %u: endpoint %u of board %012llx acked nothing for %llu ms: gone",
@@ -435,16 +439,16 @@ static void run_peer(struct fmx_endpoint *ep, struct partner *p, uint64_t now, u
     return;
   }
   *budget -= (uint32_t)sent;
-  if (net_rel_ack_due(&np->rel, now)) send_ack(ep, p);
+  if (net_rel_ack_due(np->rel, now)) send_ack(ep, p);
   int pulls = net_pull_timers(ep, p, now);
   if (pulls < 0) {
     uncount(ne, np); /* it failed */
     return;
   }
-  if (!*budget && !net_rel_idle(&np->rel)) {
+  if (!*budget && !net_rel_idle(np->rel)) {
     TRANSPORT_CNT(ep, NET_RESENDS_HELD);
     net_wheel_arm(&ne->timers, &np->timer, now);
-  } else if (!net_rel_idle(&np->rel) || np->rel.unacked || pulls) {
+  } else if (!net_rel_idle(np->rel) || np->rel->unacked || pulls) {
     net_arm_timers(ne, np, now);
   } else if (transport_up->peer_waited(p)) {
     if (now - np->heard_ns >= ne->probe_step && now - np->probe_ns >= ne->probe_step) probe(ep, p, now);
@@ -506,7 +510,7 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
 
 static struct bulk_conn *net_conn(struct partner *p) {
   struct net_peer *np = transport_state(p);
-  return net_pull_attach(np) == 0 ? &np->pull->lend : NULL;
+  return net_peer_live(net_ep(np->ep), np) == 0 ? &np->pull->lend : NULL;
 }
 
 /* We give up on p (no memory for what it sent us: proto_abort). A NACK
@@ -525,8 +529,7 @@ static void net_release(struct fmx_endpoint *ep, struct partner *p) {
   net_ptab_del(&net_ep(ep)->ptab, &np->hent);
   net_pull_fini(p);
   net_dial_end(np);
-  if (np->rel_ok) net_rel_fini(&np->rel);
-  np->rel_ok = 0;
+  net_peer_unlive(np);
 }
 
 const struct fmx_transport_ops net_transport = {

@@ -157,7 +157,6 @@ fmx_return_t net_dial(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, uint3
      * the same CONNECT (the peer answers it as a resend), and its answer
      * completes both (net_on_reply). */
     np->start = ne->pend.start;
-    np->rel.next_seq = np->rel.una = ne->pend.start;
     np->dial->conn_seq = ne->pend.conn_seq;
   }
   np->dial->wait_ns = first_wait();
@@ -209,7 +208,6 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
   t->session = session;
   net_peer_known(ep, p);
   np->peer_start = start;
-  net_rel_rx_start(&np->rel, start);
   np->addr = *from;
   np->addr.nic = t->nic;
   np->heard_ns = sys_now_ns();

@@ -142,12 +142,12 @@ int net_open(struct fmx_endpoint *ep) {
 #define NET_CLOSE_SENDS 8
 static int close_waits(struct partner *p, uint64_t now) {
   struct net_peer *np = transport_state(p);
-  if (!np->rel_ok) return 0;
+  if (!np->rel) return 0;
   if (transport_peer(p)->state != PARTNER_ALIVE)
     return np->left_ns && now - np->left_ns < fmx_cfg.net_rto_max_us * 1000ull;
-  if (net_rel_idle(&np->rel)) return 0;
-  if (!np->close_sent || np->rel.una != np->close_seq || np->rel.next_seq != np->close_seq + 1) return 1;
-  return net_rel_sends(&np->rel, np->close_seq) < NET_CLOSE_SENDS;
+  if (net_rel_idle(np->rel)) return 0;
+  if (!np->close_sent || np->rel->una != np->close_seq || np->rel->next_seq != np->close_seq + 1) return 1;
+  return net_rel_sends(np->rel, np->close_seq) < NET_CLOSE_SENDS;
 }
 
 void net_close(struct fmx_endpoint *ep) {
@@ -158,7 +158,7 @@ void net_close(struct fmx_endpoint *ep) {
   for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
        p = transport_up->peer_next(ep, &net_transport, p)) {
     struct net_peer *np = transport_state(p);
-    if (np->rel_ok) net_rel_unback(&np->rel);
+    if (np->rel) net_rel_unback(np->rel);
   }
   transport_up->unlock(ep);
   for (;;) {

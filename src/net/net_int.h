@@ -164,8 +164,9 @@ struct net_pull_peer {
 
 /* What it keeps of a partner (ops.partner_size). */
 struct net_peer {
-  struct net_rel rel;
-  uint8_t rel_ok;
+  /* Its stream, taken with its pull state at its first record either way
+   * (net_peer_live), NULL before: an idle partner's bytes. */
+  struct net_rel *rel;
   uint8_t counted;        /* in ne->npeers */
   /* The head of a train of its came (in a frame) and not yet the packet
    * after it, train_next (the rest comes to our bulk socket: net.c,
@@ -180,8 +181,7 @@ struct net_peer {
   uint32_t peer_start;   /* its first seq: a CONNECT with another is a new connection */
   uint32_t pkt_max;      /* the largest packet to it: the smaller MTU of the two, our wire's share */
   uint32_t mtu;          /* the smaller MTU of the two */
-  /* The pull protocol's (pull.c): taken at the first record either way
-   * (net_pull_attach), NULL before: an idle partner's bytes. */
+  /* The pull protocol's (pull.c): taken with rel (net_peer_live). */
   struct net_pull_peer *pull;
   struct fmx_endpoint *ep;
   struct partner *self;
@@ -229,6 +229,12 @@ void net_peer_known(struct fmx_endpoint *ep, struct partner *p);
 void net_rel_cfg_init(struct net_ep *ne, const int *crowded);
 int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint32_t eid, uint32_t session,
                   const struct net_addr *addr, uint32_t tx_start, uint32_t rx_start);
+/* np's stream (from np->start and np->peer_start) and pull state, taken
+ * at its first record sent or received: 0, or -ENOMEM (then maybe the
+ * stream only: np->pull, taken last, says both are there). A partner
+ * that only connected holds neither. */
+int net_peer_live(struct net_ep *ne, struct net_peer *np);
+void net_peer_unlive(struct net_peer *np); /* its stream gone (its pull state: net_pull_fini) */
 /* What a CONNECT or its reply says of the peer's bulk socket (ip, port in
  * host order; 0: none) and of its MTU (0: not said), and ours to tell it. */
 void net_peer_link(struct fmx_endpoint *ep, struct partner *p, uint32_t ip, uint16_t port, uint16_t mtu);

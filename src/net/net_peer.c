@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -70,8 +71,6 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   struct net_ep *ne = net_ep(ep);
   struct net_peer *np = transport_state(p);
   struct transport_peer *t = transport_peer(p);
-  if (net_rel_init(&np->rel, &ne->rel_cfg, tx_start, rx_start) < 0) return -ENOMEM;
-  np->rel_ok = 1;
   np->addr = *addr;
   np->addr.nic = nic;
   np->start = tx_start;
@@ -96,6 +95,26 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   ne->npeers++;
   transport_up->peer_joined(ep, p);
   return 0;
+}
+
+int net_peer_live(struct net_ep *ne, struct net_peer *np) {
+  if (!np->rel) {
+    struct net_rel *r = sys_alloc(sizeof *r);
+    if (!r) return -ENOMEM;
+    if (net_rel_init(r, &ne->rel_cfg, np->start, np->peer_start) < 0) {
+      free(r);
+      return -ENOMEM;
+    }
+    np->rel = r;
+  }
+  return net_pull_attach(np);
+}
+
+void net_peer_unlive(struct net_peer *np) {
+  if (!np->rel) return;
+  net_rel_fini(np->rel);
+  free(np->rel);
+  np->rel = NULL;
 }
 
 uint16_t net_mtu(struct fmx_endpoint *ep) {

@@ -120,7 +120,7 @@ static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, 
   struct net_ep *ne = net_ep(ep);
   struct net_hdr h;
   net_hdr_to(ep, np->self, &h, NET_PULL);
-  h.ack = net_rel_ack_value(&np->rel);
+  h.ack = net_rel_ack_value(np->rel);
   enum ask_way way = ask_way(np, now);
   if (way == ASK_WIRE_HELD || way == ASK_WIRE_PROBE) h.flags = NET_F_WIRE;
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
@@ -493,8 +493,8 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     uint64_t now = sys_now_ns();
     pl->started = 1;
     pl->heard_ns = now;
-    pl->cts_seq = np->rel.next_seq; /* the CTS went before (or waits in the backlog: then known too soon) */
-    pl->known = !net_seq_lt(np->rel.una, pl->cts_seq);
+    pl->cts_seq = np->rel->next_seq; /* the CTS went before (or waits in the backlog: then known too soon) */
+    pl->known = !net_seq_lt(np->rel->una, pl->cts_seq);
     if (!pl->known) np->pull->pulls_unknown++;
     if (!np->pull->pulls_begun++) net_ep(np->ep)->senders++;
     queue_pull(net_ep(np->ep), pl);
@@ -507,7 +507,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
 /* Whether pl's sender knows of it (its CTS acked, the packets before it
  * too). */
 int net_pull_known(struct net_peer *np, struct net_pull *pl) {
-  if (!pl->known && !net_seq_lt(np->rel.una, pl->cts_seq)) now_known(np, pl);
+  if (!pl->known && !net_seq_lt(np->rel->una, pl->cts_seq)) now_known(np, pl);
   return pl->known;
 }
 

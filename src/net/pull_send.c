@@ -231,7 +231,7 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
   uint16_t seg = (uint16_t)(NET_HDR_LEN + NET_PULL_REPLY_HDR + frame);
   struct net_hdr h;
   net_hdr_to(ep, p, &h, NET_PULL_REPLY);
-  h.ack = net_rel_ack_value(&np->rel);
+  h.ack = net_rel_ack_value(np->rel);
   /* How long we held its PULL (wire.h): the receiver takes our wait for
    * a core off what it measures. */
   if (run->at_ns && !run->guessed) {
