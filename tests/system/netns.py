@@ -20,6 +20,16 @@ def sh(*argv, check=True):
     return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=30)
 
 
+def cleaned_on_failure(bed, setup, *args):
+    """setup(*args), and bed.close() should it fail: a bed left half made
+    would keep its namespaces (and their veths) after the test."""
+    try:
+        setup(*args)
+    except BaseException:
+        bed.close()
+        raise
+
+
 class Pair:
     """Namespaces a and b, veth ends va (10.99.x.1) and vb (.2)."""
 
@@ -27,6 +37,9 @@ class Pair:
         tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
         self.a, self.b = "fxa" + tag, "fxb" + tag
         self.va, self.vb = "fva" + tag, "fvb" + tag
+        cleaned_on_failure(self, self._setup, mtu)
+
+    def _setup(self, mtu):
         sh("ip", "netns", "add", self.a)
         sh("ip", "netns", "add", self.b)
         veth(self.va, self.a, self.vb, self.b)
@@ -64,6 +77,9 @@ class Chain:
         tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
         self.a, self.m, self.b = "fxa" + tag, "fxm" + tag, "fxb" + tag
         self.va, self.fa, self.fb, self.vb = "fva" + tag, "ffa" + tag, "ffb" + tag, "fvb" + tag
+        cleaned_on_failure(self, self._setup, mtu)
+
+    def _setup(self, mtu):
         for ns in (self.a, self.m, self.b):
             sh("ip", "netns", "add", ns)
             sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -96,12 +112,15 @@ class Bridge:
         tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
         self.br = "fxr" + tag
         self.ns = ["fx%d" % i + tag for i in range(k)]
-        sh("ip", "netns", "add", self.br)
-        sh("ip", "-n", self.br, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", self.br, "link", "set", "br0", "mtu", str(mtu), "up")
         self.macs = []
         self.devs = ["fv%d" % i + tag for i in range(k)]
         self.ports = ["fp%d" % i + tag for i in range(k)]
+        cleaned_on_failure(self, self._setup, mtu, brd)
+
+    def _setup(self, mtu, brd):
+        sh("ip", "netns", "add", self.br)
+        sh("ip", "-n", self.br, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.br, "link", "set", "br0", "mtu", str(mtu), "up")
         for i, ns in enumerate(self.ns):
             dev, port = self.devs[i], self.ports[i]
             sh("ip", "netns", "add", ns)

@@ -100,3 +100,17 @@ def test_beds_keep_interface_indexes_small(tmp_path):
                 assert indexes and all(0 < i < 32768 for i in indexes), (bed, indexes)
     finally:
         run(["ip", "netns", "del", outer])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ip"), reason="network namespaces need root and iproute2")
+@pytest.mark.parametrize("bed", ["pair", "chain", "bridge"])
+def test_bed_that_fails_leaves_nothing(bed):
+    """A bed whose setup fails (an MTU no veth takes) raises, and leaves no
+    namespace of its own behind."""
+    sys.path.insert(0, HERE)
+    import netns
+    before = set(run(["ip", "netns", "list"]).stdout.split())
+    with pytest.raises(Exception):
+        {"pair": lambda: netns.Pair(1 << 20), "chain": lambda: netns.Chain(1 << 20),
+         "bridge": lambda: netns.Bridge(3, mtu=1 << 20)}[bed]()
+    assert set(run(["ip", "netns", "list"]).stdout.split()) <= before
