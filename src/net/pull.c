@@ -6,8 +6,9 @@
  * ops below).
  *
  * The sender's side, its answers paced, is pull_send.c's; the receiver's
- * timers (asking again after a silence, failing a silent sender) are
- * pull_timer.c's, and what the receiver's two files share pull_int.h's.
+ * scheduler (which pull asks next) is pull_grant.c's, its timers (asking
+ * again after a silence, failing a silent sender) pull_timer.c's, and what
+ * the receiver's files share pull_int.h's.
  *
  * The receiver cuts the message into frames (the bytes one packet carries)
  * and the frames into blocks (at most 64 frames and 64 KiB of packets, so
@@ -46,7 +47,7 @@
 #include "platform/copy.h"
 #include "platform/sys.h"
 
-/* How a run was asked (send_pull): at our bulk socket, on the wire while
+/* How a run was asked (net_pull_send): at our bulk socket, on the wire while
  * its sender answers there (ask_wire), on the wire once to see whether it
  * answers there (wire_probe), or at our bulk socket while on the wire, to
  * see whether the bulk answers come again. */
@@ -89,9 +90,6 @@ void net_pull_silence(struct net_peer *np, struct net_pull *pl, uint32_t n) {
   pl->silences = n;
 }
 
-/* Bits first..first+n-1 of a block's bitmap. */
-static uint64_t run_mask(uint32_t first, uint32_t n) { return (n == 64 ? ~0ull : (1ull << n) - 1) << first; }
-
 /* Why a block is asked again (ask_block). */
 enum { ASK_GAP, ASK_TIMER };
 
@@ -115,7 +113,7 @@ static enum ask_way ask_way(struct net_peer *np, uint64_t now) {
   return ASK_BULK_TRY;
 }
 
-static void send_pull(struct net_peer *np, struct net_pull *pl, uint32_t first, uint32_t count, uint64_t now) {
+void net_pull_send(struct net_peer *np, struct net_pull *pl, uint32_t first, uint32_t count, uint64_t now) {
   struct fmx_endpoint *ep = np->ep;
   struct net_ep *ne = net_ep(ep);
   struct net_hdr h;
@@ -145,15 +143,9 @@ static void ask_block(struct net_peer *np, struct net_pull *pl, uint32_t b, int 
   if (why == ASK_GAP) pl->blk[b].oldest = pl->blk[b].asked;
   pl->blk[b].again = 1;
   for (uint32_t i = 0, n; (n = net_mask_run(m, pl->bframes, &i)) != 0; i += n) {
-    send_pull(np, pl, b * pl->bframes + i, n, now);
+    net_pull_send(np, pl, b * pl->bframes + i, n, now);
     TRANSPORT_ADD(np->ep, NET_PULL_REASKED, n);
   }
-}
-
-/* The payload bytes of frames first..first+n-1. */
-static uint64_t run_bytes(const struct net_pull *pl, uint32_t first, uint32_t n) {
-  uint64_t a = (uint64_t)first * pl->frame, end = a + (uint64_t)n * pl->frame;
-  return (end < pl->x->want ? end : pl->x->want) - a;
 }
 
 /* Block b has all its frames asked and come. */
@@ -161,116 +153,6 @@ static int block_done(const struct net_pull *pl, uint32_t b) {
   return !pl->blk[b].missing && (uint64_t)(b + 1) * pl->bframes <= pl->nextf;
 }
 
-/* The frames of a run: a quarter of the budget, at least one, at most a
- * block's. */
-static uint32_t run_frames(const struct net_grant *g, const struct net_pull *pl) {
-  uint64_t n = g->budget / 4 / pl->per;
-  return n < 1 ? 1 : n > pl->bframes ? pl->bframes : (uint32_t)n;
-}
-
-static void gauges(struct fmx_endpoint *ep, const struct net_grant *g) {
-  if (!g->inflight && !g->came_ns) return; /* it never pulled */
-  uint64_t bdp = net_grant_bdp(g), q = g->inflight > bdp ? g->inflight - bdp : 0;
-  TRANSPORT_SET(ep, NET_GRANT_BUDGET, g->budget);
-  TRANSPORT_SET(ep, NET_GRANT_BDP, bdp);
-  if (q > transport_ep(ep)->bulk->counters[CNT_NET_GRANT_QUEUE]) TRANSPORT_SET(ep, NET_GRANT_QUEUE, q);
-}
-
-/* Join the endpoint's granting, behind the pulls with as few bytes left
- * (shortest remaining first; the head keeps its place as it asks, its
- * bytes left only shrinking). */
-static void queue_pull(struct net_ep *ne, struct net_pull *pl) {
-  struct list_node *pos;
-  list_for_each(pos, &ne->granting) {
-    if (list_entry(pos, struct net_pull, gnode)->unasked > pl->unasked) break;
-  }
-  list_add_tail(pos, &pl->gnode); /* before pos: the first with more left, or the end */
-  pl->queued = 1;
-}
-
-static void unqueue_pull(struct net_pull *pl) {
-  if (!pl->queued) return;
-  list_del(&pl->gnode);
-  pl->queued = 0;
-}
-
-/* Grant: while the budget has room for it, the head of the granting asks
- * for its next run: the rest of the block it is in, no more than a quarter
- * of the budget (several runs on their way: one lost says so by those
- * behind it; and a run, sent in one burst, no longer than a quarter of
- * what the port in front of us held when we last lost). With nothing on
- * its way, or as a probe, a run goes whatever the budget; a partner that
- * answers on our wire socket has no more on its way than that socket's
- * share. */
-void net_pull_grant(struct fmx_endpoint *ep, uint64_t now, int probe) {
-  struct net_ep *ne = net_ep(ep);
-  struct net_grant *g = &ne->grant;
-  int asked = 0;
-  for (;;) {
-    /* The first whose sender answers: one silent (its timer asked again
-     * with nothing heard) waits, its bytes out of the budget, and does not
-     * hold the others; nor do the other pulls from its sender take them
-     * (a sender off its core would find them all asked when back: many
-     * budgets' worth on their way to us at once). */
-    struct net_pull *pl = NULL;
-    struct list_node *pos;
-    list_for_each(pos, &ne->granting) {
-      struct net_pull *q = list_entry(pos, struct net_pull, gnode);
-      if (!q->np->pull->pulls_silent) {
-        pl = q;
-        break;
-      }
-    }
-    if (!pl) break;
-    struct net_peer *np = pl->np;
-    uint32_t f = pl->nextf, b = f / pl->bframes, in = f % pl->bframes;
-    uint32_t n = pl->bframes - in, quarter = run_frames(g, pl);
-    if (n > pl->nframes - f) n = pl->nframes - f;
-    if (n > quarter) n = quarter;
-    uint64_t need = run_bytes(pl, f, n);
-    uint64_t win = net_pull_bulk_answers(np) && !np->pull->ask_wire ? ne->pull_window : ne->pull_window_wire;
-    int over = g->inflight && (net_grant_room(g) < need || pl->out + need > win);
-    if (over && !probe) {
-      pl->waited = 1;
-      break;
-    }
-    if (over) TRANSPORT_CNT(ep, NET_GRANT_PROBES);
-    probe = 0;
-    asked = 1;
-    struct pull_block *blk = &pl->blk[b];
-    blk->asked = ++np->pull->stamp;
-    if (!blk->missing) {
-      if (!pl->open) pl->heard_ns = now; /* a pull that waited for its turn was not silent */
-      pl->open++;
-      blk->heard = 0; /* its first frame times the line, one of this run's, whatever runs of it follow */
-      blk->timed_ns = now;
-      blk->tlo = (uint8_t)in;
-      blk->thi = (uint8_t)(in + n);
-      blk->oldest = blk->asked;
-    }
-    blk->missing |= run_mask(in, n);
-    blk->asked_ns = now;
-    send_pull(np, pl, f, n, now);
-    pl->nextf += n;
-    pl->next = b + 1;
-    pl->asked_ns = now;
-    pl->out += need;
-    pl->unasked -= need;
-    net_grant_asked(g, need, now);
-    TRANSPORT_CNT(ep, NET_GRANTS);
-    if (pl->waited) TRANSPORT_CNT(ep, NET_GRANT_WAITS);
-    pl->waited = 0;
-    if (pl->nextf == pl->nframes) unqueue_pull(pl);
-  }
-  if (asked) gauges(ep, g); /* once a grant, not once a frame */
-}
-
-/* A loss is read as the queue in front of us overflowing while several
- * partners send to us at once (an incast: their answers meet at our
- * port). From one partner alone only a tail drop is (tail_dropped): a
- * lossy line or a filter drops a frame here and there, and a lost PULL
- * loses a whole run; asking less would not help there. */
-int net_pull_crowded(const struct net_ep *ne) { return ne->senders >= 2; }
 
 /* The last run asked of block b lost its end to a queue (net/grant.h). */
 static int tail_dropped(const struct net_pull *pl, uint32_t b) {
@@ -497,7 +379,7 @@ static int pull_recv_progress(void *arg, struct bulk_xfer *x) {
     pl->known = !net_seq_lt(np->rel->una, pl->cts_seq);
     if (!pl->known) np->pull->pulls_unknown++;
     if (!np->pull->pulls_begun++) net_ep(np->ep)->senders++;
-    queue_pull(net_ep(np->ep), pl);
+    net_pull_queue(net_ep(np->ep), pl);
     net_pull_grant(np->ep, now, 0);
     net_arm_timers(net_ep(np->ep), np, now);
   }
@@ -552,7 +434,7 @@ static void pull_free(struct net_peer *np, struct net_pull *pl) {
   net_pull_silence(np, pl, 0);
   if (pl->started && !pl->known) np->pull->pulls_unknown--;
   list_del(&pl->node);
-  unqueue_pull(pl);
+  net_pull_unqueue(pl);
   net_grant_forget(&net_ep(np->ep)->grant, pl->out);
   if (pl->started && !--np->pull->pulls_begun) net_ep(np->ep)->senders--;
   net_ep(np->ep)->pulling--;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receiver's side of the pull protocol, shared by its two files
+ * The receiver's side of the pull protocol, shared by its three files
  * (src/net only; pull.c says the whole of the protocol): pull.c asks for
- * the runs, takes their answers and lends the engine its ops; pull_timer.c
- * holds what time does, the scheduler's tick and each partner's timer
- * (asking again after a silence, failing a silent sender). Here are a
+ * the runs, takes their answers and lends the engine its ops; pull_grant.c
+ * chooses which pull asks next within the budget; pull_timer.c holds what
+ * time does, the scheduler's tick and each partner's timer (asking again
+ * after a silence, failing a silent sender). Here are a
  * transfer we pull, its blocks, and the helpers of pull.c that the timers
  * call too. The sender's side (pull_send.c) knows none of it.
  */
@@ -62,18 +63,31 @@ struct net_pull {
   struct pull_block *blk;
 };
 
-/* pull.c, for pull_timer.c too (each described where it is defined). */
+/* Bits first..first+n-1 of a block's bitmap. */
+static inline uint64_t net_pull_run_mask(uint32_t first, uint32_t n) {
+  return (n == 64 ? ~0ull : (1ull << n) - 1) << first;
+}
+
+/* pull.c, for pull_timer.c and pull_grant.c too (each described where it
+ * is defined). */
+/* One PULL for frames first..first+count-1 of pl (within one block). */
+void net_pull_send(struct net_peer *np, struct net_pull *pl, uint32_t first, uint32_t count, uint64_t now);
 /* A pull's silent waits in a row become n. */
 void net_pull_silence(struct net_peer *np, struct net_pull *pl, uint32_t n);
-/* The pulls ask for what the budget has room for (probe: one run whatever it). */
-void net_pull_grant(struct fmx_endpoint *ep, uint64_t now, int probe);
-/* Whether a loss is read as a queue's: several partners send to us. */
-int net_pull_crowded(const struct net_ep *ne);
 /* How long after asking a block we wait before asking again. */
 uint64_t net_pull_wait(const struct net_peer *np);
 /* Ask again, after a wait, for all that pl misses. */
 void net_pull_ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now);
 /* Whether pl's sender knows of it (its CTS acked). */
 int net_pull_known(struct net_peer *np, struct net_pull *pl);
+
+/* pull_grant.c: the scheduler. */
+/* The pulls ask for what the budget has room for (probe: one run whatever it). */
+void net_pull_grant(struct fmx_endpoint *ep, uint64_t now, int probe);
+/* Whether a loss is read as a queue's: several partners send to us. */
+int net_pull_crowded(const struct net_ep *ne);
+/* pl joins the endpoint's granting, or leaves it (once all is asked, or it ends). */
+void net_pull_queue(struct net_ep *ne, struct net_pull *pl);
+void net_pull_unqueue(struct net_pull *pl);
 
 #endif
