@@ -60,7 +60,8 @@
   X(NET_LATE, "net: pull packets for a transfer that ended dropped (late answers and asks)") \
   X(NET_FAR, "net: packets beyond the window dropped") \
   X(NET_TIMEOUTS, "net: partners that stopped answering (their requests failed)") \
-  X(NET_NACKS, "net: nacks sent (unknown session or endpoint, closed, bad key)") \
+  X(NET_NACKS, "net: nacks sent (unknown session or endpoint, closed, bad key, out of step)") \
+  X(NET_OUT_OF_STEP, "net: connections failed out of step (the peer expected our packets elsewhere)") \
   X(BULK_PULL, "large messages pulled from another host")                  \
   X(BULK_PULL_BYTES, "bytes pulled from other hosts")                      \
   X(NET_PULL_REASKED, "net: pulled frames asked for again (lost or late)")  \

@@ -84,13 +84,16 @@ static void send_ack(struct fmx_endpoint *ep, struct partner *p) {
   net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
 }
 
-/* A NACK of reason to endpoint eid of session at `to`. */
-static void nack(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, uint32_t session, uint32_t reason) {
+/* A NACK of reason to endpoint eid of session at `to`, about its packet
+ * seq (0: none). */
+static void nack(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, uint32_t session, uint32_t reason,
+                 uint32_t seq) {
   struct net_ep *ne = net_ep(ep);
   struct net_hdr h;
   net_hdr_to(ep, NULL, &h, NET_NACK);
   h.dst_ep = (uint16_t)eid;
   h.dst_session = session;
+  h.seq = seq;
   h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, reason);
   net_put_hdr(ne->pkt, &h);
   TRANSPORT_CNT(ep, NET_NACKS);
@@ -102,7 +105,7 @@ void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const stru
   uint64_t now = sys_now_ns();
   if (now - ne->nack_ns < 1000000) return; /* a flood of strangers gets one a millisecond */
   ne->nack_ns = now;
-  nack(ep, to, in->h.src_ep, in->h.src_session, reason);
+  nack(ep, to, in->h.src_ep, in->h.src_session, reason, in->h.seq);
 }
 
 static size_t net_max_payload(struct partner *p) {
@@ -261,6 +264,15 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
     gro_quiet_packet(ep, ne);
   }
   int r = net_rel_recv(np->rel, pk->h.seq, pk->body, pk->h.len, now);
+  /* Further from what we expect, ahead or behind, than any window of a
+   * peer in step with us reaches: its stream to us starts elsewhere than
+   * ours from it (two handshakes crossed wrong). Both alive, the two
+   * would wait on each other until FMX_NET_TIMEOUT_MS; told, it fails
+   * the partner, should that packet be in its flight (net_on_nack). */
+  if (r == NET_REL_FAR || r == NET_REL_DUP) {
+    uint32_t ahead = pk->h.seq - np->rel->expect, off = net_seq_lt(pk->h.seq, np->rel->expect) ? 0u - ahead : ahead;
+    if (off >= NET_REL_WINDOW_MAX) net_send_nack(ep, pk, &np->addr, NET_NACK_OUT_OF_STEP);
+  }
   net_arm_timers(ne, np, now); /* its ack is due */
   int gone = 0;
   if (r == NET_REL_NEW) {
@@ -520,7 +532,7 @@ static struct bulk_conn *net_conn(struct partner *p) {
 static void net_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   (void)code; /* always a lack of memory (proto_abort's callers) */
   const struct transport_peer *t = transport_peer(p);
-  nack(ep, &((struct net_peer *)transport_state(p))->addr, t->eid, t->session, NET_NACK_NO_MEMORY);
+  nack(ep, &((struct net_peer *)transport_state(p))->addr, t->eid, t->session, NET_NACK_NO_MEMORY, 0);
 }
 
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {

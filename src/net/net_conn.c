@@ -208,6 +208,7 @@ static void dial_done(struct fmx_endpoint *ep, struct partner *p, uint32_t sessi
   t->session = session;
   net_peer_known(ep, p);
   np->peer_start = start;
+  if (np->rel) net_rel_rx_start(np->rel, start); /* taken already (a rendezvous's conn): nothing came yet */
   np->addr = *from;
   np->addr.nic = t->nic;
   np->heard_ns = sys_now_ns();
@@ -346,10 +347,32 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
   ne->pend.status = FMX_SUCCESS;
 }
 
+/* The peer's side of our connection starts elsewhere than ours: it took a
+ * packet we sent as beyond any window. A packet of an earlier connection
+ * of ours (same sessions) is not in the flight of this one: then nothing
+ * fails. */
+static void out_of_step(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
+  struct partner *p = net_find(ep, 0, from, pk->h.src_ep, pk->h.src_session);
+  const struct net_peer *np = p ? transport_state(p) : NULL;
+  if (!np || !np->rel || !net_rel_in_flight(np->rel, pk->h.seq)) {
+    TRANSPORT_CNT(ep, NET_STRANGERS);
+    return;
+  }
+  TRANSPORT_CNT(ep, NET_OUT_OF_STEP);
+  log_warn("FMX-NET-OUT-OF-STEP", "endpoint %u: endpoint %u of board %012llx expects our packets elsewhere in the "
+           "stream: the connection fails", transport_ep(ep)->eid, transport_peer(p)->eid,
+           (unsigned long long)transport_peer(p)->nic);
+  transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_BAD_SESSION);
+}
+
 void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
   struct net_ep *ne = net_ep(ep);
   if (pk->h.dst_session != transport_ep(ep)->session) {
     TRANSPORT_CNT(ep, NET_STRANGERS); /* for a session of ours before this one */
+    return;
+  }
+  if (pk->u.nack.reason == NET_NACK_OUT_OF_STEP) { /* of a packet of a partner's, not of a connect */
+    out_of_step(ep, pk, from);
     return;
   }
   /* Our connect went to a peer that refuses it. */

@@ -116,6 +116,10 @@ int net_rel_init(struct net_rel *r, const struct net_rel_cfg *cfg, uint32_t tx_s
 size_t net_rel_ring_bytes(const struct net_rel *r);
 void net_rel_fini(struct net_rel *r);
 
+/* The peer's first seq, learnt after init (a handshake we began): only
+ * before anything was received. */
+static inline void net_rel_rx_start(struct net_rel *r, uint32_t rx_start) { r->expect = rx_start; }
+
 /* Sending. Room for one more packet in the congestion window? It starts
  * at NET_REL_CWND_FIRST and grows by every packet acked up to the
  * configured window (slow start); it halves on a hole the peer reports or
@@ -181,6 +185,10 @@ void net_rel_acked(struct net_rel *r);
 void net_rel_acked_on_data(struct net_rel *r);
 
 static inline int net_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+/* seq was sent and is not acked yet. */
+static inline int net_rel_in_flight(const struct net_rel *r, uint32_t seq) {
+  return !net_seq_lt(seq, r->una) && net_seq_lt(seq, r->next_seq);
+}
 
 /* A round trip t measured (Karn: of something sent once): the smoothed
  * time and its mean deviation, as TCP keeps them (RFC 6298). */

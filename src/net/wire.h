@@ -83,14 +83,18 @@ static inline int net_hold_get(uint32_t seq, uint64_t *ns) {
 }
 
 /* NET_NACK_NO_MEMORY: the sender gave up on the connection, without
- * memory for what we sent it (a peer that knows no such reason reads it
- * as closed). */
+ * memory for what we sent it. NET_NACK_OUT_OF_STEP: the DATA packet whose
+ * seq the NACK's header carries is further beyond what the sender expects
+ * of us than any window reaches: its side of the connection starts
+ * elsewhere than ours (a peer that knows neither reason reads it as
+ * closed). */
 enum net_nack {
   NET_NACK_BAD_ENDPOINT = 1,
   NET_NACK_BAD_SESSION = 2,
   NET_NACK_BAD_KEY = 3,
   NET_NACK_CLOSED = 4,
-  NET_NACK_NO_MEMORY = 5
+  NET_NACK_NO_MEMORY = 5,
+  NET_NACK_OUT_OF_STEP = 6
 };
 
 /* Why a packet was refused (0: it was not). */

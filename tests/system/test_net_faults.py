@@ -90,6 +90,38 @@ def test_reorder_delay_loss_dup(wire):
     assert held and " 0 held back" not in held[0], fout
 
 
+@pytest.mark.skipif(not shutil.which("ethtool"), reason="needs ethtool")
+def test_out_of_step_connection_fails():
+    """The two ends of a connection out of step (the forwarder moves the seq
+    of A's DATA 2^20 on from its 50th, and of B's NACKs back): B's stream
+    from A expects A's packets elsewhere, A's acks never come. B says so
+    (NACK out of step) and A's partner fails with its requests
+    (FMX_REMOTE_ENDPOINT_BAD_SESSION), with FMX_NET_TIMEOUT_MS at 10
+    minutes: before, both waited on each other that long."""
+    c = Chain(1500)
+    fwd = subprocess.Popen(["ip", "netns", "exec", c.m, sys.executable, os.path.join(HERE, "fwd.py"), c.fa, c.fb,
+                            "--delay-us", "0", "--desync-after", "50", "--seconds", "150"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {"FMX_NET_WIRE": "raw", "FMX_NET_TIMEOUT_MS": "600000"}
+    common = [PERF, "pingpong", "--sizes", "8", "--iters", "1000", "--timeout", "100"]
+    try:
+        time.sleep(0.3)  # the forwarder's sockets are open
+        srv = c.popen(c.b, common + ["--server"], env)
+        time.sleep(0.2)
+        cli = c.popen(c.a, common + ["--client", c.mac_b], env)
+        out, err = cli.communicate(timeout=120)
+    finally:
+        for p in ("srv", "cli"):
+            if p in locals() and locals()[p].poll() is None:
+                locals()[p].kill()
+        fwd.terminate()
+        fout, _ = fwd.communicate(timeout=30)
+        c.close()
+    assert cli.returncode != 0, out + err
+    assert "FMX-NET-OUT-OF-STEP" in err and "bad session" in (out + err).lower(), out + err
+    assert " 0 put out of step" not in fout, fout
+
+
 @pytest.mark.skipif(not shutil.which("nft"), reason="needs nftables")
 @pytest.mark.parametrize("wire", ["raw", "udp"])
 def test_close_when_acks_are_lost(pair1500, wire):

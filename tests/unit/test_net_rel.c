@@ -414,6 +414,9 @@ static void test_close_helpers(void) {
   CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
   CHECK_EQ(net_rel_queue(&r, b, sizeof b, 0), 0);
   CHECK_EQ(net_rel_sends(&r, 101), 1);
+  /* In flight: sent, not acked (what an out-of-step NACK must name). */
+  CHECK(!net_rel_in_flight(&r, 99) && net_rel_in_flight(&r, 100) && net_rel_in_flight(&r, 101));
+  CHECK(!net_rel_in_flight(&r, 102) && !net_rel_in_flight(&r, 100 + (1u << 20)));
   emit_to = 0;
   uint64_t t = 0;
   for (int i = 0; i < 5; i++) {
@@ -428,6 +431,7 @@ static void test_close_helpers(void) {
   CHECK_EQ(net_rel_on_ack(&r, 101, 0, t, emit, NULL), 0);
   CHECK_EQ(net_rel_sends(&r, 100), 0); /* acked */
   CHECK_EQ(net_rel_sends(&r, 101), 2); /* it alone acked: the other was lost too, and went at once */
+  CHECK(!net_rel_in_flight(&r, 100) && net_rel_in_flight(&r, 101));
   CHECK_EQ(net_rel_sends(&r, 99), 0);
   CHECK_EQ(net_rel_sends(&r, 102), 0);
   net_rel_fini(&r);
