@@ -264,14 +264,18 @@ static void on_data(struct fmx_endpoint *ep, struct partner *p, const struct net
     gro_quiet_packet(ep, ne);
   }
   int r = net_rel_recv(np->rel, pk->h.seq, pk->body, pk->h.len, now);
-  /* Further from what we expect, ahead or behind, than any window of a
-   * peer in step with us reaches: its stream to us starts elsewhere than
-   * ours from it (two handshakes crossed wrong). Both alive, the two
-   * would wait on each other until FMX_NET_TIMEOUT_MS; told, it fails
-   * the partner, should that packet be in its flight (net_on_nack). */
+  /* Further from what we expect, ahead or behind, than a peer in step
+   * with us can send: its packets in flight lie within one window
+   * (NET_REL_WINDOW_MAX at most) and we expect one of them or the one
+   * after, so one window away at most (behind: a resend of its oldest
+   * once we have its whole flight). Twice that: its stream to us starts
+   * elsewhere than ours from it (two handshakes crossed wrong). Both
+   * alive, the two would wait on each other until FMX_NET_TIMEOUT_MS;
+   * told, it fails the partner, should that packet be in its flight
+   * (net_on_nack). */
   if (r == NET_REL_FAR || r == NET_REL_DUP) {
     uint32_t ahead = pk->h.seq - np->rel->expect, off = net_seq_lt(pk->h.seq, np->rel->expect) ? 0u - ahead : ahead;
-    if (off >= NET_REL_WINDOW_MAX) net_send_nack(ep, pk, &np->addr, NET_NACK_OUT_OF_STEP);
+    if (off >= 2 * NET_REL_WINDOW_MAX) net_send_nack(ep, pk, &np->addr, NET_NACK_OUT_OF_STEP);
   }
   net_arm_timers(ne, np, now); /* its ack is due */
   int gone = 0;

@@ -97,6 +97,13 @@ static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
   return ne->pend.busy && ne->pend.status < 0 && ne->pend.nic == nic && ne->pend.eid == eid;
 }
 
+/* Our blocking connect made p. */
+static void pend_made(struct net_ep *ne, struct partner *p) {
+  ne->pend.p = p;
+  ne->pend.gen = transport_peer(p)->gen;
+  ne->pend.status = FMX_SUCCESS;
+}
+
 /* The peer's CONNECT crossed our blocking connect to it, and made p: that
  * connect is done, as a dial is (dial_done), and its CONNECT goes no
  * more. Resent after p fails (the peer dropped it), it would find no
@@ -104,9 +111,7 @@ static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
  * first answer gave us: two streams that never meet, each resent for
  * ever into the other's "beyond the window". */
 static void pend_crossed(struct net_ep *ne, uint64_t nic, uint32_t eid, struct partner *p) {
-  if (!pend_for(ne, nic, eid)) return;
-  ne->pend.p = p;
-  ne->pend.status = FMX_SUCCESS;
+  if (pend_for(ne, nic, eid)) pend_made(ne, p);
 }
 
 /* Its next look: the next CONNECT, or the deadline if sooner. */
@@ -313,10 +318,7 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
     }
     dial_done(ep, d, pk->h.src_session, pk->u.reply.start_seq, from, pk->u.reply.bulk_ip, pk->u.reply.bulk_port,
               pk->u.reply.mtu);
-    if (both) {
-      ne->pend.p = d;
-      ne->pend.status = FMX_SUCCESS;
-    }
+    if (both) pend_made(ne, d);
     return;
   }
   if (!ne->pend.busy || ne->pend.status >= 0 || pk->u.reply.conn_seq != ne->pend.conn_seq ||
@@ -343,8 +345,7 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
     TRANSPORT_CNT(ep, CONNECT_OK);
   }
   net_peer_link(ep, p, pk->u.reply.bulk_ip, pk->u.reply.bulk_port, pk->u.reply.mtu);
-  ne->pend.p = p;
-  ne->pend.status = FMX_SUCCESS;
+  pend_made(ne, p);
 }
 
 /* The peer's side of our connection starts elsewhere than ours: it took a
@@ -481,6 +482,11 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
     }
     transport_up->progress(ep);
     int status = ne->pend.status;
+    /* Made, then failed within this pass and its slot given to another
+     * peer (the slots of partners gone are taken again): not ours. One
+     * that failed and kept its slot is ours, its requests failing. */
+    if (status == FMX_SUCCESS && transport_peer(ne->pend.p)->gen != ne->pend.gen)
+      status = FMX_REMOTE_ENDPOINT_UNREACHABLE;
     if (status == FMX_SUCCESS) *out = ne->pend.p;
     transport_up->unlock(ep);
     if (status >= 0) {

@@ -77,7 +77,8 @@ struct net_ep {
     int status;            /* -1: no answer yet; else an fmx_return_t */
     uint64_t nic;
     uint32_t eid, key, conn_seq, start;
-    struct partner *p;
+    struct partner *p;     /* made (status FMX_SUCCESS)... */
+    uint32_t gen;          /* ...as its generation was then: its slot may be another's when read */
   } pend;
   uint64_t pull_window;     /* bytes a pull asks for at once (pull.c) */
   uint64_t pull_window_wire; /* the same from a peer that answers on the wire (no UDP address: it has none

@@ -24,7 +24,7 @@
 
 #define NET_ETHERTYPE 0x86DF
 #define NET_MAGIC 0x4658
-#define NET_VERSION 5 /* 4: no hold in PULL_REPLY; 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
+#define NET_VERSION 6 /* 5: no NACK out of step; 4: no hold in PULL_REPLY; 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
 #define NET_HDR_LEN 28
 /* The most one packet's body may hold: a jumbo frame less our header
  * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */
@@ -84,8 +84,8 @@ static inline int net_hold_get(uint32_t seq, uint64_t *ns) {
 
 /* NET_NACK_NO_MEMORY: the sender gave up on the connection, without
  * memory for what we sent it. NET_NACK_OUT_OF_STEP: the DATA packet whose
- * seq the NACK's header carries is further beyond what the sender expects
- * of us than any window reaches: its side of the connection starts
+ * seq the NACK's header carries is further from what the sender expects
+ * of us than two windows reach: its side of the connection starts
  * elsewhere than ours (a peer that knows neither reason reads it as
  * closed). */
 enum net_nack {
