@@ -55,10 +55,29 @@ def reference(np_):
     return _reference[np_]
 
 
+def descendants(pid):
+    """pid's processes below it (its children, theirs, ...), from /proc."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d, encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+            parent[int(d)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (ValueError, OSError):
+            continue
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for child in (c for c, pp in parent.items() if pp == p and c not in found):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
 def run_held(cmd, env, hold, timeout=300):
     """Run an MPI job of the mini-app started with --hold: once rank 0
-    printed its line, read every running endpoint's counters, then let the
-    ranks finish. Killed past timeout (a hang is a failure). Returns (the
+    printed its line, read the counters of the job's endpoints (not those
+    of other fmx processes running meanwhile), then let the ranks finish. Killed past timeout (a hang is a failure). Returns (the
     line as a dict, the counters read)."""
     e = dict(os.environ)
     e.update(env)
@@ -75,7 +94,9 @@ def run_held(cmd, env, hold, timeout=300):
         counters = []
         if line.startswith("{"):
             c = run([COUNTERS, "--running", "--json"], timeout=60)
-            counters = [json.loads(x)["counters"] for x in c.stdout.splitlines() if x.startswith("{")]
+            ranks = descendants(p.pid)
+            counters = [e["counters"] for e in (json.loads(x) for x in c.stdout.splitlines() if x.startswith("{"))
+                        if e["pid"] in ranks]
         with open(hold, "w", encoding="utf-8"):
             pass
         out, _ = p.communicate(timeout=timeout)
