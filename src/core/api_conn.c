@@ -109,7 +109,13 @@ static fmx_return_t connect_waiting(struct fmx_endpoint *ep, const struct fmx_tr
   pthread_mutex_unlock(&ep->connect_lock);
   if (rc == FMX_SUCCESS) {
     ep_lock(ep);
-    *addr = ep_partner_addr(p);
+    /* p came back outside the lock: made, failed and its slot given to
+     * another peer meanwhile (another thread's progress), it is not the
+     * one we asked for. */
+    if (p->t.eid == eid)
+      *addr = ep_partner_addr(p);
+    else
+      rc = FMX_REMOTE_ENDPOINT_UNREACHABLE;
     ep_unlock(ep);
   }
   return rc;
