@@ -110,9 +110,11 @@ static fmx_return_t connect_waiting(struct fmx_endpoint *ep, const struct fmx_tr
   if (rc == FMX_SUCCESS) {
     ep_lock(ep);
     /* p came back outside the lock: made, failed and its slot given to
-     * another peer meanwhile (another thread's progress), it is not the
-     * one we asked for. */
-    if (p->t.eid == eid)
+     * another peer meanwhile (the slots of partners gone are taken again,
+     * by this pass's progress or another thread's), it is not the one we
+     * asked for. One that failed and kept its slot is ours, its requests
+     * failing. */
+    if (p->t.eid == eid && (nic_id == FMX_ANY_NIC || p->t.nic == nic_id))
       *addr = ep_partner_addr(p);
     else
       rc = FMX_REMOTE_ENDPOINT_UNREACHABLE;

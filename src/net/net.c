@@ -84,30 +84,6 @@ static void send_ack(struct fmx_endpoint *ep, struct partner *p) {
   net_xmit(ep, &np->addr, transport_peer(p)->eid, ne->pkt, NET_HDR_LEN + h.len);
 }
 
-/* A NACK of reason to endpoint eid of session at `to`, about its packet
- * seq (0: none). */
-static void nack(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, uint32_t session, uint32_t reason,
-                 uint32_t seq) {
-  struct net_ep *ne = net_ep(ep);
-  struct net_hdr h;
-  net_hdr_to(ep, NULL, &h, NET_NACK);
-  h.dst_ep = (uint16_t)eid;
-  h.dst_session = session;
-  h.seq = seq;
-  h.len = (uint16_t)net_put_nack(ne->pkt + NET_HDR_LEN, reason);
-  net_put_hdr(ne->pkt, &h);
-  TRANSPORT_CNT(ep, NET_NACKS);
-  net_xmit(ep, to, eid, ne->pkt, NET_HDR_LEN + h.len);
-}
-
-void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason) {
-  struct net_ep *ne = net_ep(ep);
-  uint64_t now = sys_now_ns();
-  if (now - ne->nack_ns < 1000000) return; /* a flood of strangers gets one a millisecond */
-  ne->nack_ns = now;
-  nack(ep, to, in->h.src_ep, in->h.src_session, reason, in->h.seq);
-}
-
 static size_t net_max_payload(struct partner *p) {
   const struct net_peer *np = transport_state(p);
   return np->pkt_max - NET_HDR_LEN - NET_RECORD_HDR;
@@ -536,7 +512,7 @@ static struct bulk_conn *net_conn(struct partner *p) {
 static void net_abort(struct fmx_endpoint *ep, struct partner *p, fmx_return_t code) {
   (void)code; /* always a lack of memory (proto_abort's callers) */
   const struct transport_peer *t = transport_peer(p);
-  nack(ep, &((struct net_peer *)transport_state(p))->addr, t->eid, t->session, NET_NACK_NO_MEMORY, 0);
+  net_nack(ep, &((struct net_peer *)transport_state(p))->addr, t->eid, t->session, NET_NACK_NO_MEMORY, 0);
 }
 
 static void net_release(struct fmx_endpoint *ep, struct partner *p) {

@@ -100,7 +100,6 @@ static int pend_for(const struct net_ep *ne, uint64_t nic, uint32_t eid) {
 /* Our blocking connect made p. */
 static void pend_made(struct net_ep *ne, struct partner *p) {
   ne->pend.p = p;
-  ne->pend.gen = transport_peer(p)->gen;
   ne->pend.status = FMX_SUCCESS;
 }
 
@@ -348,61 +347,6 @@ void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struc
   pend_made(ne, p);
 }
 
-/* The peer's side of our connection starts elsewhere than ours: it took a
- * packet we sent as beyond any window. A packet of an earlier connection
- * of ours (same sessions) is not in the flight of this one: then nothing
- * fails. */
-static void out_of_step(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
-  struct partner *p = net_find(ep, 0, from, pk->h.src_ep, pk->h.src_session);
-  const struct net_peer *np = p ? transport_state(p) : NULL;
-  if (!np || !np->rel || !net_rel_in_flight(np->rel, pk->h.seq)) {
-    TRANSPORT_CNT(ep, NET_STRANGERS);
-    return;
-  }
-  TRANSPORT_CNT(ep, NET_OUT_OF_STEP);
-  log_warn("FMX-NET-OUT-OF-STEP", "endpoint %u: endpoint %u of board %012llx expects our packets elsewhere in the "
-           "stream: the connection fails", transport_ep(ep)->eid, transport_peer(p)->eid,
-           (unsigned long long)transport_peer(p)->nic);
-  transport_up->peer_fail(ep, p, PARTNER_DEAD, FMX_REMOTE_ENDPOINT_BAD_SESSION);
-}
-
-void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from) {
-  struct net_ep *ne = net_ep(ep);
-  if (pk->h.dst_session != transport_ep(ep)->session) {
-    TRANSPORT_CNT(ep, NET_STRANGERS); /* for a session of ours before this one */
-    return;
-  }
-  if (pk->u.nack.reason == NET_NACK_OUT_OF_STEP) { /* of a packet of a partner's, not of a connect */
-    out_of_step(ep, pk, from);
-    return;
-  }
-  /* Our connect went to a peer that refuses it. */
-  if (ne->pend.busy && ne->pend.status < 0 && pk->h.src_ep == ne->pend.eid && (!from->nic || from->nic == ne->pend.nic)) {
-    ne->pend.status = pk->u.nack.reason == NET_NACK_BAD_KEY ? FMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY
-                                                            : FMX_REMOTE_ENDPOINT_CLOSED;
-    return;
-  }
-  /* A partner that no longer knows us: it restarted or dropped us. One
-   * that gave up on us for lack of memory says which of its sessions did:
-   * a late one fails no newer connection. */
-  uint32_t session = pk->u.nack.reason == NET_NACK_NO_MEMORY ? pk->h.src_session : 0;
-  struct partner *p = net_find(ep, 0, from, pk->h.src_ep, session);
-  if (!p) {
-    TRANSPORT_CNT(ep, NET_STRANGERS);
-    return;
-  }
-  fmx_return_t code = pk->u.nack.reason == NET_NACK_BAD_SESSION ? FMX_REMOTE_ENDPOINT_BAD_SESSION
-                                                                : FMX_REMOTE_ENDPOINT_CLOSED;
-  if (session) { /* NET_NACK_NO_MEMORY */
-    code = FMX_NO_SYSTEM_RESOURCES;
-    TRANSPORT_CNT(ep, PEER_ABORTS);
-    log_warn("FMX-PEER-ABORT", "endpoint %u: endpoint %u of board %012llx dropped the connection (%s): its requests with "
-             "us fail", transport_ep(ep)->eid, transport_peer(p)->eid, (unsigned long long)transport_peer(p)->nic,
-             fmx_strerror(code));
-  }
-  transport_up->peer_fail(ep, p, PARTNER_DEAD, code);
-}
-
 /* A blocking connect to a peer dialed already (fmx_connect_async): wait
  * for that handshake, making progress. Its partner gone meanwhile means it
  * failed (FMX_REMOTE_ENDPOINT_UNREACHABLE here; what the peer said went to
@@ -482,11 +426,6 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
     }
     transport_up->progress(ep);
     int status = ne->pend.status;
-    /* Made, then failed within this pass and its slot given to another
-     * peer (the slots of partners gone are taken again): not ours. One
-     * that failed and kept its slot is ours, its requests failing. */
-    if (status == FMX_SUCCESS && transport_peer(ne->pend.p)->gen != ne->pend.gen)
-      status = FMX_REMOTE_ENDPOINT_UNREACHABLE;
     if (status == FMX_SUCCESS) *out = ne->pend.p;
     transport_up->unlock(ep);
     if (status >= 0) {

@@ -77,8 +77,7 @@ struct net_ep {
     int status;            /* -1: no answer yet; else an fmx_return_t */
     uint64_t nic;
     uint32_t eid, key, conn_seq, start;
-    struct partner *p;     /* made (status FMX_SUCCESS)... */
-    uint32_t gen;          /* ...as its generation was then: its slot may be another's when read */
+    struct partner *p;     /* made (status FMX_SUCCESS); the core checks it is still the one asked for */
   } pend;
   uint64_t pull_window;     /* bytes a pull asks for at once (pull.c) */
   uint64_t pull_window_wire; /* the same from a peer that answers on the wire (no UDP address: it has none
@@ -216,6 +215,11 @@ void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, 
 void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto);
 /* A header to partner p (or to eid/session when p is NULL). */
 void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
+/* net_nack.c: a NACK of reason to endpoint eid of session at `to`, about
+ * its packet seq (0: none); the same answering packet `in`, one a
+ * millisecond at most (a flood of strangers). */
+void net_nack(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, uint32_t session, uint32_t reason,
+              uint32_t seq);
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);
 
 /* net_peer.c: partners. A packet from `from` comes from the partner at addr (raw: its MAC; UDP:
@@ -349,6 +353,7 @@ fmx_return_t net_connect(struct fmx_endpoint *ep, uint64_t nic, uint32_t eid, ui
                          struct partner **out);
 void net_on_connect(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);
 void net_on_reply(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);
+/* net_nack.c */
 void net_on_nack(struct fmx_endpoint *ep, const struct net_pkt *pk, const struct net_addr *from);
 
 #endif

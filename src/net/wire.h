@@ -86,8 +86,7 @@ static inline int net_hold_get(uint32_t seq, uint64_t *ns) {
  * memory for what we sent it. NET_NACK_OUT_OF_STEP: the DATA packet whose
  * seq the NACK's header carries is further from what the sender expects
  * of us than two windows reach: its side of the connection starts
- * elsewhere than ours (a peer that knows neither reason reads it as
- * closed). */
+ * elsewhere than ours. A reason not listed here reads as closed. */
 enum net_nack {
   NET_NACK_BAD_ENDPOINT = 1,
   NET_NACK_BAD_SESSION = 2,
