@@ -27,6 +27,11 @@ ping-pongs with host 0 through the same port, N before the senders start
 gives the half round trips' p50 and p99 and the loaded p99 over the
 unloaded p50.
 
+The cores alone (--spin MS, with a few small messages: --size 8 --msgs 1
+--window 1): each sender computes MS milliseconds before it sends, so the
+loaded pings meet as many ranks wanting the 2 cores and an empty port:
+what the cores add to a ping's tail, whatever the transport does.
+
 Across an uplink (--uplink): 2K hosts on two bridges joined by one link,
 shaped as the port above in the direction from the senders' bridge to the
 receivers'; host K+i sends to host i (incast --pairs), every pair at once.
@@ -35,7 +40,7 @@ oversubscribed. Goodput is all receivers' bytes over the slowest's time;
 the frames are the uplink's. No prober.
 
   python3 bench/incast.py [--build DIR] [--reps N] [--senders 3,7,15] [--peers fmx,tcp,ofitcp] [--probe N]
-                          [--uplink] [--quick] [--docs FILE]
+                          [--spin MS] [--uplink] [--quick] [--docs FILE]
 Exit status: 0; 1 when fmx ran and no run of it gave a goodput; 2 usage.
 """
 import argparse
@@ -235,7 +240,7 @@ def render(data):
             for rep in range(1, data["reps"] + 1):
                 a = [r for r in data["runs"] if (r["k"], r["rep"], r["peer"]) == (k, rep, "fmx") and "goodput_MBps" in r]
                 b = [r for r in data["runs"] if (r["k"], r["rep"], r["peer"]) == (k, rep, name) and "goodput_MBps" in r]
-                if a and b:
+                if a and b and b[0]["goodput_MBps"] > 0:
                     ratios.append(a[0]["goodput_MBps"] / b[0]["goodput_MBps"])
             cells.append(med(ratios))
         out.append("| %d | %s |" % (k, " | ".join(cells)))
@@ -255,6 +260,7 @@ def main(argv=None):
     ap.add_argument("--msgs", type=int, default=16)
     ap.add_argument("--window", type=int, default=8)
     ap.add_argument("--probe", type=int, default=1000, help="8 B ping-pongs of one more host (0: none)")
+    ap.add_argument("--spin", type=int, default=0, help="senders compute MS ms before they send (the cores alone)")
     ap.add_argument("--uplink", action="store_true", help="K pairs across a shaped uplink between two bridges")
     ap.add_argument("--quick", action="store_true", help="1 rep, 3 senders, docs untouched")
     ap.add_argument("--peers", default=",".join(p for p, _ in PEERS), help="which of fmx,tcp,ofitcp run")
@@ -265,8 +271,9 @@ def main(argv=None):
         senders = [int(x) for x in args.senders.split(",")]
     except ValueError:
         ap.error("--senders: a comma list of counts")
-    if args.reps < 1 or not senders or min(senders) < 1 or max(senders) > 200 or not 0 <= args.probe <= 100000:
-        ap.error("--reps at least 1; --senders from 1 to 200; --probe from 0 to 100000")
+    if args.reps < 1 or not senders or min(senders) < 1 or max(senders) > 200 or not 0 <= args.probe <= 100000 or \
+            not 0 <= args.spin <= 600000:
+        ap.error("--reps at least 1; --senders from 1 to 200; --probe from 0 to 100000; --spin from 0 to 600000")
     if args.quick:
         args.reps, senders = 1, senders[:1]
     if args.uplink:
@@ -290,7 +297,8 @@ def main(argv=None):
         data["skipped"]["fmx"] = "libfmx-fi.so not built"
         peers = [p for p in peers if p != "fmx"]
     argv = [prog, "--size", str(args.size), "--msgs", str(args.msgs), "--window", str(args.window)] + \
-        (["--probe", str(args.probe)] if args.probe else []) + (["--pairs"] if args.uplink else [])
+        (["--probe", str(args.probe)] if args.probe else []) + (["--pairs"] if args.uplink else []) + \
+        (["--spin", str(args.spin)] if args.spin else [])
     work = tempfile.mkdtemp(prefix="fmx-incast-")
     tag = "i%d" % (os.getpid() % 10000)
     try:

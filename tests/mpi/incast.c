@@ -6,7 +6,8 @@
  * reduction of large vectors). Rank 0 keeps --window receives posted per
  * sender and checks every byte.
  *
- *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--pairs] [--hold PATH] [--hold-start PATH]
+ *   incast [--size BYTES] [--msgs N] [--window W] [--probe N] [--spin MS] [--pairs] [--hold PATH]
+ *          [--hold-start PATH]
  *
  * --pairs: not many to one but pairs: rank n/2+i sends to rank i (n even),
  * every pair at once; across a shared uplink (the senders on one switch,
@@ -19,6 +20,11 @@
  * (unloaded), then while they send (loaded) until rank 0 has everything,
  * and prints a second JSON line: the half round trips' p50, p99 and max for
  * both (us), and how many of each.
+ *
+ * --spin MS: each sender first computes MS milliseconds (a busy loop, no
+ * MPI call) before it sends: with --probe and a few small messages, the
+ * loaded pings then meet ranks that want the cores and no traffic in the
+ * port, what the cores alone add to a ping's tail.
  *
  * --hold PATH: once the line is printed, every rank waits (sleeping, a
  * probe for messages every millisecond, about 60 s at most) until PATH exists
@@ -44,7 +50,7 @@
 
 struct opts {
   long size;
-  int msgs, window, probe, pairs;
+  int msgs, window, probe, pairs, spin_ms;
   const char *hold, *hold_start;
 };
 
@@ -71,6 +77,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     else if (strcmp(argv[i], "--msgs") == 0 && v >= 1 && v <= 1000000) o->msgs = (int)v;
     else if (strcmp(argv[i], "--window") == 0 && v >= 1 && v <= 64) o->window = (int)v;
     else if (strcmp(argv[i], "--probe") == 0 && v >= 1 && v <= 1000000) o->probe = (int)v;
+    else if (strcmp(argv[i], "--spin") == 0 && v >= 1 && v <= 600000) o->spin_ms = (int)v;
     else return -1;
     i++;
   }
@@ -90,7 +97,16 @@ static long check(const uint8_t *b, long n, int r, int m) {
   return bad;
 }
 
+/* --spin: the core kept busy for ms milliseconds, nothing else done. */
+static void spin(int ms) {
+  double end = MPI_Wtime() + ms / 1e3;
+  volatile unsigned long x = 0;
+  while (MPI_Wtime() < end)
+    for (int i = 0; i < 10000; i++) x += (unsigned long)i;
+}
+
 static int send_all(const struct opts *o, int rank, int to) {
+  if (o->spin_ms) spin(o->spin_ms);
   uint8_t *buf = malloc((size_t)o->size * (size_t)o->window);
   MPI_Request *rq = calloc((size_t)o->window, sizeof *rq);
   if (!buf || !rq) return -1;
@@ -260,7 +276,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N>=2 incast [--size BYTES] [--msgs N] [--window W] [--probe N (N>=3 ranks)] "
-              "[--pairs (N even, no --probe)] [--hold PATH] [--hold-start PATH]\n");
+              "[--spin MS] [--pairs (N even, no --probe)] [--hold PATH] [--hold-start PATH]\n");
     MPI_Finalize();
     return 2;
   }
