@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Library and endpoint life cycle, partners, progress. */
+/* Library and endpoint life cycle, progress (partners: partner.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,193 +60,6 @@ __attribute__((visibility("default"))) fmx_return_t fmx_finalize(void) {
   return FMX_SUCCESS;
 }
 
-/* ---- partners ---------------------------------------------------------- */
-
-fmx_endpoint_addr_t ep_partner_addr(const struct partner *p) {
-  fmx_endpoint_addr_t a;
-  a.opaque[0] = ((uint64_t)p->index << 32) | p->t.gen;
-  a.opaque[1] = (p->t.nic & 0xffffffffffffull) | ((uint64_t)(p->t.eid & 0xffff) << 48);
-  return a;
-}
-
-struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a) {
-  uint32_t index = (uint32_t)(a.opaque[0] >> 32), gen = (uint32_t)a.opaque[0];
-  if (index >= ep->npartners) return NULL;
-  struct partner *p = ep->partners[index];
-  return p && p->t.gen == gen ? p : NULL;
-}
-
-/* Whether an unexpected message of the list (linked by unexp_msg.all)
- * comes from p. */
-static int unexp_from(const struct list_node *list, const struct partner *p) {
-  const struct list_node *pos;
-  for (pos = list->next; pos != list; pos = pos->next)
-    if (list_entry(pos, struct unexp_msg, all)->partner == p) return 1;
-  return 0;
-}
-
-/* Whether anything of ours still points at the partner: a request (in
- * flight, or completed and not yet tested) or an unexpected message
- * (queued, or claimed by a matched probe). */
-static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
-  for (uint32_t i = 0; i < ep->nreqs; i++)
-    if (ep->reqs[i]->kind && (ep->reqs[i]->m.partner == p || ep->reqs[i]->m.from == p)) return 1;
-  return unexp_from(&ep->pe.mq.unexp_all, p) || unexp_from(&ep->pe.mqu.unexp_all, p) ||
-         unexp_from(&ep->pe.claimed, p);
-}
-
-/* Release what gone partners hold (links, descriptor, mapped regions)
- * once nothing refers to them, and mark their slots free for the next
- * partner: a server whose clients come and go stays flat (seen before:
- * 600 short-lived clients left 600 link mappings and 80 MB behind).
- * The struct stays allocated, so a pointer snapshotted by the watcher
- * never dangles; its generation changes when the slot is reused. Called
- * with ep->lock held, where a partner is added. */
-void ep_partner_reap(struct fmx_endpoint *ep) {
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *p = ep->partners[i];
-    if (p->t.state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
-    p->pp.tp->release(ep, p);
-    medium_reset(ep, p);
-    proto_peer_fini(&p->pp);
-    region_cache_release(&p->bulk.xmem);
-    bulk_peer_fini(&p->bulk); /* nothing moves with it now (partner_in_use) */
-    ep->nsiblings -= p->bulk.same_process;
-    p->bulk.same_process = 0;
-    p->reaped = 1;
-    if (list_linked(&p->backlog)) list_del(&p->backlog); /* none: ep_partner_down emptied it */
-    if (p->polled_at != UINT32_MAX) { /* its place to the last one's */
-      struct partner *last = ep->polled[--ep->npolled];
-      ep->polled[p->polled_at] = last;
-      last->polled_at = p->polled_at;
-      p->polled_at = UINT32_MAX;
-    }
-    ep->t.nlive--;
-    if (p->pp.tp->remote) __atomic_sub_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
-  }
-  ep_crowd_set(ep);
-}
-
-/* The transport's private state of a new partner, zeroed, in *tpd (NULL
- * when it keeps none): 0, or -ENOMEM. */
-static int new_state(const struct fmx_transport_ops *tp, void **tpd) {
-  *tpd = tp->partner_size ? calloc(1, tp->partner_size) : NULL;
-  return tp->partner_size && !*tpd ? -ENOMEM : 0;
-}
-
-/* p (zeroed) becomes a live partner of ep in slot index, served by tp. */
-static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p, uint32_t index, uint32_t gen,
-                                     const struct fmx_transport_ops *tp, void *tpd) {
-  p->tpd = tpd;
-  p->index = index;
-  p->t.gen = gen;
-  p->bulk.pidfd = -1;
-  p->bulk.cpu = -1;
-  p->t.bulk = &p->bulk;
-  p->polled_at = UINT32_MAX;
-  if (tp->poll) { /* room for every partner (ep_partner_new) */
-    p->polled_at = ep->npolled;
-    ep->polled[ep->npolled++] = p;
-  }
-  proto_peer_init(&p->pp, tp);
-  ep->t.nlive++;
-  if (tp->remote) __atomic_add_fetch(&ep->nremote, 1, __ATOMIC_RELAXED);
-  ep_crowd_set(ep);
-  return p;
-}
-
-struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
-  void *tpd;
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *p = ep->partners[i];
-    if (!p->reaped) continue;
-    if (new_state(tp, &tpd) < 0) return NULL;
-    free(p->tpd);
-    bulk_peer_fini(&p->bulk);
-    uint32_t gen = p->t.gen;
-    memset(p, 0, sizeof *p);
-    return partner_start(ep, p, i, (gen + 2) | 1, tp, tpd); /* addresses of the previous partner go stale */
-  }
-  if (ep->npartners == ep->partners_cap) {
-    uint32_t cap = ep->partners_cap ? ep->partners_cap * 2 : 16;
-    struct partner **t = realloc(ep->partners, cap * sizeof *t);
-    if (!t) return NULL;
-    ep->partners = t;
-    t = realloc(ep->polled, cap * sizeof *t);
-    if (!t) return NULL;
-    ep->polled = t;
-    ep->partners_cap = cap;
-  }
-  if (new_state(tp, &tpd) < 0) return NULL;
-  struct partner *p = calloc(1, sizeof *p);
-  if (!p) {
-    free(tpd);
-    return NULL;
-  }
-  ep->partners[ep->npartners] = p;
-  return partner_start(ep, p, ep->npartners++, (uint32_t)sys_random64() | 1, tp, tpd);
-}
-
-struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
-  for (uint32_t i = 0; i < ep->npartners; i++) {
-    struct partner *p = ep->partners[i];
-    if (p->t.eid == eid && p->t.session == session && p->t.state == PARTNER_ALIVE && !p->bulk.is_self) return p;
-  }
-  return NULL;
-}
-
-/* The partner is gone (died, closed, disconnected). What it had already put
- * in our rings is delivered first: eager data is ours and completes
- * receives; a rendezvous it announced matches a receive that then fails
- * (the bytes are gone with it) instead of leaving that receive waiting for
- * ever. Everything else pending with it completes with `code`. Unexpected
- * rendezvous messages from it stay queued: a receive that takes one later
- * completes with REMOTE_ENDPOINT_UNREACHABLE. Links stay mapped until the
- * endpoint closes so no stale pointer can fault. */
-/* What a transport calls for each record it takes from p. */
-static int deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
-                   const void *payload) {
-  proto_deliver(ep, p, lane, h, payload);
-  return p->t.state != PARTNER_ALIVE;
-}
-
-void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) {
-  if (p->pp.tp->poll) p->pp.tp->poll(ep, p, deliver);
-}
-
-/* p's queue got its first record: flushed at every pass until it empties
- * (proto_core.queued). */
-void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p) {
-  if (!list_linked(&p->backlog)) list_add_tail(&ep->backlog, &p->backlog);
-}
-
-void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  if (p->t.state != PARTNER_ALIVE || p->failing) return;
-  p->failing = 1;
-  ep_partner_poll(ep, p); /* may fail it itself (CLOSE, corrupt ring) */
-  p->failing = 0;
-  ep_partner_down(ep, p, state, code);
-}
-
-void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
-  if (p->t.state != PARTNER_ALIVE) return;
-  p->t.state = state;
-  while (!list_empty(&p->pp.outq)) proto_out_drop(ep, list_entry(p->pp.outq.next, struct out_rec, node));
-  if (list_linked(&p->backlog)) list_del(&p->backlog);
-  while (!list_empty(&p->pp.msgs)) {
-    struct proto_msg *m = list_entry(p->pp.msgs.next, struct proto_msg, pnode);
-    list_del(&m->pnode);
-    req_complete(ep, req_of(m), code);
-  }
-  medium_reset(ep, p);
-  proto_recv_fail_from(ep, p, code); /* receives directed to it: nothing more comes */
-  if (p->bulk.pidfd >= 0) {
-    close(p->bulk.pidfd);
-    p->bulk.pidfd = -1;
-  }
-  ep_wake(ep->pe.benv.desc);
-}
-
 /* ---- progress ---------------------------------------------------------- */
 
 static void check_timeouts(struct fmx_endpoint *ep) {
@@ -271,7 +84,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
 
 void ep_progress_locked(struct fmx_endpoint *ep) {
   if (ep_in_handler(ep)) return; /* called back from the handler, mid-delivery (unexp.c) */
-  for (int i = 0; i < ep->nprog; i++) ep->prog[i]->progress(ep, deliver);
+  for (int i = 0; i < ep->nprog; i++) ep->prog[i]->progress(ep, ep_partner_deliver);
   /* A partner polled may fail, or another be reaped, meanwhile: one moved
    * into a place already passed waits for the next pass. */
   for (uint32_t i = 0; i < ep->npolled; i++) {

@@ -168,10 +168,6 @@ extern const struct proto_core core_for_proto;
 
 /* endpoint.c */
 int lib_ready(void); /* fmx_init done and not finalized */
-struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
-fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
-struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
-void ep_partner_reap(struct fmx_endpoint *ep);
 /* crowd.c: FMX_CROWDED read into ep at its open; pe.crowded set again
  * (under the lock) after the partners changed. */
 void ep_crowd_init(struct fmx_endpoint *ep);
@@ -182,13 +178,23 @@ void ep_crowd_set(struct fmx_endpoint *ep);
 void ep_crowd_look(struct fmx_endpoint *ep, uint64_t now);
 /* Give the core away (sched_yield), counted: ranks outnumber cores. */
 void ep_give_core(struct fmx_endpoint *ep);
+/* partner.c */
+struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
+fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
+struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
+void ep_partner_reap(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);
 void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
 /* The same without taking what the partner's rings still hold first. */
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code);
+/* What a transport calls for each record it takes from p: 1 when p failed
+ * meanwhile. */
+int ep_partner_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
+                       const void *payload);
 /* Poll p's transport, its records to the protocol. */
 void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p);
+/* endpoint.c */
 void ep_progress_locked(struct fmx_endpoint *ep);
 /* api_conn.c: p's handshake is done: its iconnect requests complete
  * (transport_core.peer_ready); those past their deadline time out. */

@@ -69,7 +69,7 @@ typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, 
 struct transport_ep *transport_ep(struct fmx_endpoint *ep);
 struct transport_peer *transport_peer(struct partner *p);
 /* The transport's private state of partner p: partner_size bytes, zeroed
- * when the partner is made (core/endpoint.c). */
+ * when the partner is made (core/partner.c). */
 void *transport_state(struct partner *p);
 /* The transport's private state of endpoint ep: ep_size bytes, zeroed
  * when the endpoint is made, before listen. */
