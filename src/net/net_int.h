@@ -24,6 +24,13 @@
 /* A frame's bytes in at most NET_FRAME_IOV pieces of the sender's segments
  * (more: gathered into one); a GSO send's iovec. */
 #define NET_FRAME_IOV 8
+/* The UDP wire's socket takes GSO trains whole only while they come: GRO
+ * costs every datagram (sock_udp.c). On as a pull begins or a packet sent
+ * in a train comes (NET_F_TRAIN); off once NET_GRO_QUIET other packets
+ * came with neither meanwhile, not at each pull's end: a switch is a system
+ * call, and a pull of every other message would pay two. Kernel stamps
+ * go off the same way (net.c). */
+#define NET_GRO_QUIET 64
 /* Passes that find nothing on the bulk socket after a train was announced
  * before it is left alone again (its packets are resent on the wire if
  * they came later still). */
@@ -208,6 +215,14 @@ static inline int net_bulk_due(struct fmx_endpoint *ep) {
 
 /* net.c */
 void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, const uint8_t *pkt, size_t len);
+/* What a stream sends (rel.h's emit): to partner p of ep. */
+struct net_emit {
+  struct fmx_endpoint *ep;
+  struct partner *p;
+};
+void net_emit(void *arg, uint8_t *pkt, size_t len);
+/* An ACK to p of what its stream has received. */
+void net_send_ack(struct fmx_endpoint *ep, struct partner *p);
 /* Our packets to p before seq `upto` that are not acked go again now, at
  * most NET_RESEND_BEFORE_MAX of them (pull_timer.c: its sender drops our PULLs
  * until our CTS comes). */
@@ -215,6 +230,9 @@ void net_xmit(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, 
 void net_resend_before(struct fmx_endpoint *ep, struct partner *p, uint32_t upto);
 /* A header to partner p (or to eid/session when p is NULL). */
 void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, unsigned type);
+/* net_rx.c: read what sock holds (the bulk socket's when bulk), each
+ * record to deliver: the packets taken. */
+int net_drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver);
 /* net_nack.c: a NACK of reason to endpoint eid of session at `to`, about
  * its packet seq (0: none); the same answering packet `in`, one a
  * millisecond at most (a flood of strangers). */
