@@ -30,7 +30,8 @@ unloaded p50.
 The cores alone (--spin MS, with a few small messages: --size 8 --msgs 1
 --window 1): each sender computes MS milliseconds before it sends, so the
 loaded pings meet as many ranks wanting the 2 cores and an empty port:
-what the cores add to a ping's tail, whatever the transport does.
+what the cores add to a ping's tail, whatever the transport does (the
+goodput then counts the computing; docs are left alone unless --docs).
 
 Across an uplink (--uplink): 2K hosts on two bridges joined by one link,
 shaped as the port above in the direction from the senders' bridge to the
@@ -189,8 +190,11 @@ def med(xs, fmt="%.3g"):
 def render(data):
     where = ("K pairs (host K+i sends to host i) across one 1 Gb/s uplink between two bridges, holding 64 KB"
              if data.get("uplink") else "K senders into one 1 Gb/s port holding 64 KB")
-    out = ["%s, %d messages of %d KiB each (window %d); %d reps, median (range)\n" %
-           (where, data["msgs"], data["size"] // 1024, data["window"], data["reps"]),
+    spin = data.get("spin_ms")
+    out = ["%s, %d messages of %s each (window %d)%s; %d reps, median (range)\n" %
+           (where, data["msgs"], "%d KiB" % (data["size"] // 1024) if data["size"] >= 1024 else "%d B" % data["size"],
+            data["window"], ", each sender computing %d ms first (goodput counts that time)" % spin if spin else "",
+            data["reps"]),
             "| senders | peer | goodput (MB/s) | share of the port | frames dropped per frame sent |",
             "|---:|---|---:|---:|---:|"]
     for k in data["senders"]:
@@ -278,13 +282,14 @@ def main(argv=None):
         args.reps, senders = 1, senders[:1]
     if args.uplink:
         args.probe = 0
-    docs = args.docs if args.docs is not None else (None if args.quick else os.path.join(ROOT, "docs",
-                                                                                         "performance.md"))
+    # --quick and --spin runs (not the table's workload) touch no docs unless --docs names a file.
+    docs = args.docs if args.docs is not None else (None if args.quick or args.spin else
+                                                    os.path.join(ROOT, "docs", "performance.md"))
     build = os.path.abspath(args.build)
     prog = os.path.join(build, "tests", "incast")
     data = {"host": os.uname().nodename, "date": datetime.datetime.now().strftime("%Y-%m-%dT%H%M"),
             "reps": args.reps, "senders": senders, "size": args.size, "msgs": args.msgs, "window": args.window,
-            "probe": args.probe, "uplink": args.uplink,
+            "probe": args.probe, "uplink": args.uplink, "spin_ms": args.spin,
             "runs": [], "skipped": {}}
     peers = [p for p, _ in PEERS if p in args.peers.split(",")]
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):

@@ -113,8 +113,11 @@ static fmx_return_t connect_waiting(struct fmx_endpoint *ep, const struct fmx_tr
      * another peer meanwhile (the slots of partners gone are taken again,
      * by this pass's progress or another thread's), it is not the one we
      * asked for. One that failed and kept its slot is ours, its requests
-     * failing. */
-    if (p->t.eid == eid && (nic_id == FMX_ANY_NIC || p->t.nic == nic_id))
+     * failing; one given to a newer connection to the same endpoint (it
+     * restarted and connected back) serves as well. The board is compared
+     * for another host's partner only: this host's say their own, which
+     * their settings choose (FMX_NET_IFACE), and the route is shm anyway. */
+    if (p->t.eid == eid && (!tp->remote || p->t.nic == nic_id))
       *addr = ep_partner_addr(p);
     else
       rc = FMX_REMOTE_ENDPOINT_UNREACHABLE;

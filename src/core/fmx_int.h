@@ -196,11 +196,11 @@ void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p);
 void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p);
 /* endpoint.c */
 void ep_progress_locked(struct fmx_endpoint *ep);
+void ep_progress_siblings(struct fmx_endpoint *ep);
 /* api_conn.c: p's handshake is done: its iconnect requests complete
  * (transport_core.peer_ready); those past their deadline time out. */
 void ep_connects_ready(struct fmx_endpoint *ep, struct partner *p);
 void ep_connects_timeouts(struct fmx_endpoint *ep, uint64_t now);
-void ep_progress_siblings(struct fmx_endpoint *ep);
 
 /* unexp.c: proto_core.unexp. */
 int ep_unexp_call(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t len, const void *data);

@@ -159,6 +159,8 @@ static void probe(struct fmx_endpoint *ep, struct partner *p, uint64_t now) {
   if (b && send_data(ep, p, b, 0, 0, now) == 0) TRANSPORT_CNT(ep, NET_PROBES); /* else (no memory) at the next look */
 }
 
+/* ---- timers and progress ------------------------------------------------ */
+
 /* Add what the partners' streams counted since the last look. */
 static void count_rel(struct fmx_endpoint *ep) {
   struct net_rel_counts *now = &net_ep(ep)->rel_counts, *seen = &net_ep(ep)->rel_seen;

@@ -176,7 +176,7 @@ struct net_peer {
   struct net_rel *rel;
   uint8_t counted;        /* in ne->npeers */
   /* The head of a train of its came (in a frame) and not yet the packet
-   * after it, train_next (the rest comes to our bulk socket: net.c,
+   * after it, train_next (the rest comes to our bulk socket: net_rx.c,
    * on_data). */
   uint8_t train_wait;
   uint32_t train_next;
@@ -206,7 +206,7 @@ extern const struct fmx_transport_ops net_transport;
 static inline struct net_ep *net_ep(struct fmx_endpoint *ep) { return transport_ep_state(ep, &net_transport); }
 
 /* Our bulk socket is read while we pull, and for NET_TRAIN_PASSES passes
- * that find nothing after a train's head came (net.c, train_head); when
+ * that find nothing after a train's head came (net_rx.c, train_head); when
  * crowded, only while a train's rest is due. */
 static inline int net_bulk_due(struct fmx_endpoint *ep) {
   const struct net_ep *ne = net_ep(ep);
@@ -233,11 +233,21 @@ void net_hdr_to(struct fmx_endpoint *ep, struct partner *p, struct net_hdr *h, u
 /* net_rx.c: read what sock holds (the bulk socket's when bulk), each
  * record to deliver: the packets taken. */
 int net_drain(struct fmx_endpoint *ep, struct net_sock *sock, int bulk, transport_deliver_fn deliver);
+/* A pull of ours begins, or a packet sent in a train came: the UDP wire's
+ * socket takes GSO trains whole until NET_GRO_QUIET other packets come
+ * with neither. */
+void net_gro_want(struct fmx_endpoint *ep);
+/* A transfer to be pulled from us, or one we pull, began: both our
+ * sockets stamp arrivals (pull_send.c reads a PULL's, pull.c an answer's),
+ * until NET_GRO_QUIET datagrams came to the wire socket with neither
+ * left (net.c). */
+void net_stamps_want(struct fmx_endpoint *ep);
 /* net_nack.c: a NACK of reason to endpoint eid of session at `to`, about
- * its packet seq (0: none); the same answering packet `in`, one a
- * millisecond at most (a flood of strangers). */
+ * its packet seq (0: none). */
 void net_nack(struct fmx_endpoint *ep, const struct net_addr *to, uint32_t eid, uint32_t session, uint32_t reason,
               uint32_t seq);
+/* The same answering packet `in`: one a millisecond at most (a flood of
+ * strangers). */
 void net_send_nack(struct fmx_endpoint *ep, const struct net_pkt *in, const struct net_addr *to, uint32_t reason);
 
 /* net_peer.c: partners. A packet from `from` comes from the partner at addr (raw: its MAC; UDP:
@@ -276,15 +286,6 @@ int net_wait_fd(struct fmx_endpoint *ep, uint64_t *max_ns);
 void net_ep_fini(struct fmx_endpoint *ep);
 void net_bulk_addr(struct fmx_endpoint *ep, uint32_t *ip, uint16_t *port);
 
-/* A pull of ours begins, or a packet sent in a train came: the UDP wire's
- * socket takes GSO trains whole until NET_GRO_QUIET other packets come
- * with neither (net.c). */
-void net_gro_want(struct fmx_endpoint *ep);
-/* A transfer to be pulled from us, or one we pull, began: both our
- * sockets stamp arrivals (pull_send.c reads a PULL's, pull.c an answer's),
- * until NET_GRO_QUIET datagrams came to the wire socket with neither
- * left. */
-void net_stamps_want(struct fmx_endpoint *ep);
 
 /* train.c: an eager message's fragments as one GSO send. */
 /* Socket s takes GSO sends (the UDP wire, GSO not refused). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The net transport's NACKs (docs/protocol.md, "Packets"): a refusal of
+ * The net transport's NACKs (docs/protocol.md, "Types and bodies"): a refusal of
  * what a peer sent, and what a refusal of ours does here. A refusal of
  * our connect ends it; one from a partner that no longer knows us fails
  * that partner; "out of step" fails it only when the packet it names is in
