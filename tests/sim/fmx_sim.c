@@ -15,7 +15,9 @@
  * in, after --max-steps steps, or once waiters slept 100 s of virtual
  * time with nothing due (a stall: "sleeps_out"). Prints one JSON line: the
  * virtual time it took, the goodput and its share of the ports that
- * received, the frames the ports dropped, the library's resends, each
+ * received, the frames the ports dropped, the most bytes a port held and
+ * the bytes queued ahead that half and 99% of the frames a port took
+ * found at most (queue_p50, queue_p99), the library's resends, each
  * message's completion time (from its post to its receive) at p50, p99
  * and max, the heap the run grew by per host and per partner (less what
  * the packet pools grew by: heap_per_partner), the wall time. Exit 0 when
@@ -320,14 +322,14 @@ int main(int argc, char **argv) {
          "\"messages\":%" PRIu64 ",\"received\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"failed\":%" PRIu64 ","
          "\"virtual_us\":%.1f,\"goodput_gbps\":%.3f,\"port_share\":%.3f,\"frames\":%" PRIu64
          ",\"port_drops\":%" PRIu64 ",\"sock_drops\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"max_queue\":%" PRIu64
-         ",\"resent\":%" PRIu64 ",\"gap_resent\":%" PRIu64 ",\"pull_reasked\":%" PRIu64 ",\"grant_cuts\":%" PRIu64
+         ",\"queue_p50\":%" PRIu64 ",\"queue_p99\":%" PRIu64 ",\"resent\":%" PRIu64 ",\"gap_resent\":%" PRIu64 ",\"pull_reasked\":%" PRIu64 ",\"grant_cuts\":%" PRIu64
          ",\"grant_tails\":%" PRIu64 ",\"paced\":%" PRIu64 ",\"early_resent\":%" PRIu64 ",\"cts_reasked\":%" PRIu64 ",\"pulls_early\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f,"
          "\"heap_per_host\":%.0f,\"partners\":%u,\"pool_bytes\":%" PRIu64 ",\"heap_per_partner\":%.0f,\"sleeps_out\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"progress_calls\":%" PRIu64
          ",\"wall_s\":%.2f}\n",
          argv[1], O.hosts, O.size, O.msgs, O.inflight, (double)c.rate_bps / 1e9, c.buffer, c.delay_ns / 1000.0,
          c.mtu, c.loss_ppm, c.seed, ok ? "true" : "false", R.total, R.nlat, R.bad, R.failed, us, gbps,
          gbps / ports / ((double)c.rate_bps / 1e9), st->frames, st->port_drops, st->sock_drops, st->lost,
-         st->max_queue, sum[CNT_NET_RESENT], sum[CNT_NET_GAP_RESENT], sum[CNT_NET_PULL_REASKED],
+         st->max_queue, sim_queue_pct(0.5), sim_queue_pct(0.99), sum[CNT_NET_RESENT], sum[CNT_NET_GAP_RESENT], sum[CNT_NET_PULL_REASKED],
          sum[CNT_NET_GRANT_CUTS], sum[CNT_NET_GRANT_TAILS], sum[CNT_NET_PULL_PACED], sum[CNT_NET_EARLY_RESENT],
          sum[CNT_NET_PULL_CTS_ACKED], sum[CNT_NET_PULL_EARLY], sum[CNT_NET_DUPLICATES], pct(0.5), pct(0.99), pct(1.0),
          ((double)heap1 - (double)heap0) / O.hosts, partners, pool1,

@@ -206,6 +206,7 @@ static void arrive(struct frame *f) {
     return;
   }
   if (queued + wire > S.st.max_queue) S.st.max_queue = queued + wire;
+  S.st.queue_hist[queued / SIM_QUEUE_STEP < SIM_QUEUE_BUCKETS ? queued / SIM_QUEUE_STEP : SIM_QUEUE_BUCKETS - 1]++;
   d->port_free = (d->port_free > f->t ? d->port_free : f->t) + ser_ns(f->len);
   f->t = d->port_free + S.cfg.delay_ns / 2;
   f->stage = DELIVER;
@@ -289,6 +290,19 @@ void sim_kick(uint32_t h) { S.h[h].kick = 1; }
 void sim_wait(uint32_t h, int on) { S.h[h].waiting = on; }
 void sim_set_hook(void (*fn)(uint32_t h, void *arg), void *arg) { S.hook = fn, S.hook_arg = arg; }
 const struct sim_stats *sim_stats(void) { return &S.st; }
+
+uint64_t sim_queue_pct(double q) {
+  uint64_t n = 0, seen = 0;
+  for (int i = 0; i < SIM_QUEUE_BUCKETS; i++) n += S.st.queue_hist[i];
+  for (int i = 0; i < SIM_QUEUE_BUCKETS; i++) {
+    seen += S.st.queue_hist[i];
+    if (n && (double)seen >= q * (double)n) {
+      uint64_t top = (uint64_t)(i + 1) * SIM_QUEUE_STEP;
+      return top < S.st.max_queue ? top : S.st.max_queue;
+    }
+  }
+  return 0;
+}
 
 static void refresh_timer(struct host *h) {
   uint64_t m = SIM_NEVER;

@@ -31,14 +31,24 @@ struct sim_cfg {
   uint64_t seed;      /* the library's random numbers and the losses (not 0) */
 };
 
+#define SIM_QUEUE_STEP 512
+#define SIM_QUEUE_BUCKETS 1024
+
 struct sim_stats {
   uint64_t frames, bytes;         /* handed to the switch */
   uint64_t port_drops, sock_drops, lost;
   uint64_t max_queue;             /* the most bytes any port held */
+  /* Frames a port took, by the bytes they found queued ahead of them: in
+   * steps of SIM_QUEUE_STEP, the last bucket for all beyond. */
+  uint64_t queue_hist[SIM_QUEUE_BUCKETS];
   uint64_t steps, progress_calls;
   uint64_t sleeps_out; /* times every waiter slept 10 ms with nothing due: a stall the poll broke */
 };
 
+/* The bytes queued ahead that a share q (0..1) of the frames a port took
+ * found at most (rounded up to SIM_QUEUE_STEP, at most max_queue; beyond
+ * the histogram: its top). */
+uint64_t sim_queue_pct(double q);
 /* Set up the wire, the board and the clock (before fmx_init): 0, or -1. */
 int sim_init(const struct sim_cfg *cfg);
 /* Open host h's endpoint (id h, key `key`): FMX_SUCCESS or the error. */

@@ -83,6 +83,9 @@ def test_a_lone_sender_never_overflows_the_port(rate, buffer, mtu):
                 "--mtu", mtu)
     assert rc == 0 and intact(r), r
     assert r["port_drops"] == 0 and r["sock_drops"] == 0, r
+    # Nor does it queue there: the port never holds more than the frame
+    # it takes and one ahead of it (frames found are counted to 512 B).
+    assert r["queue_p50"] <= r["queue_p99"] <= r["max_queue"] <= 2 * (mtu + 38), r
 
 
 def test_a_sender_paces_its_answers_to_its_own_line():
