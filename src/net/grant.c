@@ -22,6 +22,8 @@ static void rotate(struct net_grant *g, uint64_t now) {
   g->rtt_min_ns[1] = both ? 0 : g->rtt_min_ns[0];
   g->net_min_ns[1] = both ? 0 : g->net_min_ns[0];
   g->rate[1] = both ? 0 : g->rate[0];
+  g->away_ns[1] = both ? 0 : g->away_ns[0];
+  g->away_ns[0] = 0;
   g->rtt_min_ns[0] = 0;
   g->net_min_ns[0] = 0;
   g->rate[0] = 0;
@@ -47,7 +49,17 @@ uint64_t net_grant_drain_ns(const struct net_grant *g) {
   return r ? (uint64_t)((unsigned __int128)g->inflight * 1000000000u / r) : 0;
 }
 
-uint64_t net_grant_floor(const struct net_grant *g) { return min64(g->cap, g->least); }
+void net_grant_away(struct net_grant *g, uint64_t ns, uint64_t now) {
+  rotate(g, now);
+  g->away_ns[0] = max64(g->away_ns[0], ns);
+}
+
+uint64_t net_grant_floor(const struct net_grant *g) {
+  uint64_t r = rate_max(g), wait = net_grant_net_min(g), most = min64(g->cap, g->least);
+  if (!r || !wait) return most;
+  uint64_t need = (uint64_t)((unsigned __int128)r * (wait + max64(g->away_ns[0], g->away_ns[1])) / 1000000000u);
+  return max64(min64(need, most), min64(most, 2 * g->unit));
+}
 
 void net_grant_asked(struct net_grant *g, uint64_t bytes, uint64_t now) {
   g->inflight += bytes;

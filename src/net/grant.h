@@ -16,9 +16,15 @@
  * bytes that come (a round trip) by a binary search (BIC): half the way
  * back to where it lost, at most an eighth of itself; past that point by
  * a step that doubles each round trip from one frame, probing. It never
- * goes below the floor (half the first budget: several runs on their way,
- * so that a lost one shows by those behind it and not by a timer) nor
- * above the cap (the share of the socket's buffer the pulls may fill).
+ * goes below the floor nor above the cap (the share of the socket's
+ * buffer the pulls may fill). The floor is what keeps the port busy: the
+ * bytes the path holds (the rate measured times the network's shortest
+ * wait) and those that come while someone on the way waits for a core
+ * (the longest wait seen, windowed: ours between two passes while we
+ * pull, a sender's hold of a PULL), at least two frames and at most half
+ * the first budget (several runs on their way, so that a lost one shows
+ * by those behind it and not by a timer). Before a rate and a wait are
+ * measured it is that half.
  *
  * A queue's delay cuts it too, before anything is lost. The wait between
  * asking a run and its first frame, less the time its sender held the
@@ -39,10 +45,11 @@
  *
  * It measures the bandwidth-delay product (the most bytes per second that
  * came over a millisecond or more, times the network's shortest wait) and
- * reports it, with the queue it implies (fmx_counters). It is not a floor:
+ * reports it, with the queue it implies (fmx_counters). It bounds the
+ * floor from below only where the floor is under half the first budget:
  * where senders wait for cores the bytes asked include those a sender
- * holds, and a floor at the wait's BDP let 15 senders overflow a 64 KB port
- * (docs/protocol.md).
+ * holds, and a floor at the whole wait's BDP, above that half, let 15
+ * senders overflow a 64 KB port (docs/protocol.md).
  *
  * Its own state and the clock as arguments: no socket, no endpoint
  * (tests/unit/test_net_grant.c drives it on a made-up clock, with a
@@ -56,7 +63,7 @@
 struct net_grant {
   uint64_t cap;      /* the most bytes on their way */
   uint64_t unit;     /* a frame's bytes: the least step */
-  uint64_t least;    /* the floor: half the first budget */
+  uint64_t least;    /* the floor at most: half the first budget */
   uint64_t budget;   /* bytes that may be asked and not come */
   uint64_t thresh;   /* slow start below it */
   uint64_t lost_at;  /* the budget when it last lost */
@@ -77,6 +84,7 @@ struct net_grant {
   uint64_t qdelay_ns;     /* the queue's delay last measured */
   uint64_t qsmooth_ns;    /* and smoothed (what a cut reads) */
   uint64_t lossy_ns;      /* a loss read as a queue's last came (0: none yet) */
+  uint64_t away_ns[2];    /* the longest wait for a core, ours or a sender's (net_grant_away), windowed */
   uint64_t cuts, resets, delay_cuts;
 };
 
@@ -90,6 +98,9 @@ struct net_grant {
 #define NET_GRANT_SPAN_NS 1000000ull
 
 void net_grant_init(struct net_grant *g, uint64_t cap, uint64_t unit, uint64_t first);
+/* Someone on the way waited ns for a core: the receiver between two of
+ * its passes while it pulled, or a sender holding a PULL. */
+void net_grant_away(struct net_grant *g, uint64_t ns, uint64_t now);
 /* Bytes that may be asked now. */
 static inline uint64_t net_grant_room(const struct net_grant *g) {
   return g->budget > g->inflight ? g->budget - g->inflight : 0;
@@ -150,7 +161,7 @@ uint64_t net_grant_bdp(const struct net_grant *g);
 /* How long what is on its way takes to come at the rate measured (0
  * until a rate is): a run asked last waits behind it. */
 uint64_t net_grant_drain_ns(const struct net_grant *g);
-/* The least budget. */
+/* The least budget (the floor, above). */
 uint64_t net_grant_floor(const struct net_grant *g);
 
 #endif

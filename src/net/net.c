@@ -268,6 +268,15 @@ static void net_progress(struct fmx_endpoint *ep, transport_deliver_fn deliver) 
   if (!ne->npeers && !ne->pend.busy && !ne->look && ++ne->skipped < NET_IDLE_PASSES) return;
   ne->skipped = 0;
   ne->look = 0;
+  /* While we pull, how long we were away between passes: what we asked
+   * must keep the port busy meanwhile (the budget's floor, net/grant.h). */
+  if (ne->pulling) {
+    uint64_t now = sys_now_ns();
+    if (ne->pass_ns) net_grant_away(&ne->grant, now - ne->pass_ns, now);
+    ne->pass_ns = now;
+  } else {
+    ne->pass_ns = 0;
+  }
   int got = net_drain(ep, &ne->sock, 0, deliver);
   if ((ne->sock.stamps > 0 || ne->bsock.stamps > 0) && !ne->exporting && !ne->pulling &&
       (ne->stamps_quiet += (uint32_t)got) >= NET_GRO_QUIET &&

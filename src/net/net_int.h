@@ -59,6 +59,7 @@ struct net_ep {
   int bulk_own;
   int epfd;                /* sock and bsock, for a waiter while we pull (with bulk_own only) */
   uint32_t pulling;        /* pulls that have begun and not ended */
+  uint64_t pass_ns;        /* the last progress pass while we pulled (0: none since) */
   uint32_t gro_quiet;      /* DATA packets since the last pull began (sock's GRO goes off at NET_GRO_QUIET) */
   uint32_t pkt_max;        /* the largest packet, header included */
   uint32_t npeers;         /* partners alive at the last timer pass, or made since */

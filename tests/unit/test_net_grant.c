@@ -122,6 +122,7 @@ static void delays(void) {
 
   net_grant_init(&g, 4u << 20, UNIT, 65507);
   net_grant_rtt(&g, 100 * US, t);
+  net_grant_away(&g, 100000 * US, t); /* a sender off its core 100 ms: the floor is half the first budget */
   sample_rate(&g, 65507, &t); /* 54.6 MB/s */
   for (int i = 0; i < 6; i++) {
     net_grant_asked(&g, g.budget, t);
@@ -219,7 +220,7 @@ static struct run runs[200000];
 static uint32_t nruns;
 static struct frame q[MAXQ];
 static uint32_t qh, qn;
-static uint64_t dropped, delivered, maxq, maxq_late, dropped_late;
+static uint64_t dropped, delivered, maxq, maxq_late, dropped_late, bdp_seen;
 /* From when the port's queue is measured again: past slow start's
  * overshoot, before a rate is measured (net_grant_delay_target). */
 #define LATE_NS (20000 * US)
@@ -314,6 +315,7 @@ static double incast(int k, uint64_t bytes, int delay, int holds) {
       if (!r->came && !r->again) {
         uint64_t hold = hold_of(f.run, holds), wait = now - (r->sent_at - SENDER_NS - hold);
         net_grant_rtt(&g, wait, now);
+        net_grant_away(&g, hold, now);
         if (delay) net_grant_delay(&g, wait - hold, now);
       }
       r->came++;
@@ -342,6 +344,7 @@ static double incast(int k, uint64_t bytes, int delay, int holds) {
   }
   clock_now = 0;
   CHECK_EQ(got, total);
+  bdp_seen = net_grant_bdp(&g);
   double ideal = (double)total * PORT_NS_PER_FRAME;
   printf("  %d senders%s%s: %.3f of the port, %llu dropped of %llu delivered, queue at most %llu frames, "
          "budget %llu, BDP %llu, cuts %llu on a loss, %llu on a delay; after 20 ms: %llu dropped, queue at most %llu\n",
@@ -350,6 +353,37 @@ static double incast(int k, uint64_t bytes, int delay, int holds) {
          (unsigned long long)net_grant_bdp(&g), (unsigned long long)g.cuts, (unsigned long long)g.delay_cuts,
          (unsigned long long)dropped_late, (unsigned long long)maxq_late);
   return ideal / (double)now;
+}
+
+/* The floor: the bytes the path holds (the rate measured times the
+ * network's shortest wait) plus what comes while someone waits for a
+ * core (the longest such wait, windowed), between two frames and half
+ * the first budget. */
+static void floors(void) {
+  struct net_grant g;
+  uint64_t t = 1000 * US;
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  CHECK_EQ(net_grant_floor(&g), 65507 / 2); /* nothing measured */
+  net_grant_rtt(&g, 100 * US, t);
+  sample_rate(&g, 65507, &t);                /* 54.6 MB/s */
+  net_grant_delay(&g, 100 * US, t);          /* the path: 100 us */
+  uint64_t path = net_grant_bdp(&g);
+  CHECK(path > 2 * UNIT && path < 65507 / 2);
+  CHECK_EQ(net_grant_floor(&g), path);
+  net_grant_away(&g, 200 * US, t);           /* a sender held a PULL 200 us: three times the path's */
+  CHECK(net_grant_floor(&g) >= 3 * path - 3 && net_grant_floor(&g) <= 3 * path + 3);
+  net_grant_away(&g, 10000 * US, t);         /* 10 ms: the most */
+  CHECK_EQ(net_grant_floor(&g), 65507 / 2);
+  t += 2 * NET_GRANT_EPOCH_NS;               /* two windows with no wait */
+  net_grant_away(&g, 0, t);
+  net_grant_delay(&g, 100 * US, t);
+  sample_rate(&g, 65507, &t);
+  CHECK(net_grant_floor(&g) < 65507 / 2);
+  net_grant_init(&g, 4u << 20, UNIT, 65507);
+  net_grant_rtt(&g, 100 * US, t);
+  sample_rate(&g, 65507, &t);
+  net_grant_delay(&g, 1 * US, t);            /* a path of a microsecond: two frames */
+  CHECK_EQ(net_grant_floor(&g), 2 * UNIT);
 }
 
 /* Which losses of one partner read as a queue's: the end of a run, and
@@ -391,6 +425,7 @@ static void tails(void) {
 int main(void) {
   basics();
   delays();
+  floors();
   tails();
   /* 3, 15 and 1,000 senders of 1 MiB, 64 KiB and 16 KiB into one port. */
   const struct {
@@ -405,6 +440,9 @@ int main(void) {
       /* Read, the delay keeps the queue short of the buffer once a rate
        * is measured: slow start's overshoot is the only loss. */
       if (delay) CHECK(dropped_late == 0 && maxq_late < PORT_FRAMES);
+      /* Nobody waits for a core: the floor is the path's bytes, and the
+       * queue stays within two bandwidth-delay products (and a frame). */
+      if (delay) CHECK(maxq_late * UNIT <= 2 * bdp_seen + UNIT);
     }
     /* Senders that wait for cores (a held run comes as a burst on top of
      * the others): reading the delay loses no more, nor moves less. */
