@@ -258,7 +258,7 @@ static void answer_timed(struct fmx_endpoint *ep, struct net_grant *g, uint32_t 
    * first frame of a run is its train's. */
   uint64_t held, came = net_stamp_now(at_ns, sys_now_ns());
   if (!came || came < asked_ns || !net_hold_get(hold, &held) || held > came - asked_ns) return;
-  net_grant_away(g, held, now); /* the sender's wait for its core */
+  net_grant_away(g, held, now); /* the sender's hold: a wait for its core, or its pacing */
   if (net_grant_delay(g, came - asked_ns - held, now)) TRANSPORT_CNT(ep, NET_GRANT_DELAY_CUTS);
   if (g->qdelay_ns > transport_ep(ep)->bulk->counters[CNT_NET_GRANT_QDELAY])
     TRANSPORT_SET(ep, NET_GRANT_QDELAY, g->qdelay_ns);
