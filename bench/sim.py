@@ -39,9 +39,9 @@ def hosts_of(args):
 
 def row(args, d):
     note = " (%.0f%% lost)" % (d["loss_ppm"] / 1e4) if d["loss_ppm"] else ""
-    return "| `%s`%s | %s | %.2f | %s | %s / %s / %s | %s / %s | %s / %s | %s | %.2g |" % (
+    return "| `%s`%s | %s | %.2f | %s | %s / %s / %s | %s | %s / %s | %s / %s | %s | %.2g |" % (
         args, note, format(round(d["virtual_us"]), ","), d["port_share"], format(d["port_drops"], ","),
-        format(d["queue_p50"], ","), format(d["queue_p99"], ","), format(d["max_queue"], ","),
+        format(d["queue_p50"], ","), format(d["queue_p99"], ","), format(d["max_queue"], ","), format(d["bdp"], ","),
         format(d["resent"] + d["gap_resent"], ","), format(d["pull_reasked"], ","),
         format(round(d["lat_p50_us"]), ","), format(round(d["lat_p99_us"]), ","), format(d["heap_per_partner"], ","),
         d["wall_s"])
@@ -73,9 +73,9 @@ def main():
             bad += 1
         rows.append(row(args, d))
     print("\n| run (`build/tests/fmx_sim ...`) | virtual time (us) | share | dropped at the port "
-          "| queue found, p50 / p99 / most (B) | resent / asked again | latency p50 / p99 (us) | heap per partner (B) "
+          "| queue found, p50 / p99 / most (B) | BDP measured (B) | resent / asked again | latency p50 / p99 (us) | heap per partner (B) "
           "| wall (s) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
     return 1 if bad else 0
 

@@ -248,17 +248,22 @@ void net_pull_ask_missing(struct net_peer *np, struct net_pull *pl, uint64_t now
 }
 
 /* The first answer to a run asked once came (its kernel's stamp at_ns),
- * its sender having held our PULL for what `hold` says (wire.h): the rest
- * of the wait is the network's, there and back, and what it takes beyond
- * the shortest is a queue's (net_grant_delay). */
-static void answer_timed(struct fmx_endpoint *ep, struct net_grant *g, uint32_t hold, uint64_t asked_ns, uint64_t at_ns,
-                         uint64_t now) {
+ * its sender having held our PULL for what `hold` says, `waited` of it
+ * before it read the PULL (wire.h): the rest of the wait is the
+ * network's, there and back, and what it takes beyond the shortest is a
+ * queue's (net_grant_delay). */
+static void answer_timed(struct fmx_endpoint *ep, struct net_grant *g, uint32_t hold, uint16_t waited,
+                         uint64_t asked_ns, uint64_t at_ns, uint64_t now) {
   /* Both clocks read together: `now` was read before the datagram's
    * earlier packets were taken. A GSO train has one stamp, its head's: the
    * first frame of a run is its train's. */
   uint64_t held, came = net_stamp_now(at_ns, sys_now_ns());
   if (!came || came < asked_ns || !net_hold_get(hold, &held) || held > came - asked_ns) return;
-  net_grant_away(g, held, now); /* the sender's hold: a wait for its core, or its pacing */
+  /* Its wait for a core, which the floor covers; not the rest of its hold,
+   * its pacing: the bytes it holds then wait behind those it sends, for
+   * which the budget need not grow. */
+  uint64_t core = net_wait_get(waited);
+  net_grant_away(g, core < held ? core : held, now);
   if (net_grant_delay(g, came - asked_ns - held, now)) TRANSPORT_CNT(ep, NET_GRANT_DELAY_CUTS);
   if (g->qdelay_ns > transport_ep(ep)->bulk->counters[CNT_NET_GRANT_QDELAY])
     TRANSPORT_SET(ep, NET_GRANT_QDELAY, g->qdelay_ns);
@@ -323,7 +328,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
      * answers would time the wait between the two asks too). */
     if (!pl->blk[b].again && in >= pl->blk[b].tlo && in < pl->blk[b].thi) {
       net_grant_rtt(g, now - pl->blk[b].timed_ns, now);
-      answer_timed(ep, g, pk->h.seq, pl->blk[b].timed_ns, at_ns, now);
+      answer_timed(ep, g, pk->h.seq, pk->h.flags, pl->blk[b].timed_ns, at_ns, now);
     }
   }
   if (!(pl->blk[b].missing &= ~bit)) {

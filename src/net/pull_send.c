@@ -59,9 +59,10 @@ struct net_pull_run {
   struct partner *p;
   uint64_t sreq;
   uint32_t frame, first, count;
-  uint16_t wire;
-  uint16_t guessed; /* at_ns is when we read it, not the kernel's stamp: no hold is said (serve) */
-  uint64_t at_ns;   /* when its PULL reached our socket (sys_now_ns's clock; 0: not known) */
+  uint8_t wire;
+  uint8_t guessed; /* at_ns is when we read it, not the kernel's stamp: no hold is said (serve) */
+  uint16_t waited; /* its answers' flags: how long its PULL waited for us to read it (wire.h, net_wait_put) */
+  uint64_t at_ns;  /* when its PULL reached our socket (sys_now_ns's clock; 0: not known) */
 };
 
 /* A PULL kept until its CTS comes, and when it came (sys_now_ns). */
@@ -237,6 +238,7 @@ static void serve(struct fmx_endpoint *ep, struct partner *p, struct net_export 
   if (run->at_ns && !run->guessed) {
     uint64_t t = sys_now_ns();
     h.seq = net_hold_put(t > run->at_ns ? t - run->at_ns : 0);
+    h.flags = run->waited;
   }
   uint32_t tried = 0;
   for (uint32_t i = first; i < first + count && (uint64_t)i * frame < x->want; i++, tried++) {
@@ -348,9 +350,10 @@ void net_pull_on_pull(struct fmx_endpoint *ep, struct partner *p, const struct n
   struct net_peer *np = transport_state(p);
   struct net_export *e = export_of(np, pk->u.pull.sreq);
   struct net_pull_run run = {p, pk->u.pull.sreq, pk->u.pull.frame, pk->u.pull.first, pk->u.pull.count,
-                             (pk->h.flags & NET_F_WIRE) != 0, 0, at_ns};
+                             (pk->h.flags & NET_F_WIRE) != 0, 0, 0, at_ns};
   uint64_t now = sys_now_ns();
   run.at_ns = net_stamp_now(at_ns, now); /* one from before we started is not believed: nothing is skipped */
+  if (run.at_ns && run.at_ns < now) run.waited = net_wait_put(now - run.at_ns);
   if (!e) {
     /* Ended already (asked again late), not ours, or before its CTS: kept
      * only from a partner with its pull state (taken at the first record

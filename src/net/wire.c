@@ -36,7 +36,7 @@ int net_parse(const uint8_t *buf, size_t n, struct net_pkt *out) {
   }
   if (h->type == NET_PULL_REPLY) {
     if (h->len <= NET_PULL_REPLY_HDR) return NET_BAD_LENGTH;
-    if (h->flags) return NET_BAD_FLAGS;
+    if (h->flags & ~NET_REPLY_WAIT_MASK) return NET_BAD_FLAGS;
     out->u.reply_data.rreq = net_get64(b);
     out->u.reply_data.index = net_get32(b + 8);
     return NET_OK;

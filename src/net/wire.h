@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The net transport's packet format, version 5 (docs/protocol.md has it
+ * The net transport's packet format, version 7 (docs/protocol.md has it
  * byte by byte). The same bytes travel as the payload of a raw Ethernet
  * frame (EtherType NET_ETHERTYPE) or of a UDP datagram. Every field is in
  * network byte order; nothing here is a C struct laid over the wire: the
@@ -8,7 +8,7 @@
  * packet it refuses says why (enum net_bad), for the counters.
  *
  *   0  u16 magic 0x4658 ("FX")      12 u32 src_session
- *   2  u8  version (5)              16 u32 seq (DATA: per partner; PULL_REPLY: the hold; else 0)
+ *   2  u8  version (7)              16 u32 seq (DATA: per partner; PULL_REPLY: the hold; else 0)
  *   3  u8  type (enum net_type)     20 u32 ack (next seq the sender expects)
  *   4  u16 dst_ep                   24 u16 len (body bytes after the header)
  *   6  u16 src_ep                   26 u16 flags
@@ -24,7 +24,7 @@
 
 #define NET_ETHERTYPE 0x86DF
 #define NET_MAGIC 0x4658
-#define NET_VERSION 6 /* 5: no NACK out of step; 4: no hold in PULL_REPLY; 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
+#define NET_VERSION 7 /* 6: no core wait in PULL_REPLY; 5: no NACK out of step; 4: no hold in PULL_REPLY; 3: no NET_ACK_DUPS; 2: no NET_F_WIRE; 1: no NET_F_TRAIN */
 #define NET_HDR_LEN 28
 /* The most one packet's body may hold: a jumbo frame less our header
  * (Ethernet's 14 B are outside it). UDP and smaller MTUs carry less. */
@@ -80,6 +80,26 @@ static inline int net_hold_get(uint32_t seq, uint64_t *ns) {
   if (seq == 0 || seq == UINT32_MAX) return 0;
   *ns = seq - 1u;
   return 1;
+}
+
+/* NET_PULL_REPLY flags: how long the PULL it answers waited in its
+ * sender's socket for the sender to read it (a wait for its core), the
+ * part of the hold above that no pacing or queue of its own made: in us,
+ * 8 bits of mantissa under a 4-bit exponent (m << e, to 8.4 s), rounded
+ * down. The receiver's floor covers such waits (net/grant.h); a sender's
+ * pacing it does not. The only flags a PULL_REPLY has. */
+#define NET_REPLY_WAIT_SHIFT 4
+#define NET_REPLY_WAIT_MASK 0xfff0
+static inline uint16_t net_wait_put(uint64_t ns) {
+  uint64_t us = ns / 1000;
+  unsigned e = 0;
+  while (e < 15 && us >> e > 255) e++;
+  uint64_t m = us >> e > 255 ? 255 : us >> e;
+  return (uint16_t)((e << 8 | m) << NET_REPLY_WAIT_SHIFT);
+}
+static inline uint64_t net_wait_get(uint16_t flags) {
+  unsigned v = (flags & NET_REPLY_WAIT_MASK) >> NET_REPLY_WAIT_SHIFT;
+  return ((uint64_t)(v & 255) << (v >> 8)) * 1000;
 }
 
 /* NET_NACK_NO_MEMORY: the sender gave up on the connection, without

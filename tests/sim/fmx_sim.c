@@ -306,10 +306,12 @@ int main(int argc, char **argv) {
   uint64_t t1 = sim_now();
   size_t heap1 = mallinfo2().uordblks;
   for (uint32_t h = 0; h < O.hosts; h++) sim_memory(h, &pb, &np), pool1 += pb, partners += np;
-  uint64_t v[CNT_MAX], sum[CNT_MAX] = {0};
+  uint64_t v[CNT_MAX], sum[CNT_MAX] = {0}, bdp = 0;
   for (uint32_t h = 0; h < O.hosts; h++)
-    if (fmx_get_info(R.ep[h], FMX_INFO_COUNTER_VALUES, NULL, 0, v, sizeof v) == FMX_SUCCESS)
+    if (fmx_get_info(R.ep[h], FMX_INFO_COUNTER_VALUES, NULL, 0, v, sizeof v) == FMX_SUCCESS) {
       for (int i = 0; i < CNT_MAX; i++) sum[i] += v[i];
+      if (v[CNT_NET_GRANT_BDP] > bdp) bdp = v[CNT_NET_GRANT_BDP]; /* the receivers' own measure, at the end */
+    }
   clock_gettime(CLOCK_MONOTONIC, &w1);
   const struct sim_stats *st = sim_stats();
   qsort(R.lat, R.nlat, sizeof *R.lat, cmp_u64);
@@ -322,14 +324,14 @@ int main(int argc, char **argv) {
          "\"messages\":%" PRIu64 ",\"received\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"failed\":%" PRIu64 ","
          "\"virtual_us\":%.1f,\"goodput_gbps\":%.3f,\"port_share\":%.3f,\"frames\":%" PRIu64
          ",\"port_drops\":%" PRIu64 ",\"sock_drops\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"max_queue\":%" PRIu64
-         ",\"queue_p50\":%" PRIu64 ",\"queue_p99\":%" PRIu64 ",\"resent\":%" PRIu64 ",\"gap_resent\":%" PRIu64 ",\"pull_reasked\":%" PRIu64 ",\"grant_cuts\":%" PRIu64
+         ",\"bdp\":%" PRIu64 ",\"queue_p50\":%" PRIu64 ",\"queue_p99\":%" PRIu64 ",\"resent\":%" PRIu64 ",\"gap_resent\":%" PRIu64 ",\"pull_reasked\":%" PRIu64 ",\"grant_cuts\":%" PRIu64
          ",\"grant_tails\":%" PRIu64 ",\"paced\":%" PRIu64 ",\"early_resent\":%" PRIu64 ",\"cts_reasked\":%" PRIu64 ",\"pulls_early\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f,"
          "\"heap_per_host\":%.0f,\"partners\":%u,\"pool_bytes\":%" PRIu64 ",\"heap_per_partner\":%.0f,\"sleeps_out\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"progress_calls\":%" PRIu64
          ",\"wall_s\":%.2f}\n",
          argv[1], O.hosts, O.size, O.msgs, O.inflight, (double)c.rate_bps / 1e9, c.buffer, c.delay_ns / 1000.0,
          c.mtu, c.loss_ppm, c.seed, ok ? "true" : "false", R.total, R.nlat, R.bad, R.failed, us, gbps,
          gbps / ports / ((double)c.rate_bps / 1e9), st->frames, st->port_drops, st->sock_drops, st->lost,
-         st->max_queue, sim_queue_pct(0.5), sim_queue_pct(0.99), sum[CNT_NET_RESENT], sum[CNT_NET_GAP_RESENT], sum[CNT_NET_PULL_REASKED],
+         st->max_queue, bdp, sim_queue_pct(0.5), sim_queue_pct(0.99), sum[CNT_NET_RESENT], sum[CNT_NET_GAP_RESENT], sum[CNT_NET_PULL_REASKED],
          sum[CNT_NET_GRANT_CUTS], sum[CNT_NET_GRANT_TAILS], sum[CNT_NET_PULL_PACED], sum[CNT_NET_EARLY_RESENT],
          sum[CNT_NET_PULL_CTS_ACKED], sum[CNT_NET_PULL_EARLY], sum[CNT_NET_DUPLICATES], pct(0.5), pct(0.99), pct(1.0),
          ((double)heap1 - (double)heap0) / O.hosts, partners, pool1,

@@ -29,7 +29,7 @@ def packet(rnd):
     t = rnd.randrange(0, 12)
     body = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 120)))
     ln = len(body) if kind != 2 else rnd.randrange(0, 65536)  # kind 2: a length that lies
-    ver = 6 if kind != 3 else rnd.randrange(0, 256)  # NET_VERSION
+    ver = 7 if kind != 3 else rnd.randrange(0, 256)  # NET_VERSION
     flags = 0 if rnd.random() < 0.8 else rnd.randrange(0, 65536)
     h = HDR.pack(0x4658, ver, t, rnd.choice((0, 1, 0xffff, rnd.randrange(65536))), rnd.randrange(65536),
                  rnd.getrandbits(32), rnd.getrandbits(32), rnd.getrandbits(32), rnd.getrandbits(32), ln & 0xffff,

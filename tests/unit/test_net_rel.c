@@ -868,9 +868,20 @@ static void test_wire(void) {
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR, &p), NET_BAD_LENGTH);
   h.len = NET_PULL_REPLY_HDR + 1;
-  h.flags = NET_F_FIRST; /* no flags */
+  h.flags = NET_F_FIRST; /* no flags but the core wait */
   net_put_hdr(b, &h);
   CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 1, &p), NET_BAD_FLAGS);
+  h.flags = net_wait_put(3000000) | NET_F_WIRE;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 1, &p), NET_BAD_FLAGS);
+  h.flags = NET_REPLY_WAIT_MASK;
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 1, &p), NET_OK);
+  CHECK_EQ(net_wait_get(p.h.flags), (255ull << 15) * 1000); /* the longest: 8.4 s */
+  h.flags = net_wait_put(3000000); /* 3 ms */
+  net_put_hdr(b, &h);
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + NET_PULL_REPLY_HDR + 1, &p), NET_OK);
+  CHECK_EQ(net_wait_get(p.h.flags), 2992000); /* 187 << 4 us: rounded down, within 1/128 */
   CHECK(strcmp(net_type_str(NET_PULL_REPLY), "PULL_REPLY") == 0);
   /* Discovery: a query of 8 bytes; a reply with a printable name. */
   h = (struct net_hdr){.type = NET_HOST_QUERY, .dst_ep = NET_EP_ANY, .src_ep = NET_EP_ANY, .len = 8};
@@ -961,6 +972,18 @@ static void test_wire(void) {
   CHECK_EQ(net_hold_put(5000000000ull), UINT32_MAX);
   CHECK(!net_hold_get(net_hold_put(5000000000ull), &held));
   CHECK(net_hold_get(UINT32_MAX - 1, &held) && held == UINT32_MAX - 2);
+  b[2] = 6; /* before a PULL_REPLY's core wait: refused */
+  CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_VERSION);
+  /* Its core wait: us, to within 1/128 below, never above; saturated at 8.4 s. */
+  CHECK_EQ(net_wait_get(net_wait_put(0)), 0);
+  CHECK_EQ(net_wait_get(net_wait_put(999)), 0);
+  CHECK_EQ(net_wait_get(net_wait_put(255999)), 255000);
+  CHECK_EQ(net_wait_get(net_wait_put(100000000000ull)), (255ull << 15) * 1000);
+  for (uint64_t ns = 1000; ns < 9000000000ull; ns = ns * 3 / 2 + 777) {
+    uint64_t got = net_wait_get(net_wait_put(ns));
+    CHECK(got <= ns && (ns > (255ull << 15) * 1000 || got + ns / 128 + 1000 >= ns));
+    CHECK_EQ(net_wait_put(ns) & ~NET_REPLY_WAIT_MASK, 0);
+  }
   b[2] = NET_VERSION;
   b[3] = 0;
   CHECK_EQ(net_parse(b, NET_HDR_LEN + 8, &p), NET_BAD_TYPE);
