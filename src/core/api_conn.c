@@ -190,11 +190,12 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
   r->m.status.match_info = match;
   r->m.status.source = addr;
   *request = r;
-  if (p && tp->dialing && tp->dialing(p)) {
+  if (p && tp->dialing && tp->dialing(p) && proto_live(p)) {
     r->m.partner = p;
-    list_add_tail(&p->pp.msgs, &r->m.pnode); /* its failure completes it (ep_partner_down) */
+    list_add_tail(&p->pp.live->msgs, &r->m.pnode); /* its failure completes it (ep_partner_down) */
     list_add_tail(&ep->connecting, &r->qnode);
   } else {
+    if (p && rc == FMX_SUCCESS && tp->dialing && tp->dialing(p)) rc = FMX_NO_RESOURCES; /* no memory to wait with */
     req_complete(ep, r, rc);
   }
   ep_unlock(ep);
@@ -203,7 +204,8 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
 
 void ep_connects_ready(struct fmx_endpoint *ep, struct partner *p) {
   struct list_node *pos, *tmp;
-  list_for_each_safe(pos, tmp, &p->pp.msgs) {
+  if (!p->pp.live) return;
+  list_for_each_safe(pos, tmp, &p->pp.live->msgs) {
     struct fmx_request *r = req_of(list_entry(pos, struct proto_msg, pnode));
     if (r->kind == REQ_CONNECT) req_complete(ep, r, FMX_SUCCESS);
   }
@@ -229,7 +231,7 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
     rc = FMX_BAD_ADDRESS;
   } else if (p->t.state == PARTNER_ALIVE) {
     struct proto_hdr h = {.type = PROTO_CLOSE};
-    if (list_empty(&p->pp.outq)) p->pp.tp->push(ep, p, &h, NULL, 0);
+    if (proto_outq_empty(&p->pp)) p->pp.tp->push(ep, p, &h, NULL, 0);
     ep_partner_fail(ep, p, PARTNER_DISCONNECTED, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   }
   ep_unlock(ep);

@@ -69,7 +69,7 @@ static void check_timeouts(struct fmx_endpoint *ep) {
   list_for_each_safe(bpos, bnext, &ep->backlog) { /* only a queued record can time out here */
     struct partner *p = list_entry(bpos, struct partner, backlog);
     struct list_node *pos, *tmp;
-    list_for_each_safe(pos, tmp, &p->pp.outq) {
+    list_for_each_safe(pos, tmp, &p->pp.live->outq) { /* on the backlog: its queue holds records */
       struct out_rec *o = list_entry(pos, struct out_rec, node);
       struct fmx_request *r = o->msg ? req_of(o->msg) : NULL;
       /* Only what is still undelivered can time out: once in the ring the
@@ -105,7 +105,7 @@ void ep_progress_locked(struct fmx_endpoint *ep) {
     list_del(&p->backlog);
     if (p->t.state != PARTNER_ALIVE) continue;
     proto_flush(ep, p);
-    if (!list_empty(&p->pp.outq)) ep_partner_queued(ep, p);
+    if (!proto_outq_empty(&p->pp)) ep_partner_queued(ep, p);
   }
   if (!list_empty(&ep->pe.bulk)) rndv_progress(ep);
   if (ep->ntimed) check_timeouts(ep);
@@ -170,7 +170,6 @@ static int open_self(struct fmx_endpoint *ep) {
   p->bulk.pid = getpid();
   p->bulk.cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
   p->bulk.cma_reason = "one address space: plain copies";
-  p->pp.addr = ep_partner_addr(p); /* with its NIC id and endpoint id now */
   ep->self = p;
   return 0;
 }
@@ -184,7 +183,6 @@ static void ep_free(struct fmx_endpoint *ep) {
     medium_reset(ep, ep->partners[i]);
     proto_peer_fini(&ep->partners[i]->pp);
     region_cache_release(&ep->partners[i]->bulk.xmem);
-    free(ep->partners[i]->tpd);
     bulk_peer_fini(&ep->partners[i]->bulk);
     free(ep->partners[i]);
   }
@@ -363,7 +361,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
     struct partner *p = ep->partners[i];
     if (p->t.state != PARTNER_ALIVE || p->bulk.is_self) continue;
     struct proto_hdr h = {.type = PROTO_CLOSE};
-    if (list_empty(&p->pp.outq)) p->pp.tp->push(ep, p, &h, NULL, 0);
+    if (proto_outq_empty(&p->pp)) p->pp.tp->push(ep, p, &h, NULL, 0);
   }
   ep->pe.benv.desc->closed = 1;
   ep_unlock(ep);

@@ -28,13 +28,16 @@ struct partner {
   uint8_t reaped;     /* gone and released: the slot is free (ep_partner_reap) */
   uint32_t polled_at; /* its place in ep->polled (its transport polls each partner), else UINT32_MAX */
   struct proto_peer pp; /* the protocol's: its transport (pp.tp), queue, messages in flight */
-  void *tpd;            /* its transport's private state (tp->partner_size bytes) */
   void *user_context;
   struct list_node backlog; /* on ep->backlog while its queue holds records (linked: node.next != NULL) */
   /* What the bulk engines know of it (t.bulk points here): cold, and
    * large, after the fields read per message. */
   struct bulk_peer bulk;
 };
+
+/* Where a partner's transport state begins in its block (core/partner.c:
+ * the partner, then tp->partner_size bytes). */
+#define PARTNER_HEAD ((sizeof(struct partner) + 15) & ~(size_t)15)
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
 

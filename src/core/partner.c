@@ -76,17 +76,16 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
   ep_crowd_set(ep);
 }
 
-/* The transport's private state of a new partner, zeroed, in *tpd (NULL
- * when it keeps none): 0, or -ENOMEM. */
-static int new_state(const struct fmx_transport_ops *tp, void **tpd) {
-  *tpd = tp->partner_size ? calloc(1, tp->partner_size) : NULL;
-  return tp->partner_size && !*tpd ? -ENOMEM : 0;
+/* A partner and its transport's private state (tp->partner_size bytes,
+ * transport_state) in one block, zeroed: one allocation and no pointer
+ * between them (an idle partner's bytes). */
+static struct partner *partner_alloc(const struct fmx_transport_ops *tp) {
+  return calloc(1, PARTNER_HEAD + tp->partner_size);
 }
 
 /* p (zeroed) becomes a live partner of ep in slot index, served by tp. */
 static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p, uint32_t index, uint32_t gen,
-                                     const struct fmx_transport_ops *tp, void *tpd) {
-  p->tpd = tpd;
+                                     const struct fmx_transport_ops *tp) {
   p->index = index;
   p->t.gen = gen;
   p->bulk.pidfd = -1;
@@ -105,16 +104,20 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
 }
 
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
-  void *tpd;
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     if (!p->reaped) continue;
-    if (new_state(tp, &tpd) < 0) return NULL;
-    free(p->tpd);
-    bulk_peer_fini(&p->bulk);
     uint32_t gen = p->t.gen;
-    memset(p, 0, sizeof *p);
-    return partner_start(ep, p, i, (gen + 2) | 1, tp, tpd); /* addresses of the previous partner go stale */
+    bulk_peer_fini(&p->bulk);
+    if (p->pp.tp == tp) { /* its block fits */
+      memset(p, 0, PARTNER_HEAD + tp->partner_size);
+    } else {
+      struct partner *n = partner_alloc(tp);
+      if (!n) return NULL;
+      free(p);
+      ep->partners[i] = p = n;
+    }
+    return partner_start(ep, p, i, (gen + 2) | 1, tp); /* addresses of the previous partner go stale */
   }
   if (ep->npartners == ep->partners_cap) {
     uint32_t cap = ep->partners_cap ? ep->partners_cap * 2 : 16;
@@ -126,14 +129,10 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
     ep->polled = t;
     ep->partners_cap = cap;
   }
-  if (new_state(tp, &tpd) < 0) return NULL;
-  struct partner *p = calloc(1, sizeof *p);
-  if (!p) {
-    free(tpd);
-    return NULL;
-  }
+  struct partner *p = partner_alloc(tp);
+  if (!p) return NULL;
   ep->partners[ep->npartners] = p;
-  return partner_start(ep, p, ep->npartners++, (uint32_t)sys_random64() | 1, tp, tpd);
+  return partner_start(ep, p, ep->npartners++, (uint32_t)sys_random64() | 1, tp);
 }
 
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
@@ -180,10 +179,11 @@ void ep_partner_fail(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
 void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_return_t code) {
   if (p->t.state != PARTNER_ALIVE) return;
   p->t.state = state;
-  while (!list_empty(&p->pp.outq)) proto_out_drop(ep, list_entry(p->pp.outq.next, struct out_rec, node));
+  struct proto_live *l = p->pp.live;
+  while (l && !list_empty(&l->outq)) proto_out_drop(ep, list_entry(l->outq.next, struct out_rec, node));
   if (list_linked(&p->backlog)) list_del(&p->backlog);
-  while (!list_empty(&p->pp.msgs)) {
-    struct proto_msg *m = list_entry(p->pp.msgs.next, struct proto_msg, pnode);
+  while (l && !list_empty(&l->msgs)) {
+    struct proto_msg *m = list_entry(l->msgs.next, struct proto_msg, pnode);
     list_del(&m->pnode);
     req_complete(ep, req_of(m), code);
   }

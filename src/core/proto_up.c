@@ -8,6 +8,8 @@ struct proto_ep *proto_ep(struct fmx_endpoint *ep) { return &ep->pe; }
 
 struct proto_peer *proto_peer(struct partner *p) { return &p->pp; }
 
+fmx_endpoint_addr_t proto_peer_addr(const struct partner *p) { return ep_partner_addr(p); }
+
 static void complete(struct fmx_endpoint *ep, struct proto_msg *m, fmx_return_t code) {
   req_complete(ep, req_of(m), code);
 }

@@ -88,7 +88,9 @@ const struct fmx_transport_ops *transport_local(void) { return &shm_transport; }
 
 const struct fmx_transport_ops *transport_self(void) { return &self_transport; }
 
-void *transport_state(struct partner *p) { return p->tpd; }
+void *transport_state(struct partner *p) { return (char *)p + PARTNER_HEAD; }
+
+struct partner *transport_partner(void *state) { return (struct partner *)((char *)state - PARTNER_HEAD); }
 
 void *transport_ep_state(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
   for (int i = 0; i < nregistered; i++)
@@ -128,7 +130,6 @@ static struct partner *peer_new(struct fmx_endpoint *ep, const struct fmx_transp
 }
 
 static void peer_joined(struct fmx_endpoint *ep, struct partner *p) {
-  p->pp.addr = ep_partner_addr(p); /* with the NIC id and endpoint id the handshake filled */
   ep->nsiblings += p->bulk.same_process;
 }
 
@@ -143,7 +144,7 @@ static struct partner *peer_next(struct fmx_endpoint *ep, const struct fmx_trans
 
 static int peer_lending(struct partner *p) { return proto_sending_rndv(&p->pp); }
 
-static int peer_waited(struct partner *p) { return !list_empty(&p->pp.msgs); }
+static int peer_waited(struct partner *p) { return proto_has_msgs(&p->pp); }
 
 static void progress(struct fmx_endpoint *ep) { ep_progress_locked(ep); }
 

@@ -107,5 +107,5 @@ void tunables_load(void) {
   config_set_deriver(derive);
   config_load();
   copy_alias_set(fmx_cfg.copy_alias);
-  sys_alloc_fail_at = fmx_cfg.fault_alloc;
+  sys_alloc_fail_set(fmx_cfg.fault_alloc); /* counted from fmx_init */
 }

@@ -28,7 +28,7 @@ int ep_unexp_call(struct fmx_endpoint *ep, struct partner *p, uint64_t match, ui
   if (!fn || ep_in_handler(ep)) return 0;
   CNT(ep, UNEXP_HANDLER);
   ep_nest_begin(&ep->lock);
-  fmx_unexp_action_t a = fn(ep->unexp_ctx, p->pp.addr, match, len, data);
+  fmx_unexp_action_t a = fn(ep->unexp_ctx, ep_partner_addr(p), match, len, data);
   ep_nest_end(&ep->lock);
   if (a == FMX_UNEXP_FINISHED) return 1;
   if (a != FMX_UNEXP_CONTINUE)

@@ -257,7 +257,7 @@ static void run_timers(struct fmx_endpoint *ep, uint64_t now) {
   struct net_timer *t;
   while (budget && (t = net_wheel_expire(&ne->timers, now)) != NULL) {
     struct net_peer *np = container_of(t, struct net_peer, timer);
-    run_peer(ep, np->self, now, &budget);
+    run_peer(ep, transport_partner(np), now, &budget);
   }
   count_rel(ep);
 }

@@ -192,7 +192,6 @@ struct net_peer {
   /* The pull protocol's (pull.c): taken with rel (net_peer_live). */
   struct net_pull_peer *pull;
   struct fmx_endpoint *ep;
-  struct partner *self;
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
   uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */

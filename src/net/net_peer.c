@@ -50,7 +50,10 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
                          uint32_t session) {
   if (session) {
     for (struct net_ptab_entry *e = net_ptab_chain(&net_ep(ep)->ptab, eid, session); e; e = e->next)
-      if (e->eid == eid && e->session == session && is_it(e->owner, nic, from, eid, session)) return e->owner;
+      if (e->eid == eid && e->session == session) {
+        struct partner *p = transport_partner(container_of(e, struct net_peer, hent));
+        if (is_it(p, nic, from, eid, session)) return p;
+      }
     return NULL;
   }
   for (struct partner *p = transport_up->peer_next(ep, &net_transport, NULL); p;
@@ -62,7 +65,6 @@ struct partner *net_find(struct fmx_endpoint *ep, uint64_t nic, const struct net
 void net_peer_known(struct fmx_endpoint *ep, struct partner *p) {
   struct net_peer *np = transport_state(p);
   const struct transport_peer *t = transport_peer(p);
-  np->hent.owner = p;
   net_ptab_add(&net_ep(ep)->ptab, &np->hent, t->eid, t->session);
 }
 

@@ -8,8 +8,8 @@
  * doubles as entries outnumber buckets, with a random seed per table so
  * that no peer picks sessions that share a chain.
  *
- * It knows nothing of partners: an entry carries its key and a pointer
- * for the caller. Not thread-safe: the endpoint's lock.
+ * It knows nothing of partners: an entry carries its key, and its owner
+ * finds itself from it (container_of). Not thread-safe: the endpoint's lock.
  */
 #ifndef FMX_NET_PTAB_H
 #define FMX_NET_PTAB_H
@@ -20,7 +20,6 @@ struct net_ptab_entry {
   struct net_ptab_entry *next; /* in its chain */
   uint32_t eid, session;       /* its key */
   int in;                      /* in the table */
-  void *owner;                 /* the caller's */
 };
 
 struct net_ptab {

@@ -73,7 +73,7 @@ static void on_wire(struct fmx_endpoint *ep, struct net_peer *np, uint64_t now, 
     log_warn("FMX-NET-BULK-SILENT",
              "endpoint %u: endpoint %u of board %012llx %s: its answers to our pulls come on the wire, not to our "
              "UDP port %u, from now on for a while (a firewall, a full neighbour table?)",
-             transport_ep(ep)->eid, transport_peer(np->self)->eid, (unsigned long long)transport_peer(np->self)->nic,
+             transport_ep(ep)->eid, transport_peer(transport_partner(np))->eid, (unsigned long long)transport_peer(transport_partner(np))->nic,
              why, (unsigned)port);
     np->pull->wire_logged = 1;
   }
@@ -117,13 +117,13 @@ void net_pull_send(struct net_peer *np, struct net_pull *pl, uint32_t first, uin
   struct fmx_endpoint *ep = np->ep;
   struct net_ep *ne = net_ep(ep);
   struct net_hdr h;
-  net_hdr_to(ep, np->self, &h, NET_PULL);
+  net_hdr_to(ep, transport_partner(np), &h, NET_PULL);
   h.ack = net_rel_ack_value(np->rel);
   enum ask_way way = ask_way(np, now);
   if (way == ASK_WIRE_HELD || way == ASK_WIRE_PROBE) h.flags = NET_F_WIRE;
   h.len = (uint16_t)net_put_pull(ne->pkt + NET_HDR_LEN, pl->x->peer_id, pl->x->id, pl->frame, first, count);
   net_put_hdr(ne->pkt, &h);
-  net_xmit(ep, &np->addr, transport_peer(np->self)->eid, ne->pkt, NET_HDR_LEN + h.len);
+  net_xmit(ep, &np->addr, transport_peer(transport_partner(np))->eid, ne->pkt, NET_HDR_LEN + h.len);
   struct pull_block *blk = &pl->blk[first / pl->bframes]; /* a run stays within its block */
   blk->lo = (uint8_t)(first % pl->bframes);
   blk->hi = (uint8_t)(blk->lo + count);
@@ -344,7 +344,7 @@ void net_pull_on_reply(struct fmx_endpoint *ep, struct partner *p, const struct 
 
 static int pull_recv_start(void *arg, struct bulk_xfer *x) {
   struct net_peer *np = arg;
-  if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
+  if (transport_peer(transport_partner(np))->state != PARTNER_ALIVE) return -ESRCH;
   struct net_pull *pl = calloc(1, sizeof *pl);
   if (!pl) return -ENOMEM;
   pl->x = x;
@@ -475,7 +475,6 @@ static const struct bulk_pull_ops pull_ops = {
 void net_pull_init(struct fmx_endpoint *ep, struct partner *p) {
   struct net_peer *np = transport_state(p);
   np->ep = ep;
-  np->self = p;
 }
 
 int net_pull_attach(struct net_peer *np) {
@@ -493,7 +492,7 @@ int net_pull_attach(struct net_peer *np) {
 
 void net_pull_fini(struct partner *p) {
   struct net_peer *np = transport_state(p);
-  if (np->self) drop(np, NULL);
+  if (np->ep) drop(np, NULL); /* net_pull_init ran */
   free(np->pull);
   np->pull = NULL;
 }

@@ -102,7 +102,7 @@ static void take_run(struct fmx_endpoint *ep, struct net_peer *np, struct net_ex
 
 int net_pull_send_start(void *arg, struct bulk_xfer *x) {
   struct net_peer *np = arg;
-  if (transport_peer(np->self)->state != PARTNER_ALIVE) return -ESRCH;
+  if (transport_peer(transport_partner(np))->state != PARTNER_ALIVE) return -ESRCH;
   if (export_of(np, x->id)) return -EPROTO; /* a second CTS for it */
   struct net_export *e = calloc(1, sizeof *e);
   if (!e) return -ENOMEM;
@@ -131,11 +131,11 @@ void net_pull_exports_drop(struct net_peer *np, const struct bulk_xfer *x) {
   if (!x) {
     struct net_pull_queue *q = &net_ep(np->ep)->answers;
     for (uint32_t i = 0; i < q->n; i++)
-      if (q->run[(q->head + i) & (q->cap - 1)].p == np->self) q->run[(q->head + i) & (q->cap - 1)].p = NULL;
+      if (q->run[(q->head + i) & (q->cap - 1)].p == transport_partner(np)) q->run[(q->head + i) & (q->cap - 1)].p = NULL;
     for (uint32_t i = 0; q->sent && i < NET_PULL_RECENT; i++)
-      if (q->sent[i].p == np->self) q->sent[i].p = NULL;
+      if (q->sent[i].p == transport_partner(np)) q->sent[i].p = NULL;
     for (uint32_t i = 0; q->early && i < NET_PULL_EARLY; i++)
-      if (q->early[i].run.p == np->self) q->early[i].run.p = NULL;
+      if (q->early[i].run.p == transport_partner(np)) q->early[i].run.p = NULL;
   }
 }
 
@@ -164,7 +164,7 @@ uint64_t net_pull_exports_heard(struct net_peer *np) {
 static uint32_t answer(struct fmx_endpoint *ep, struct net_peer *np, struct net_sock *sock, const struct net_addr *to,
                        const struct iovec *iov, int n, const int *start, uint32_t frames, uint16_t seg) {
   struct net_ep *ne = net_ep(ep);
-  uint32_t eid = transport_peer(np->self)->eid, sent = 0;
+  uint32_t eid = transport_peer(transport_partner(np))->eid, sent = 0;
   if (!frames) return 0;
   int r = frames > 1 ? sock->wire->send_segs(sock, to, eid, iov, n, seg) : sock->wire->send(sock, to, eid, iov, n);
   /* Our send buffer full is a queue's: the receiver asks again, as for a
@@ -375,7 +375,7 @@ static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_
   uint64_t young = fmx_cfg.net_rto_max_us * 1000ull;
   for (uint32_t k = NET_PULL_EARLY; q->early && k > 0; k--) {
     struct net_pull_early *kept = &q->early[(q->early_n - k) % NET_PULL_EARLY];
-    if (kept->run.p != np->self || kept->run.sreq != e->x->id) continue;
+    if (kept->run.p != transport_partner(np) || kept->run.sreq != e->x->id) continue;
     struct net_pull_run run = kept->run;
     kept->run.p = NULL;
     if (now - kept->kept_ns > young) continue; /* its CTS took longer than any resend wait: asked again since */
@@ -391,7 +391,7 @@ static void take_early(struct fmx_endpoint *ep, struct net_peer *np, struct net_
 /* A PULL for e's transfer: answered at once, or queued behind those that wait. */
 static void take_run(struct fmx_endpoint *ep, struct net_peer *np, struct net_export *e, struct net_pull_run run,
                      uint64_t now) {
-  struct partner *p = np->self;
+  struct partner *p = transport_partner(np);
   if (run.frame == 0 || run.frame > net_pull_frame_bytes(np) || run.count == 0 || run.count > NET_PULL_FRAMES_MAX ||
       (uint64_t)run.first * run.frame >= e->x->want) {
     TRANSPORT_CNT(ep, NET_DROPPED); /* malformed */

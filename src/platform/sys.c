@@ -230,5 +230,10 @@ static int alloc_fails(void) {
   return __atomic_add_fetch(&alloc_count, 1, __ATOMIC_RELAXED) == sys_alloc_fail_at;
 }
 
+void sys_alloc_fail_set(uint64_t n) {
+  sys_alloc_fail_at = n;
+  __atomic_store_n(&alloc_count, 0, __ATOMIC_RELAXED);
+}
+
 void *sys_alloc(size_t n) { return alloc_fails() ? NULL : malloc(n); }
 void *sys_zalloc(size_t n) { return alloc_fails() ? NULL : calloc(1, n); }

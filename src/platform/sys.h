@@ -42,6 +42,8 @@ int sys_membarrier_private(void);
  * Nth of them fail (sys_alloc_fail_at = N, 0: never; set by the core from
  * FMX_FAULT_ALLOC). */
 extern uint64_t sys_alloc_fail_at;
+/* The Nth allocation from now fails (0: none). */
+void sys_alloc_fail_set(uint64_t n);
 void *sys_alloc(size_t n);
 void *sys_zalloc(size_t n);
 uint64_t sys_now_ns(void);                             /* CLOCK_MONOTONIC, or the simulator's */

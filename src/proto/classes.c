@@ -141,10 +141,10 @@ uint64_t proto_class_cost(const struct proto_class *k, int mode) {
 void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, int mode, uint64_t start,
                       uint64_t snap, int both) {
   struct proto_ep *pe = proto_ep(ep);
-  struct proto_peer *pp = proto_peer(p);
   int s = slot_of(len);
   if (s < 0 || !start || transport_peer(p)->state != PARTNER_ALIVE) return;
-  if (!pp->cls && !(pp->cls = calloc(PROTO_CLASSES, sizeof *pp->cls))) return; /* no memory: no choice made */
+  struct proto_live *pp = proto_live(p);
+  if (!pp || (!pp->cls && !(pp->cls = calloc(PROTO_CLASSES, sizeof *pp->cls)))) return; /* no memory: no choice made */
   /* Clean: nothing else started, or was still in progress, meanwhile. */
   uint64_t ns = UINT64_MAX;
   if (pe->benv.starts + pe->medium_starts == snap && list_empty(&pe->bulk) && !pe->medium_live)
@@ -165,10 +165,12 @@ void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, 
 }
 
 void proto_class_hint(struct partner *p, const struct proto_hdr *h) {
-  struct proto_peer *pp = proto_peer(p);
-  if (!pp->tp->remote) pp->rndv_mask = h->rreq; /* across hosts the transport sets the eager limit */
+  if (proto_peer(p)->tp->remote) return; /* across hosts the transport sets the eager limit */
+  struct proto_live *l = h->rreq || proto_peer(p)->live ? proto_live(p) : NULL;
+  if (l) l->rndv_mask = h->rreq; /* without memory the hint is not taken: a choice, not a duty */
 }
 
 int proto_class_wants_rndv(const struct proto_peer *pp, uint64_t len) {
-  return pp->rndv_mask && ((pp->rndv_mask >> class_of(len)) & 1);
+  uint64_t mask = pp->live ? pp->live->rndv_mask : 0;
+  return mask && ((mask >> class_of(len)) & 1);
 }

@@ -19,7 +19,7 @@
 
 /* The message in flight on this lane, or NULL. */
 static struct medium_rx *slot_of(struct partner *p, struct bulk_conn *lane) {
-  struct medium_rx *m = proto_peer(p)->medium;
+  struct medium_rx *m = proto_medium(proto_peer(p));
   if (!m) return NULL;
   for (int i = 0; i < 2; i++)
     if (m[i].busy && m[i].lane == lane) return &m[i];
@@ -28,13 +28,13 @@ static struct medium_rx *slot_of(struct partner *p, struct bulk_conn *lane) {
 
 /* A free slot, or NULL with *nomem set when p's slots could not be taken. */
 static struct medium_rx *free_slot(struct partner *p, int *nomem) {
-  struct proto_peer *pp = proto_peer(p);
-  if (!pp->medium && !(pp->medium = sys_zalloc(2 * sizeof *pp->medium))) {
+  struct proto_live *l = proto_live(p);
+  if (!l || (!l->medium && !(l->medium = sys_zalloc(2 * sizeof *l->medium)))) {
     *nomem = 1;
     return NULL;
   }
   for (int i = 0; i < 2; i++)
-    if (!pp->medium[i].busy) return &pp->medium[i];
+    if (!l->medium[i].busy) return &l->medium[i];
   return NULL;
 }
 
@@ -64,7 +64,7 @@ void medium_cut(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *la
 }
 
 void medium_reset(struct fmx_endpoint *ep, struct partner *p) {
-  struct medium_rx *m = proto_peer(p)->medium;
+  struct medium_rx *m = proto_medium(proto_peer(p));
   if (!m) return;
   for (int i = 0; i < 2; i++) drop(ep, &m[i]);
 }
@@ -149,7 +149,7 @@ void medium_first(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *
     proto_fill_status(r, p, h->match, h->msg_len);
     proto_fill_data(r, h->flags, h->rreq);
     r->state = MSG_MATCHED;
-    list_add_tail(&proto_peer(p)->msgs, &r->pnode); /* a dying peer completes it */
+    list_add_tail(&proto_peer(p)->live->msgs, &r->pnode); /* a dying peer completes it (its slot took live) */
     m->msg = r;
   } else {
     m->unexp = proto_unexp_new(ep, p, lane, h, h->msg_len);

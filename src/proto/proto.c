@@ -3,6 +3,7 @@
  * it (proto.h). */
 #include <stdlib.h>
 
+#include "platform/sys.h"
 #include "proto/proto_int.h"
 
 const struct proto_core *proto_up;
@@ -39,13 +40,23 @@ void proto_ep_fini(struct proto_ep *pe) {
 
 void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp) {
   pp->tp = tp;
-  list_init(&pp->outq);
-  list_init(&pp->msgs);
+  pp->live = NULL;
+}
+
+struct proto_live *proto_live(struct partner *p) {
+  struct proto_peer *pp = proto_peer(p);
+  if (pp->live) return pp->live;
+  struct proto_live *l = sys_zalloc(sizeof *l);
+  if (!l) return NULL;
+  list_init(&l->outq);
+  list_init(&l->msgs);
+  return pp->live = l;
 }
 
 void proto_peer_fini(struct proto_peer *pp) {
-  free(pp->cls);
-  free(pp->medium);
-  pp->cls = NULL;
-  pp->medium = NULL;
+  if (!pp->live) return;
+  free(pp->live->cls);
+  free(pp->live->medium);
+  free(pp->live);
+  pp->live = NULL;
 }

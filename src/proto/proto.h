@@ -141,26 +141,40 @@ struct proto_class {
   uint16_t xleft;   /* messages still judged as an exchange's (classes.c, proto_class_cost) */
 };
 
-/* What the protocol keeps of a partner. */
-struct proto_peer {
-  const struct fmx_transport_ops *tp; /* the transport serving it (the core's choice) */
-  fmx_endpoint_addr_t addr;           /* its address, as a status gives it (the core's) */
-  struct list_node outq;              /* records waiting for ring room, in order */
-  struct list_node msgs;              /* messages in flight with it (pnode) */
+/* What the protocol keeps of a partner it has messages with (proto_live):
+ * taken at its first message in flight, record queued, medium message or
+ * hint, and kept until the partner goes. */
+struct proto_live {
+  struct list_node outq; /* records waiting for ring room, in order */
+  struct list_node msgs; /* messages in flight with it (pnode) */
   /* Per lane it delivers on, two of them: taken at its first medium
-   * message (medium.c), NULL before (an idle partner's bytes). */
+   * message (medium.c), NULL before. */
   struct medium_rx *medium;
-  uint64_t rndv_mask;                 /* sender: size classes it asked to get by rendezvous (its HINT) */
-  uint64_t asked;                     /* receiver: the mask we last sent it */
+  uint64_t rndv_mask; /* sender: size classes it asked to get by rendezvous (its HINT) */
+  uint64_t asked;     /* receiver: the mask we last sent it */
   /* receiver: the class choice per size (classes.c), PROTO_CLASSES of them
-   * from its first medium message or rendezvous timed; NULL before (an
-   * idle partner's bytes) */
+   * from its first medium message or rendezvous timed; NULL before */
   struct proto_class *cls;
   /* receiver: a rendezvous send of ours to it was in flight when its last
    * rendezvous to us was matched or completed (rndv.c: the next one is half
    * an exchange too, even if it is matched before we send) */
   uint8_t exchanged;
 };
+
+/* What the protocol keeps of a partner: an idle one's bytes. */
+struct proto_peer {
+  const struct fmx_transport_ops *tp; /* the transport serving it (the core's choice) */
+  struct proto_live *live;            /* NULL until it has messages (above) */
+};
+
+/* p's state of messages, taken now if it has none: NULL without memory. */
+struct proto_live *proto_live(struct partner *p);
+/* No record of ours waits for ring room to it. */
+static inline int proto_outq_empty(const struct proto_peer *pp) { return !pp->live || list_empty(&pp->live->outq); }
+/* Its medium messages' slots, or NULL. */
+static inline struct medium_rx *proto_medium(const struct proto_peer *pp) { return pp->live ? pp->live->medium : NULL; }
+/* Messages in flight with it. */
+static inline int proto_has_msgs(const struct proto_peer *pp) { return pp->live && !list_empty(&pp->live->msgs); }
 
 /* What the protocol keeps of an endpoint: what every message touches
  * first (the counters' pointer and the wake word are in benv), the large
@@ -200,6 +214,8 @@ static inline struct match_queues *proto_mq(struct proto_ep *pe, int untagged) {
 /* The protocol's parts of the core's objects (core/proto_up.c). */
 struct proto_ep *proto_ep(struct fmx_endpoint *ep);
 struct proto_peer *proto_peer(struct partner *p);
+/* Its address, as a status gives it. */
+fmx_endpoint_addr_t proto_peer_addr(const struct partner *p);
 
 /* What the protocol asks of the core: given once, at fmx_init. Every
  * call is made with the endpoint's lock held. */
@@ -253,7 +269,7 @@ void proto_ep_fini(struct proto_ep *pe);
 /* A new partner's protocol state, served by tp (its addr is the core's to
  * set once the partner is known: the handshake, or ourselves). */
 void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp);
-/* What the partner's state holds besides itself (its class table). */
+/* What the partner's state holds besides itself (its state of messages). */
 void proto_peer_fini(struct proto_peer *pp);
 
 /* Start a send (eager or rendezvous); queued if the ring has no room. */

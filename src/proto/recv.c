@@ -11,7 +11,7 @@
 
 void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, uint64_t msg_len) {
   r->partner = p;
-  r->status.source = proto_peer(p)->addr;
+  r->status.source = proto_peer_addr(p);
   r->status.match_info = match;
   r->status.msg_length = msg_len;
   r->status.xfer_length = msg_len < r->len ? msg_len : r->len;
@@ -27,7 +27,7 @@ void proto_fill_data(struct proto_msg *r, unsigned hflags, uint64_t imm) { fill_
 void proto_unexp_status(const struct unexp_msg *u, fmx_status_t *st) {
   memset(st, 0, sizeof *st);
   st->code = FMX_SUCCESS;
-  st->source = proto_peer(u->partner)->addr;
+  st->source = proto_peer_addr(u->partner);
   st->match_info = u->match;
   st->msg_length = st->xfer_length = u->msg_len;
   fill_data(st, u->flags, u->imm);
@@ -102,8 +102,14 @@ struct proto_msg *proto_take_arriving(struct fmx_endpoint *ep, struct partner *p
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
   struct proto_ep *pe = proto_ep(ep);
+  /* A record that may put a message in flight with p (not an eager one's
+   * or a fragment's: the hot path) finds p's state of messages taken. */
+  if (h->type != PROTO_EAGER && h->type != PROTO_FRAG && !proto_live(p)) {
+    proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a partner's messages");
+    return;
+  }
   /* Nothing comes between the fragments of a medium message. */
-  const struct medium_rx *med = proto_peer(p)->medium;
+  const struct medium_rx *med = proto_medium(proto_peer(p));
   if (h->type != PROTO_FRAG && med && (med[0].busy | med[1].busy)) medium_cut(ep, p, lane);
   switch (h->type) {
     case PROTO_EAGER: {

@@ -50,7 +50,13 @@ static void fin_error(struct fmx_endpoint *ep, struct partner *p, uint64_t sreq,
 }
 
 void proto_rma_read(struct fmx_endpoint *ep, struct proto_msg *m) {
-  list_add_tail(&proto_peer(m->partner)->msgs, &m->pnode); /* it fails with its owner */
+  struct proto_live *l = proto_live(m->partner);
+  if (!l) {
+    proto_abort(ep, m->partner, FMX_NO_SYSTEM_RESOURCES, "a message's state");
+    proto_up->complete(ep, m, FMX_NO_SYSTEM_RESOURCES);
+    return;
+  }
+  list_add_tail(&l->msgs, &m->pnode); /* it fails with its owner */
   struct proto_hdr h = {.type = PROTO_RGET, .match = m->match, .msg_len = m->len, .sreq = m->id, .rreq = m->imm};
   proto_send_ctl_of(ep, m, &h);
 }

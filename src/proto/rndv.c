@@ -40,7 +40,8 @@ static void send_fin(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return_t 
 
 int proto_sending_rndv(const struct proto_peer *pp) {
   const struct list_node *pos;
-  list_for_each(pos, &pp->msgs) if (list_entry(pos, struct proto_msg, pnode)->flags & MSG_F_RNDV) return 1;
+  if (!pp->live) return 0;
+  list_for_each(pos, &pp->live->msgs) if (list_entry(pos, struct proto_msg, pnode)->flags & MSG_F_RNDV) return 1;
   return 0; /* only sends go rendezvous */
 }
 
@@ -50,7 +51,8 @@ static void recv_finish(struct fmx_endpoint *ep, struct proto_msg *r, fmx_return
   /* An exchange's receive is matched before or after our send, and our
    * send may complete before it does: a send in flight at either end tells
    * the next one (bulk_select, BULK_SEL_EXCHANGE). */
-  proto_peer(r->partner)->exchanged = (uint8_t)(r->sending || proto_sending_rndv(proto_peer(r->partner)));
+  struct proto_live *l = proto_peer(r->partner)->live; /* none: nothing was ever in flight with it */
+  if (l) l->exchanged = (uint8_t)(r->sending || proto_sending_rndv(proto_peer(r->partner)));
   if (!err) {
     pe->last_engine = r->xfer.engine;
     pe->last_offloaded = r->xfer.offloaded;
@@ -105,7 +107,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
   r->xfer.nrseg = nseg;
   r->xfer.want = r->status.xfer_length;
   r->sending = (uint8_t)proto_sending_rndv(proto_peer(p));
-  list_add_tail(&proto_peer(p)->msgs, &r->pnode);
+  list_add_tail(&proto_peer(p)->live->msgs, &r->pnode); /* taken when its RTS came (proto_deliver) */
   /* The sender's segment list must hold what it announced. */
   uint64_t total = 0;
   for (uint32_t i = 0; i < nseg; i++) total += segs[i].len;
@@ -132,7 +134,7 @@ void rndv_recv_start(struct fmx_endpoint *ep, struct proto_msg *r, struct partne
     r->xfer.engine = &bulk_cma;
   } else {
     int how = r->xfer.xsrc ? BULK_SEL_MAPPED : 0;
-    if (r->sending || proto_peer(p)->exchanged) how |= BULK_SEL_EXCHANGE;
+    if (r->sending || proto_peer(p)->live->exchanged) how |= BULK_SEL_EXCHANGE;
     if (nseg && r->xfer.nseg && copy_aliases((uintptr_t)r->xfer.segs[0].ptr, segs[0].addr)) how |= BULK_SEL_ALIASED;
     r->xfer.engine = bulk_select(&pe->benv, t->bulk, lane, r->xfer.want, how, pe->crowded, &offload, &adapt);
   }

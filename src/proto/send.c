@@ -37,7 +37,7 @@ static uint64_t frag_size(struct partner *p, const struct proto_peer *pp) {
  * halos with 4 ranks on 2 cores: halo time 0.25-0.32 s rendezvous against
  * Intel MPI's own shm 0.10-0.19 s; docs/progress.md). */
 static int crowded_rndv(struct partner *p, const struct proto_peer *pp, uint64_t len) {
-  return len > 2 * (uint64_t)pp->tp->max_payload(p) || (pp->tp->unread && pp->tp->unread(p)) || !list_empty(&pp->outq);
+  return len > 2 * (uint64_t)pp->tp->max_payload(p) || (pp->tp->unread && pp->tp->unread(p)) || !proto_outq_empty(pp);
 }
 
 /* Eager messages longer than one fragment travel in fragments, so no
@@ -137,13 +137,20 @@ static int push_one(struct fmx_endpoint *ep, struct partner *p, struct out_rec *
   return 1;
 }
 
+/* o waits in p's queue (its state of messages taken by the message in
+ * flight o is part of, or by send_ctl). */
+static void queue_out(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
+  struct proto_live *l = proto_peer(p)->live;
+  if (list_empty(&l->outq)) proto_up->queued(ep, p);
+  list_add_tail(&l->outq, &o->node);
+}
+
 /* 1 if pushed now, 0 if queued behind earlier records or a full ring. */
 static int enqueue(struct fmx_endpoint *ep, struct partner *p, struct out_rec *o) {
   struct proto_peer *pp = proto_peer(p);
-  if (list_empty(&pp->outq) && push_one(ep, p, o)) return 1;
+  if (proto_outq_empty(pp) && push_one(ep, p, o)) return 1;
   PROTO_CNT(proto_ep(ep), RING_FULL);
-  if (list_empty(&pp->outq)) proto_up->queued(ep, p);
-  list_add_tail(&pp->outq, &o->node);
+  queue_out(ep, p, o);
   return 0;
 }
 
@@ -166,7 +173,9 @@ void proto_out_drop(struct fmx_endpoint *ep, struct out_rec *o) {
 }
 
 void proto_flush(struct fmx_endpoint *ep, struct partner *p) {
-  struct list_node *q = &proto_peer(p)->outq;
+  struct proto_live *l = proto_peer(p)->live;
+  if (!l) return;
+  struct list_node *q = &l->outq;
   while (!list_empty(q)) {
     struct out_rec *o = list_entry(q->next, struct out_rec, node);
     list_del(&o->node);
@@ -200,7 +209,11 @@ static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct proto_ms
   if (transport_peer(p)->state != PARTNER_ALIVE) return;
   struct proto_peer *pp = proto_peer(p);
   struct out_rec now = {.hdr = *h, .ctl = 1};
-  if (list_empty(&pp->outq) && push_one(ep, p, &now)) return;
+  if (proto_outq_empty(pp) && push_one(ep, p, &now)) return;
+  if (!proto_live(p)) {
+    proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a control record");
+    return;
+  }
   struct out_rec *o;
   if (r) {
     o = &r->out;
@@ -219,8 +232,7 @@ static void send_ctl(struct fmx_endpoint *ep, struct partner *p, struct proto_ms
     return;
   }
   PROTO_CNT(proto_ep(ep), RING_FULL);
-  if (list_empty(&pp->outq)) proto_up->queued(ep, p);
-  list_add_tail(&pp->outq, &o->node);
+  queue_out(ep, p, o);
 }
 
 void proto_send_ctl(struct fmx_endpoint *ep, struct partner *p, const struct proto_hdr *h) { send_ctl(ep, p, NULL, h); }
@@ -236,7 +248,7 @@ void proto_send_ctl_of(struct fmx_endpoint *ep, struct proto_msg *m, const struc
 int proto_send_now(struct fmx_endpoint *ep, struct partner *p, const fmx_seg_t *segs, uint32_t nseg, uint64_t len,
                    uint64_t match, unsigned hflags, uint64_t imm) {
   struct proto_peer *pp = proto_peer(p);
-  if (!list_empty(&pp->outq)) return 0;
+  if (!proto_outq_empty(pp)) return 0;
   struct proto_ep *pe = proto_ep(ep);
   /* A tiny message is eager below the rendezvous threshold whatever the
    * ring or the crowding (both allow TRANSPORT_MIN_PAYLOAD): no call
@@ -263,7 +275,13 @@ void proto_send_start(struct fmx_endpoint *ep, struct proto_msg *r) {
   o->off = 0;
   o->hdr.match = r->match;
   o->hdr.msg_len = r->len;
-  list_add_tail(&pp->msgs, &r->pnode);
+  struct proto_live *l = proto_live(p);
+  if (!l) { /* the peer may wait for it: the connection goes, as for any message without memory */
+    proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a message's state");
+    proto_up->complete(ep, r, FMX_NO_SYSTEM_RESOURCES);
+    return;
+  }
+  list_add_tail(&l->msgs, &r->pnode);
   uint64_t frag = frag_size(p, pp);
   int eager = !(r->flags & (MSG_F_SYNC | MSG_F_REGION)) && r->len <= eager_max(proto_ep(ep), p, pp, frag, r->len);
   /* Longer than a fragment: the receiver may have measured rendezvous

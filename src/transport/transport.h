@@ -71,6 +71,8 @@ struct transport_peer *transport_peer(struct partner *p);
 /* The transport's private state of partner p: partner_size bytes, zeroed
  * when the partner is made (core/partner.c). */
 void *transport_state(struct partner *p);
+/* The partner whose private state `state` is (transport_state's inverse). */
+struct partner *transport_partner(void *state);
 /* The transport's private state of endpoint ep: ep_size bytes, zeroed
  * when the endpoint is made, before listen. */
 void *transport_ep_state(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
