@@ -227,7 +227,7 @@ API fmx_return_t fmx_disconnect(fmx_endpoint_t ep, fmx_endpoint_addr_t addr) {
   ep_lock(ep);
   struct partner *p = ep_partner_from_addr(ep, addr);
   fmx_return_t rc = FMX_SUCCESS;
-  if (!p || p->bulk.is_self) {
+  if (!p || p->t.bulk->is_self) {
     rc = FMX_BAD_ADDRESS;
   } else if (p->t.state == PARTNER_ALIVE) {
     struct proto_hdr h = {.type = PROTO_CLOSE};

@@ -67,9 +67,9 @@ static void check_timeouts(struct fmx_endpoint *ep) {
   if (!list_empty(&ep->connecting)) ep_connects_timeouts(ep, now);
   struct list_node *bpos, *bnext;
   list_for_each_safe(bpos, bnext, &ep->backlog) { /* only a queued record can time out here */
-    struct partner *p = list_entry(bpos, struct partner, backlog);
+    struct proto_live *l = list_entry(bpos, struct proto_live, backlog);
     struct list_node *pos, *tmp;
-    list_for_each_safe(pos, tmp, &p->pp.live->outq) { /* on the backlog: its queue holds records */
+    list_for_each_safe(pos, tmp, &l->outq) {
       struct out_rec *o = list_entry(pos, struct out_rec, node);
       struct fmx_request *r = o->msg ? req_of(o->msg) : NULL;
       /* Only what is still undelivered can time out: once in the ring the
@@ -101,8 +101,9 @@ void ep_progress_locked(struct fmx_endpoint *ep) {
     list_init(&ep->backlog);
   }
   while (!list_empty(&q)) {
-    struct partner *p = list_entry(q.next, struct partner, backlog);
-    list_del(&p->backlog);
+    struct proto_live *l = list_entry(q.next, struct proto_live, backlog);
+    struct partner *p = l->owner;
+    list_del(&l->backlog);
     if (p->t.state != PARTNER_ALIVE) continue;
     proto_flush(ep, p);
     if (!proto_outq_empty(&p->pp)) ep_partner_queued(ep, p);
@@ -161,15 +162,16 @@ static int open_desc(struct fmx_endpoint *ep) {
 static int open_self(struct fmx_endpoint *ep) {
   struct partner *p = ep_partner_new(ep, transport_self());
   if (!p) return -ENOMEM;
-  p->bulk.is_self = 1;
-  p->bulk.same_process = 1;
-  p->bulk.cpu = ep->pe.benv.cpu;
+  struct bulk_peer *b = p->t.bulk;
+  b->is_self = 1;
+  b->same_process = 1;
+  b->cpu = ep->pe.benv.cpu;
   p->t.nic = ep->t.nic;
-  p->t.eid = p->bulk.eid = ep->t.eid;
+  p->t.eid = b->eid = ep->t.eid;
   p->t.session = ep->t.session;
-  p->bulk.pid = getpid();
-  p->bulk.cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
-  p->bulk.cma_reason = "one address space: plain copies";
+  b->pid = getpid();
+  b->cma_ok = 1; /* a rendezvous to ourselves is a plain copy (proto/rndv.c) */
+  b->cma_reason = "one address space: plain copies";
   ep->self = p;
   return 0;
 }
@@ -182,8 +184,10 @@ static void ep_free(struct fmx_endpoint *ep) {
     ep->partners[i]->pp.tp->release(ep, ep->partners[i]);
     medium_reset(ep, ep->partners[i]);
     proto_peer_fini(&ep->partners[i]->pp);
-    region_cache_release(&ep->partners[i]->bulk.xmem);
-    bulk_peer_fini(&ep->partners[i]->bulk);
+    if (!ep_partner_remote(ep->partners[i])) {
+      region_cache_release(&ep->partners[i]->t.bulk->xmem);
+      bulk_peer_fini(ep->partners[i]->t.bulk);
+    }
     free(ep->partners[i]);
   }
   free(ep->partners);
@@ -359,7 +363,7 @@ __attribute__((visibility("default"))) fmx_return_t fmx_close_endpoint(fmx_endpo
    * send to our closed socket tells it instead). */
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->t.state != PARTNER_ALIVE || p->bulk.is_self) continue;
+    if (p->t.state != PARTNER_ALIVE || p->t.bulk->is_self) continue;
     struct proto_hdr h = {.type = PROTO_CLOSE};
     if (proto_outq_empty(&p->pp)) p->pp.tp->push(ep, p, &h, NULL, 0);
   }

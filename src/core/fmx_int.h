@@ -29,15 +29,14 @@ struct partner {
   uint32_t polled_at; /* its place in ep->polled (its transport polls each partner), else UINT32_MAX */
   struct proto_peer pp; /* the protocol's: its transport (pp.tp), queue, messages in flight */
   void *user_context;
-  struct list_node backlog; /* on ep->backlog while its queue holds records (linked: node.next != NULL) */
-  /* What the bulk engines know of it (t.bulk points here): cold, and
-   * large, after the fields read per message. */
-  struct bulk_peer bulk;
+  /* Its block goes on with its transport's state (transport_state), then,
+   * for a partner on this host, what the bulk engines know of it (t.bulk;
+   * core/partner.c). */
 };
 
 /* Where a partner's transport state begins in its block (core/partner.c:
  * the partner, then tp->partner_size bytes). */
-#define PARTNER_HEAD ((sizeof(struct partner) + 15) & ~(size_t)15)
+#define PARTNER_HEAD ((sizeof(struct partner) + TRANSPORT_STATE_ALIGN - 1) & ~(size_t)(TRANSPORT_STATE_ALIGN - 1))
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
 
@@ -77,11 +76,11 @@ struct fmx_endpoint {
   uint32_t partners_cap;
   /* What a progress pass visits, so that partners on other hosts (their
    * transport takes every partner's packets at once) cost it nothing:
-   * those whose transport polls each partner (partners_cap slots, in no
+   * those whose transport polls each partner (polled_cap slots, in no
    * order), and those whose queue holds records. */
   struct partner **polled;
-  uint32_t npolled;
-  struct list_node backlog;
+  uint32_t npolled, polled_cap;
+  struct list_node backlog; /* partners whose queue holds records (their proto_live.backlog) */
   struct partner *self;
   uint32_t wakeup_gen;
   uint64_t spin_ns; /* adaptive spin before blocking (wait.c) */
@@ -184,6 +183,8 @@ void ep_give_core(struct fmx_endpoint *ep);
 /* partner.c */
 struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_t a);
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
+/* p is on another host: its t.bulk is the one all such share, never written. */
+int ep_partner_remote(const struct partner *p);
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
 void ep_partner_reap(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);

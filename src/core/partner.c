@@ -54,16 +54,18 @@ static int partner_in_use(struct fmx_endpoint *ep, const struct partner *p) {
 void ep_partner_reap(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->t.state == PARTNER_ALIVE || p->bulk.is_self || p->reaped || partner_in_use(ep, p)) continue;
+    if (p->t.state == PARTNER_ALIVE || p->t.bulk->is_self || p->reaped || partner_in_use(ep, p)) continue;
     p->pp.tp->release(ep, p);
     medium_reset(ep, p);
+    if (p->pp.live && list_linked(&p->pp.live->backlog)) list_del(&p->pp.live->backlog); /* none: ep_partner_down emptied it */
     proto_peer_fini(&p->pp);
-    region_cache_release(&p->bulk.xmem);
-    bulk_peer_fini(&p->bulk); /* nothing moves with it now (partner_in_use) */
-    ep->nsiblings -= p->bulk.same_process;
-    p->bulk.same_process = 0;
+    if (!ep_partner_remote(p)) {
+      region_cache_release(&p->t.bulk->xmem);
+      bulk_peer_fini(p->t.bulk); /* nothing moves with it now (partner_in_use) */
+      ep->nsiblings -= p->t.bulk->same_process;
+      p->t.bulk->same_process = 0;
+    }
     p->reaped = 1;
-    if (list_linked(&p->backlog)) list_del(&p->backlog); /* none: ep_partner_down emptied it */
     if (p->polled_at != UINT32_MAX) { /* its place to the last one's */
       struct partner *last = ep->polled[--ep->npolled];
       ep->polled[p->polled_at] = last;
@@ -79,20 +81,37 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
 /* A partner and its transport's private state (tp->partner_size bytes,
  * transport_state) in one block, zeroed: one allocation and no pointer
  * between them (an idle partner's bytes). */
-static struct partner *partner_alloc(const struct fmx_transport_ops *tp) {
-  return calloc(1, PARTNER_HEAD + tp->partner_size);
+static size_t partner_block(const struct fmx_transport_ops *tp) {
+  size_t tpd = (tp->partner_size + TRANSPORT_STATE_ALIGN - 1) & ~(size_t)(TRANSPORT_STATE_ALIGN - 1);
+  return PARTNER_HEAD + tpd + (tp->remote ? 0 : sizeof(struct bulk_peer));
 }
+
+static struct partner *partner_alloc(const struct fmx_transport_ops *tp) { return calloc(1, partner_block(tp)); }
+
+/* What the bulk engines know of every partner on another host: they never
+ * move its bytes (its transport pulls them), and nothing writes it. One
+ * for all, where a partner on this host has its own, at the end of its
+ * block. */
+static struct bulk_peer remote_bulk = {.pidfd = -1, .cpu = -1, .cma_reason = "another host"};
+
+static struct bulk_peer *bulk_of(struct partner *p, const struct fmx_transport_ops *tp) {
+  return tp->remote ? &remote_bulk : (struct bulk_peer *)((char *)p + partner_block(tp) - sizeof(struct bulk_peer));
+}
+
+int ep_partner_remote(const struct partner *p) { return p->t.bulk == &remote_bulk; }
 
 /* p (zeroed) becomes a live partner of ep in slot index, served by tp. */
 static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p, uint32_t index, uint32_t gen,
                                      const struct fmx_transport_ops *tp) {
   p->index = index;
   p->t.gen = gen;
-  p->bulk.pidfd = -1;
-  p->bulk.cpu = -1;
-  p->t.bulk = &p->bulk;
+  p->t.bulk = bulk_of(p, tp);
+  if (!tp->remote) {
+    p->t.bulk->pidfd = -1;
+    p->t.bulk->cpu = -1;
+  }
   p->polled_at = UINT32_MAX;
-  if (tp->poll) { /* room for every partner (ep_partner_new) */
+  if (tp->poll) { /* room made (ep_partner_new) */
     p->polled_at = ep->npolled;
     ep->polled[ep->npolled++] = p;
   }
@@ -103,32 +122,29 @@ static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p,
   return p;
 }
 
+/* Room for one more partner (polled: one its transport polls): 0, or -ENOMEM. */
+static int room(struct partner ***v, uint32_t n, uint32_t *cap) {
+  if (n < *cap) return 0;
+  uint32_t c = *cap ? *cap * 2 : 16;
+  struct partner **t = realloc(*v, c * sizeof *t);
+  if (!t) return -ENOMEM;
+  *v = t;
+  *cap = c;
+  return 0;
+}
+
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp) {
+  if (tp->poll && room(&ep->polled, ep->npolled, &ep->polled_cap) < 0) return NULL;
+  /* A slot of the same transport's: its block fits, and stays (a pointer
+   * the watcher snapshotted never dangles: ep_partner_reap). */
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (!p->reaped) continue;
+    if (!p->reaped || p->pp.tp != tp) continue;
     uint32_t gen = p->t.gen;
-    bulk_peer_fini(&p->bulk);
-    if (p->pp.tp == tp) { /* its block fits */
-      memset(p, 0, PARTNER_HEAD + tp->partner_size);
-    } else {
-      struct partner *n = partner_alloc(tp);
-      if (!n) return NULL;
-      free(p);
-      ep->partners[i] = p = n;
-    }
+    memset(p, 0, partner_block(tp));
     return partner_start(ep, p, i, (gen + 2) | 1, tp); /* addresses of the previous partner go stale */
   }
-  if (ep->npartners == ep->partners_cap) {
-    uint32_t cap = ep->partners_cap ? ep->partners_cap * 2 : 16;
-    struct partner **t = realloc(ep->partners, cap * sizeof *t);
-    if (!t) return NULL;
-    ep->partners = t;
-    t = realloc(ep->polled, cap * sizeof *t);
-    if (!t) return NULL;
-    ep->polled = t;
-    ep->partners_cap = cap;
-  }
+  if (room(&ep->partners, ep->npartners, &ep->partners_cap) < 0) return NULL;
   struct partner *p = partner_alloc(tp);
   if (!p) return NULL;
   ep->partners[ep->npartners] = p;
@@ -138,7 +154,7 @@ struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transpo
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session) {
   for (uint32_t i = 0; i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
-    if (p->t.eid == eid && p->t.session == session && p->t.state == PARTNER_ALIVE && !p->bulk.is_self) return p;
+    if (p->t.eid == eid && p->t.session == session && p->t.state == PARTNER_ALIVE && !p->t.bulk->is_self) return p;
   }
   return NULL;
 }
@@ -157,7 +173,8 @@ void ep_partner_poll(struct fmx_endpoint *ep, struct partner *p) {
 /* p's queue got its first record: flushed at every pass until it empties
  * (proto_core.queued). */
 void ep_partner_queued(struct fmx_endpoint *ep, struct partner *p) {
-  if (!list_linked(&p->backlog)) list_add_tail(&ep->backlog, &p->backlog);
+  struct proto_live *l = p->pp.live; /* taken: its queue holds a record */
+  if (!list_linked(&l->backlog)) list_add_tail(&ep->backlog, &l->backlog);
 }
 
 /* The partner is gone (died, closed, disconnected). What it had already put
@@ -181,7 +198,7 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
   p->t.state = state;
   struct proto_live *l = p->pp.live;
   while (l && !list_empty(&l->outq)) proto_out_drop(ep, list_entry(l->outq.next, struct out_rec, node));
-  if (list_linked(&p->backlog)) list_del(&p->backlog);
+  if (l && list_linked(&l->backlog)) list_del(&l->backlog);
   while (l && !list_empty(&l->msgs)) {
     struct proto_msg *m = list_entry(l->msgs.next, struct proto_msg, pnode);
     list_del(&m->pnode);
@@ -189,9 +206,9 @@ void ep_partner_down(struct fmx_endpoint *ep, struct partner *p, int state, fmx_
   }
   medium_reset(ep, p);
   proto_recv_fail_from(ep, p, code); /* receives directed to it: nothing more comes */
-  if (p->bulk.pidfd >= 0) {
-    close(p->bulk.pidfd);
-    p->bulk.pidfd = -1;
+  if (p->t.bulk->pidfd >= 0) {
+    close(p->t.bulk->pidfd);
+    p->t.bulk->pidfd = -1;
   }
   ep_wake(ep->pe.benv.desc);
 }

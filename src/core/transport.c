@@ -130,7 +130,7 @@ static struct partner *peer_new(struct fmx_endpoint *ep, const struct fmx_transp
 }
 
 static void peer_joined(struct fmx_endpoint *ep, struct partner *p) {
-  ep->nsiblings += p->bulk.same_process;
+  ep->nsiblings += p->t.bulk->same_process;
 }
 
 static struct partner *peer_next(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp,

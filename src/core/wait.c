@@ -72,7 +72,7 @@ static int has_local_work(struct fmx_endpoint *ep) {
   for (uint32_t i = 0; ep->nsiblings && i < ep->npartners; i++) {
     struct partner *p = ep->partners[i];
     const struct medium_rx *m = proto_medium(&p->pp);
-    if (p->bulk.same_process && !p->bulk.is_self && m && (m[0].busy || m[1].busy)) return 3;
+    if (p->t.bulk->same_process && !p->t.bulk->is_self && m && (m[0].busy || m[1].busy)) return 3;
   }
   list_for_each(pos, &ep->pe.bulk) {
     struct proto_msg *r = list_entry(pos, struct proto_msg, bnode);

@@ -322,7 +322,7 @@ static void net_release(struct fmx_endpoint *ep, struct partner *p) {
 
 const struct fmx_transport_ops net_transport = {
     .name = "net",
-    .partner_size = sizeof(struct net_peer),
+    .partner_size = sizeof(struct net_peer), /* aligned as TRANSPORT_STATE_ALIGN allows (below) */
     .ep_size = sizeof(struct net_ep),
     .remote = 1,
     .open = net_open,
@@ -343,3 +343,5 @@ const struct fmx_transport_ops net_transport = {
     .release = net_release,
     .ep_fini = net_ep_fini,
 };
+
+_Static_assert(_Alignof(struct net_peer) <= TRANSPORT_STATE_ALIGN, "a partner's state is placed at that alignment");

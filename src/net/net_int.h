@@ -176,6 +176,7 @@ struct net_peer {
    * (net_peer_live), NULL before: an idle partner's bytes. */
   struct net_rel *rel;
   uint8_t counted;        /* in ne->npeers */
+  uint8_t close_sent;     /* our CLOSE went (its seq: close_seq) */
   /* The head of a train of its came (in a frame) and not yet the packet
    * after it, train_next (the rest comes to our bulk socket: net_rx.c,
    * on_data). */
@@ -195,7 +196,6 @@ struct net_peer {
   uint64_t probe_ns;     /* when we last probed it (net.c) */
   uint64_t heard_ns;     /* when a packet of it last came */
   uint32_t close_seq;    /* the seq of our CLOSE record to it (net_close)... */
-  int close_sent;        /* ...once one went */
   uint64_t left_ns;      /* when its CLOSE came (0: it did not) */
   /* Our handshake with it while under way (net_dial; NULL: none). */
   struct net_dial *dial;

@@ -88,12 +88,6 @@ int net_peer_init(struct fmx_endpoint *ep, struct partner *p, uint64_t nic, uint
   t->eid = eid;
   t->session = session;
   if (session) net_peer_known(ep, p);
-  t->bulk->pid = 0;
-  t->bulk->pidfd = -1;
-  t->bulk->eid = eid;
-  t->bulk->cpu = -1;
-  t->bulk->cma_ok = 0;
-  t->bulk->cma_reason = "another host";
   ne->npeers++;
   transport_up->peer_joined(ep, p);
   return 0;

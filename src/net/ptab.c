@@ -50,7 +50,7 @@ int net_ptab_init(struct net_ptab *t, uint32_t seed) {
 void net_ptab_add(struct net_ptab *t, struct net_ptab_entry *e, uint32_t eid, uint32_t session) {
   net_ptab_del(t, e);
   if (t->n >= t->nb) grow(t); /* else longer chains */
-  e->eid = eid;
+  e->eid = (uint16_t)eid; /* the wire carries no more */
   e->session = session;
   uint32_t h = hash(t, eid, session);
   e->next = t->b[h];

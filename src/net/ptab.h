@@ -18,8 +18,9 @@
 
 struct net_ptab_entry {
   struct net_ptab_entry *next; /* in its chain */
-  uint32_t eid, session;       /* its key */
-  int in;                      /* in the table */
+  uint32_t session;            /* its key: the session and */
+  uint16_t eid;                /* the endpoint id, as the wire carries it (16 bits) */
+  uint8_t in;                  /* in the table */
 };
 
 struct net_ptab {

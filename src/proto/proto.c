@@ -50,6 +50,7 @@ struct proto_live *proto_live(struct partner *p) {
   if (!l) return NULL;
   list_init(&l->outq);
   list_init(&l->msgs);
+  l->owner = p;
   return pp->live = l;
 }
 

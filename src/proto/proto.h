@@ -146,6 +146,10 @@ struct proto_class {
  * hint, and kept until the partner goes. */
 struct proto_live {
   struct list_node outq; /* records waiting for ring room, in order */
+  /* On the core's backlog (ep->backlog) while outq holds records (linked:
+   * next != NULL), and the partner it is of. */
+  struct list_node backlog;
+  struct partner *owner;
   struct list_node msgs; /* messages in flight with it (pnode) */
   /* Per lane it delivers on, two of them: taken at its first medium
    * message (medium.c), NULL before. */

@@ -87,10 +87,12 @@ static void self_release(struct fmx_endpoint *ep, struct partner *p) {
 
 const struct fmx_transport_ops self_transport = {
     .name = "self",
-    .partner_size = sizeof(struct self_peer),
+    .partner_size = sizeof(struct self_peer), /* aligned as TRANSPORT_STATE_ALIGN allows (below) */
     .same_space = 1,
     .push = self_push,
     .max_payload = self_max_payload,
     .poll = self_poll,
     .release = self_release,
 };
+
+_Static_assert(_Alignof(struct self_peer) <= TRANSPORT_STATE_ALIGN, "a partner's state is placed at that alignment");

@@ -457,7 +457,7 @@ static void shm_ep_close(struct fmx_endpoint *ep) {
 const struct fmx_transport_ops shm_transport = {
     .name = "shm",
     .tiny_max = RING_CELL_TINY,
-    .partner_size = sizeof(struct shm_peer),
+    .partner_size = sizeof(struct shm_peer), /* aligned as TRANSPORT_STATE_ALIGN allows (below) */
     .ep_size = sizeof(struct shm_ep),
     .listen = shm_listen,
     .open = shm_ep_open,
@@ -472,3 +472,5 @@ const struct fmx_transport_ops shm_transport = {
     .release = shm_release,
     .ep_fini = shm_ep_fini,
 };
+
+_Static_assert(_Alignof(struct shm_peer) <= TRANSPORT_STATE_ALIGN, "a partner's state is placed at that alignment");

@@ -69,7 +69,9 @@ typedef int (*transport_deliver_fn)(struct fmx_endpoint *ep, struct partner *p, 
 struct transport_ep *transport_ep(struct fmx_endpoint *ep);
 struct transport_peer *transport_peer(struct partner *p);
 /* The transport's private state of partner p: partner_size bytes, zeroed
- * when the partner is made (core/partner.c). */
+ * when the partner is made (core/partner.c), aligned to
+ * TRANSPORT_STATE_ALIGN (a state needs no more). */
+#define TRANSPORT_STATE_ALIGN 8
 void *transport_state(struct partner *p);
 /* The partner whose private state `state` is (transport_state's inverse). */
 struct partner *transport_partner(void *state);
