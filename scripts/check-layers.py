@@ -68,11 +68,12 @@ DEBT = set()
 # these views. Each returns where the lower layer's part lies inside the
 # upper layer's object (&ep->t, &p->pp): the object's layout, which only
 # its owner knows, given by name so that link-time optimisation inlines it
-# on the per-message path. Everything that acts (complete, lock, fail a
+# on the per-message path (transport_partner: the object a part lies in,
+# the same layout read back). Everything that acts (complete, lock, fail a
 # partner, watch) goes through a table of calls the upper layer gives
 # (struct proto_core, struct transport_core).
 VIEWS = {
-    "transport_ep", "transport_peer", "transport_state", "transport_ep_state",  # transport/transport.h
+    "transport_ep", "transport_peer", "transport_state", "transport_partner", "transport_ep_state",  # transport/transport.h
     "proto_ep", "proto_peer",  # proto/proto.h
 }
 

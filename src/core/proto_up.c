@@ -8,8 +8,6 @@ struct proto_ep *proto_ep(struct fmx_endpoint *ep) { return &ep->pe; }
 
 struct proto_peer *proto_peer(struct partner *p) { return &p->pp; }
 
-fmx_endpoint_addr_t proto_peer_addr(const struct partner *p) { return ep_partner_addr(p); }
-
 static void complete(struct fmx_endpoint *ep, struct proto_msg *m, fmx_return_t code) {
   req_complete(ep, req_of(m), code);
 }
@@ -64,4 +62,5 @@ const struct proto_core core_for_proto = {
     .internal = internal,
     .slice = slice,
     .unexp = ep_unexp_call,
+    .addr = ep_partner_addr,
 };

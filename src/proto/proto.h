@@ -218,8 +218,6 @@ static inline struct match_queues *proto_mq(struct proto_ep *pe, int untagged) {
 /* The protocol's parts of the core's objects (core/proto_up.c). */
 struct proto_ep *proto_ep(struct fmx_endpoint *ep);
 struct proto_peer *proto_peer(struct partner *p);
-/* Its address, as a status gives it. */
-fmx_endpoint_addr_t proto_peer_addr(const struct partner *p);
 
 /* What the protocol asks of the core: given once, at fmx_init. Every
  * call is made with the endpoint's lock held. */
@@ -261,6 +259,8 @@ struct proto_core {
    * handler (pe.unexp_hook): 1 when it took it (drop it), 0 to go on
    * matching. */
   int (*unexp)(struct fmx_endpoint *ep, struct partner *p, uint64_t match, uint64_t len, const void *data);
+  /* p's address, as a status gives it (the core numbers its partners). */
+  fmx_endpoint_addr_t (*addr)(const struct partner *p);
 };
 void proto_init(const struct proto_core *core);
 

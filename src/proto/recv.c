@@ -11,7 +11,7 @@
 
 void proto_fill_status(struct proto_msg *r, struct partner *p, uint64_t match, uint64_t msg_len) {
   r->partner = p;
-  r->status.source = proto_peer_addr(p);
+  r->status.source = proto_up->addr(p);
   r->status.match_info = match;
   r->status.msg_length = msg_len;
   r->status.xfer_length = msg_len < r->len ? msg_len : r->len;
@@ -27,7 +27,7 @@ void proto_fill_data(struct proto_msg *r, unsigned hflags, uint64_t imm) { fill_
 void proto_unexp_status(const struct unexp_msg *u, fmx_status_t *st) {
   memset(st, 0, sizeof *st);
   st->code = FMX_SUCCESS;
-  st->source = proto_peer_addr(u->partner);
+  st->source = proto_up->addr(u->partner);
   st->match_info = u->match;
   st->msg_length = st->xfer_length = u->msg_len;
   fill_data(st, u->flags, u->imm);
