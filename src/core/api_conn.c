@@ -190,12 +190,13 @@ API fmx_return_t fmx_iconnect(fmx_endpoint_t ep, uint64_t nic_id, uint32_t eid, 
   r->m.status.match_info = match;
   r->m.status.source = addr;
   *request = r;
-  if (p && tp->dialing && tp->dialing(p) && proto_live(p)) {
+  int dialing = p && tp->dialing && tp->dialing(p);
+  if (dialing && proto_live(p)) {
     r->m.partner = p;
     list_add_tail(&p->pp.live->msgs, &r->m.pnode); /* its failure completes it (ep_partner_down) */
     list_add_tail(&ep->connecting, &r->qnode);
   } else {
-    if (p && rc == FMX_SUCCESS && tp->dialing && tp->dialing(p)) rc = FMX_NO_RESOURCES; /* no memory to wait with */
+    if (dialing) rc = FMX_NO_SYSTEM_RESOURCES; /* no memory to wait with; the handshake goes on */
     req_complete(ep, r, rc);
   }
   ep_unlock(ep);

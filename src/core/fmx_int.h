@@ -88,7 +88,7 @@ struct fmx_endpoint {
 
   struct list_node completed;
   /* fmx_iconnect's requests waiting for a handshake (api_conn.c), by
-   * qnode; each also in its partner's pp.msgs, so its death fails them. */
+   * qnode; each also in its partner's pp.live->msgs, so its death fails them. */
   struct list_node connecting;
   uint32_t nsiblings;         /* partners that are other endpoints of this process (wait.c) */
   /* Crowding (crowd.c): FMX_CROWDED; the partners in use on other hosts

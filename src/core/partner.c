@@ -92,10 +92,13 @@ static struct partner *partner_alloc(const struct fmx_transport_ops *tp) { retur
  * move its bytes (its transport pulls them), and nothing writes it. One
  * for all, where a partner on this host has its own, at the end of its
  * block. */
-static struct bulk_peer remote_bulk = {.pidfd = -1, .cpu = -1, .cma_reason = "another host"};
+static const struct bulk_peer remote_bulk = {.pidfd = -1, .cpu = -1, .cma_reason = "another host"};
 
 static struct bulk_peer *bulk_of(struct partner *p, const struct fmx_transport_ops *tp) {
-  return tp->remote ? &remote_bulk : (struct bulk_peer *)((char *)p + partner_block(tp) - sizeof(struct bulk_peer));
+  /* Read-only memory: a write to it faults at once, where it would race
+   * between endpoints. */
+  return tp->remote ? (struct bulk_peer *)&remote_bulk
+                    : (struct bulk_peer *)((char *)p + partner_block(tp) - sizeof(struct bulk_peer));
 }
 
 int ep_partner_remote(const struct partner *p) { return p->t.bulk == &remote_bulk; }

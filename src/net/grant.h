@@ -21,7 +21,8 @@
  * bytes the path holds (the rate measured times the network's shortest
  * wait) and those that come while someone on the way waits for a core
  * (the longest wait seen, windowed: ours between two passes while we
- * pull, a sender's hold of a PULL), at least two frames and at most half
+ * pull, a sender's wait to read a PULL: not its pacing), at least two
+ * frames and at most half
  * the first budget (several runs on their way, so that a lost one shows
  * by those behind it and not by a timer). Before a rate and a wait are
  * measured it is that half.
@@ -99,7 +100,8 @@ struct net_grant {
 
 void net_grant_init(struct net_grant *g, uint64_t cap, uint64_t unit, uint64_t first);
 /* Someone on the way waited ns for a core: the receiver between two of
- * its passes while it pulled, or a sender holding a PULL. */
+ * its passes while it pulled, or a sender before it read a PULL (its
+ * PULL_REPLY's flags). */
 void net_grant_away(struct net_grant *g, uint64_t ns, uint64_t now);
 /* Bytes that may be asked now. */
 static inline uint64_t net_grant_room(const struct net_grant *g) {

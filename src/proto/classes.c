@@ -143,13 +143,13 @@ void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, 
   struct proto_ep *pe = proto_ep(ep);
   int s = slot_of(len);
   if (s < 0 || !start || transport_peer(p)->state != PARTNER_ALIVE) return;
-  struct proto_live *pp = proto_live(p);
-  if (!pp || (!pp->cls && !(pp->cls = calloc(PROTO_CLASSES, sizeof *pp->cls)))) return; /* no memory: no choice made */
+  struct proto_live *l = proto_live(p);
+  if (!l || (!l->cls && !(l->cls = calloc(PROTO_CLASSES, sizeof *l->cls)))) return; /* no memory: no choice made */
   /* Clean: nothing else started, or was still in progress, meanwhile. */
   uint64_t ns = UINT64_MAX;
   if (pe->benv.starts + pe->medium_starts == snap && list_empty(&pe->bulk) && !pe->medium_live)
     ns = (sys_now_ns() - start) * 4096 / len;
-  struct proto_class *k = &pp->cls[s];
+  struct proto_class *k = &l->cls[s];
   if (both && mode == 0)
     k->xleft = CLASS_SPAN_MAX;
   else if (k->xleft)
@@ -158,9 +158,9 @@ void proto_class_done(struct fmx_endpoint *ep, struct partner *p, uint64_t len, 
   int want = proto_class_step(k, mode, ns);
   if (k->trial && !trial_was) PROTO_CNT(pe, CLASS_TRIALS);
   if (k->mode != mode_was) pe->benv.counters[k->mode ? CNT_CLASS_TO_RNDV : CNT_CLASS_TO_MEDIUM]++;
-  if (want == (int)((pp->asked >> bit) & 1)) return;
-  pp->asked ^= 1ull << bit;
-  struct proto_hdr h = {.type = PROTO_HINT, .rreq = pp->asked};
+  if (want == (int)((l->asked >> bit) & 1)) return;
+  l->asked ^= 1ull << bit;
+  struct proto_hdr h = {.type = PROTO_HINT, .rreq = l->asked};
   proto_send_ctl(ep, p, &h);
 }
 

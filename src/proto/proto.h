@@ -142,8 +142,9 @@ struct proto_class {
 };
 
 /* What the protocol keeps of a partner it has messages with (proto_live):
- * taken at its first message in flight, record queued, medium message or
- * hint, and kept until the partner goes. */
+ * taken at its first message in flight (a send, a read, a connect waited
+ * for, a rendezvous or write received), record queued, medium message,
+ * class timed or hint, and kept until the partner goes. */
 struct proto_live {
   struct list_node outq; /* records waiting for ring room, in order */
   /* On the core's backlog (ep->backlog) while outq holds records (linked:
@@ -270,8 +271,7 @@ void proto_init(const struct proto_core *core);
 void proto_ep_init(struct fmx_endpoint *ep, unsigned ctx_bits, unsigned ctx_shift);
 /* Free what the endpoint's unexpected queues and claimed list hold. */
 void proto_ep_fini(struct proto_ep *pe);
-/* A new partner's protocol state, served by tp (its addr is the core's to
- * set once the partner is known: the handshake, or ourselves). */
+/* A new partner's protocol state, served by tp. */
 void proto_peer_init(struct proto_peer *pp, const struct fmx_transport_ops *tp);
 /* What the partner's state holds besides itself (its state of messages). */
 void proto_peer_fini(struct proto_peer *pp);

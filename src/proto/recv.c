@@ -102,9 +102,11 @@ struct proto_msg *proto_take_arriving(struct fmx_endpoint *ep, struct partner *p
 void proto_deliver(struct fmx_endpoint *ep, struct partner *p, struct bulk_conn *lane, const struct proto_hdr *h,
                    const void *payload) {
   struct proto_ep *pe = proto_ep(ep);
-  /* A record that may put a message in flight with p (not an eager one's
-   * or a fragment's: the hot path) finds p's state of messages taken. */
-  if (h->type != PROTO_EAGER && h->type != PROTO_FRAG && !proto_live(p)) {
+  /* A rendezvous or a write to a region puts a message in flight with p
+   * (rndv_recv_start, now or once a receive takes it unexpected): p's
+   * state of messages is taken first. Other records find it taken by
+   * their request, or take it themselves (medium, hint, control records). */
+  if ((h->type == PROTO_RTS || h->type == PROTO_RPUT) && !proto_live(p)) {
     proto_abort(ep, p, FMX_NO_SYSTEM_RESOURCES, "a partner's messages");
     return;
   }

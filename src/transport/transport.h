@@ -48,7 +48,7 @@ struct transport_peer {
   uint32_t session;
   uint32_t gen;  /* the core's: bumped when the partner's slot is reused */
   int state;     /* the core's: enum partner_state */
-  struct bulk_peer *bulk; /* the core's, for the handshake to fill */
+  struct bulk_peer *bulk; /* the core's, for the handshake to fill; one shared and read-only for a partner on another host */
 };
 
 /* ---- The core's side of the seam (core/transport.c). The endpoint and
