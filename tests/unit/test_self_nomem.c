@@ -12,6 +12,17 @@
 #include "check.h"
 #include "fmx.h"
 
+/* A send of s to me, waited for: it ends with code. */
+static void send_ends(fmx_endpoint_t ep, fmx_seg_t *s, fmx_endpoint_addr_t me, uint64_t match, fmx_return_t code) {
+  fmx_request_t sr;
+  fmx_status_t st;
+  uint32_t res = 0;
+  CHECK_EQ(fmx_isend(ep, s, 1, me, match, NULL, &sr), FMX_SUCCESS);
+  CHECK_EQ(fmx_wait(ep, &sr, 10000, &st, &res), FMX_SUCCESS);
+  CHECK_EQ(res, 1);
+  CHECK_EQ(st.code, code);
+}
+
 /* FMX_FAULT_ALLOC=1: the first allocation is the sender's state of its
  * messages with itself (proto_live, taken at its first message in
  * flight): that send completes with an error, and the connection is given
@@ -25,17 +36,8 @@ static void first_send_state(void) {
   CHECK_EQ(fmx_get_endpoint_addr(ep, &me), FMX_SUCCESS);
   char buf[8] = "12345678";
   fmx_seg_t s = {buf, sizeof buf};
-  fmx_request_t sr;
-  fmx_status_t st;
-  uint32_t res = 0;
-  CHECK_EQ(fmx_isend(ep, &s, 1, me, 1, NULL, &sr), FMX_SUCCESS);
-  CHECK_EQ(fmx_wait(ep, &sr, 10000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  CHECK_EQ(st.code, FMX_NO_SYSTEM_RESOURCES);
-  CHECK_EQ(fmx_isend(ep, &s, 1, me, 2, NULL, &sr), FMX_SUCCESS);
-  CHECK_EQ(fmx_wait(ep, &sr, 10000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  CHECK_EQ(st.code, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  send_ends(ep, &s, me, 1, FMX_NO_SYSTEM_RESOURCES);
+  send_ends(ep, &s, me, 2, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   CHECK_EQ(fmx_close_endpoint(ep), FMX_SUCCESS);
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
 }
@@ -80,10 +82,7 @@ int main(void) {
   CHECK_EQ(res, 0);
   CHECK_EQ(fmx_cancel(ep, &rr, &res), FMX_SUCCESS);
   /* The connection to ourselves is down: a send says so. */
-  CHECK_EQ(fmx_isend(ep, &s, 1, me, 2, NULL, &sr), FMX_SUCCESS);
-  CHECK_EQ(fmx_wait(ep, &sr, 10000, &st, &res), FMX_SUCCESS);
-  CHECK_EQ(res, 1);
-  CHECK_EQ(st.code, FMX_REMOTE_ENDPOINT_UNREACHABLE);
+  send_ends(ep, &s, me, 2, FMX_REMOTE_ENDPOINT_UNREACHABLE);
   CHECK_EQ(fmx_close_endpoint(ep), FMX_SUCCESS);
   CHECK_EQ(fmx_finalize(), FMX_SUCCESS);
   CHECK_DONE("test_self_nomem");
