@@ -184,10 +184,7 @@ static void ep_free(struct fmx_endpoint *ep) {
     ep->partners[i]->pp.tp->release(ep, ep->partners[i]);
     medium_reset(ep, ep->partners[i]);
     proto_peer_fini(&ep->partners[i]->pp);
-    if (!ep_partner_remote(ep->partners[i])) {
-      region_cache_release(&ep->partners[i]->t.bulk->xmem);
-      bulk_peer_fini(ep->partners[i]->t.bulk);
-    }
+    ep_partner_bulk_fini(ep->partners[i]);
     free(ep->partners[i]);
   }
   free(ep->partners);

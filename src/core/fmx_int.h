@@ -36,7 +36,8 @@ struct partner {
 
 /* Where a partner's transport state begins in its block (core/partner.c:
  * the partner, then tp->partner_size bytes). */
-#define PARTNER_HEAD ((sizeof(struct partner) + TRANSPORT_STATE_ALIGN - 1) & ~(size_t)(TRANSPORT_STATE_ALIGN - 1))
+#define TRANSPORT_STATE_ROUND(n) (((n) + TRANSPORT_STATE_ALIGN - 1) & ~(size_t)(TRANSPORT_STATE_ALIGN - 1))
+#define PARTNER_HEAD TRANSPORT_STATE_ROUND(sizeof(struct partner))
 
 enum req_kind { REQ_SEND = 1, REQ_RECV, REQ_CONNECT };
 
@@ -185,6 +186,8 @@ struct partner *ep_partner_from_addr(struct fmx_endpoint *ep, fmx_endpoint_addr_
 fmx_endpoint_addr_t ep_partner_addr(const struct partner *p);
 /* p is on another host: its t.bulk is the one all such share, never written. */
 int ep_partner_remote(const struct partner *p);
+/* What the bulk engines kept of p (its own view: a partner on this host). */
+void ep_partner_bulk_fini(struct partner *p);
 struct partner *ep_partner_new(struct fmx_endpoint *ep, const struct fmx_transport_ops *tp);
 void ep_partner_reap(struct fmx_endpoint *ep);
 struct partner *ep_partner_find(struct fmx_endpoint *ep, uint32_t eid, uint32_t session);

@@ -59,9 +59,8 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
     medium_reset(ep, p);
     if (p->pp.live && list_linked(&p->pp.live->backlog)) list_del(&p->pp.live->backlog); /* none: ep_partner_down emptied it */
     proto_peer_fini(&p->pp);
+    ep_partner_bulk_fini(p); /* nothing moves with it now (partner_in_use) */
     if (!ep_partner_remote(p)) {
-      region_cache_release(&p->t.bulk->xmem);
-      bulk_peer_fini(p->t.bulk); /* nothing moves with it now (partner_in_use) */
       ep->nsiblings -= p->t.bulk->same_process;
       p->t.bulk->same_process = 0;
     }
@@ -82,8 +81,7 @@ void ep_partner_reap(struct fmx_endpoint *ep) {
  * transport_state) in one block, zeroed: one allocation and no pointer
  * between them (an idle partner's bytes). */
 static size_t partner_block(const struct fmx_transport_ops *tp) {
-  size_t tpd = (tp->partner_size + TRANSPORT_STATE_ALIGN - 1) & ~(size_t)(TRANSPORT_STATE_ALIGN - 1);
-  return PARTNER_HEAD + tpd + (tp->remote ? 0 : sizeof(struct bulk_peer));
+  return PARTNER_HEAD + TRANSPORT_STATE_ROUND(tp->partner_size) + (tp->remote ? 0 : sizeof(struct bulk_peer));
 }
 
 static struct partner *partner_alloc(const struct fmx_transport_ops *tp) { return calloc(1, partner_block(tp)); }
@@ -102,6 +100,12 @@ static struct bulk_peer *bulk_of(struct partner *p, const struct fmx_transport_o
 }
 
 int ep_partner_remote(const struct partner *p) { return p->t.bulk == &remote_bulk; }
+
+void ep_partner_bulk_fini(struct partner *p) {
+  if (ep_partner_remote(p)) return;
+  region_cache_release(&p->t.bulk->xmem);
+  bulk_peer_fini(p->t.bulk);
+}
 
 /* p (zeroed) becomes a live partner of ep in slot index, served by tp. */
 static struct partner *partner_start(struct fmx_endpoint *ep, struct partner *p, uint32_t index, uint32_t gen,
